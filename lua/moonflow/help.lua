@@ -1,0 +1,75 @@
+-- help(): docs for registered ops (from the registry) and for the Lua-level functions below.
+return function(mf)
+  local ops, fn_names = mf._ops, mf._fn_names
+
+  -- one-line docs for the functions that are not registry ops
+  local DOCS = {
+    tensor = 'mf.tensor(data[, dtype]): a tensor from a number or nested table of numbers (float32 by default).',
+    is_tensor = 'mf.is_tensor(x): true when x is a moonflow tensor.',
+    memory_stats = 'mf.memory_stats([device]): {in_use, peak, cached, allocations, system_allocations, live_blocks} of the caching allocator, in bytes.',
+    empty_cache = 'mf.empty_cache([device]): collects garbage and returns wholly free cached regions to the system.',
+    set_num_threads = 'mf.set_num_threads(n): threads for OpenMP kernels and OpenBLAS (also MF_NUM_THREADS).',
+    get_num_threads = 'mf.get_num_threads(): the current thread count.',
+    manual_seed = 'mf.manual_seed(seed): reseeds the counter-based generator behind rand/randn; same seed, same numbers.',
+    initial_seed = 'mf.initial_seed(): the seed last set.',
+    get_rng_state = 'mf.get_rng_state(): {seed, offset} of the generator, for checkpoints.',
+    set_rng_state = 'mf.set_rng_state(s): restores a state from get_rng_state().',
+    register_op = 'mf.register_op{name=, num_inputs=, doc=, lua_compute=, infer_shape=, params=, gradient=}: adds an op to the registry; it becomes mf.<name> and a tensor method.',
+    help = "help(x): prints the docs of an op or function: help(mf.matmul), help('matmul').",
+    list_ops = 'mf.list_ops(): sorted names of every registered op.',
+  }
+  mf._docs = DOCS
+
+  function mf.list_ops()
+    local names = {}
+    for name in pairs(ops) do names[#names + 1] = name end
+    table.sort(names)
+    return names
+  end
+
+  -- The full text of an op's docs: signature, doc, inputs and params with kinds, defaults, docs.
+  function mf.op_doc(name)
+    local op = ops[name]
+    if not op then return nil end
+    local sig = {}
+    if op.variadic then sig[1] = '{' .. op.inputs[1] .. '...}' else
+      for i, n in ipairs(op.inputs) do sig[i] = n end
+    end
+    for _, p in ipairs(op.param_info) do sig[#sig + 1] = p.name end
+    local lines = {('mf.%s(%s)'):format(name, table.concat(sig, ', ')), '  ' .. op.doc}
+    if #op.param_info > 0 then
+      lines[#lines + 1] = '  params:'
+      for _, p in ipairs(op.param_info) do
+        lines[#lines + 1] = ('    %-12s %-13s default %-10s %s'):format(p.name, p.type,
+          p.default == '' and '(empty)' or p.default, p.doc)
+      end
+    end
+    local aliases = {}
+    for a, n in pairs(mf._aliases) do if n == name then aliases[#aliases + 1] = 'mf.' .. a end end
+    table.sort(aliases)
+    if #aliases > 0 then lines[#lines + 1] = '  also: ' .. table.concat(aliases, ', ') end
+    if op.from_lua then lines[#lines + 1] = '  (registered from Lua)' end
+    return table.concat(lines, '\n')
+  end
+
+  -- help(x) prints the docs of x; returns the text as well.
+  function mf.help(x)
+    local text
+    if x == nil then
+      text = 'moonflow ' .. mf._VERSION .. "\nhelp('op') or help(mf.op) for an op; mf.list_ops() lists them:\n  "
+        .. table.concat(mf.list_ops(), ' ')
+    else
+      local name = type(x) == 'string' and x:gsub('^mf%.', '') or fn_names[x]
+      if type(x) == 'function' and not name then
+        for k, v in pairs(mf) do if v == x then name = k end end
+      end
+      if name and mf._aliases[name] then name = mf._aliases[name] end
+      text = name and (mf.op_doc(name) or DOCS[name] and DOCS[name])
+      if not text then
+        text = ('help: no docs for %s'):format(type(x) == 'string' and ("'" .. x .. "'") or tostring(x))
+      end
+    end
+    print(text)
+    return text
+  end
+end

@@ -1,0 +1,11 @@
+-- moonflow: require 'moonflow' returns the mf table (also the global `mf` in the moonflow executable).
+local mf = {_VERSION = '0.1.0'}
+package.loaded['moonflow'] = mf
+
+local C = require 'moonflow.ffi_abi'
+mf._VERSION = require('ffi').string(C.mf_version())
+mf.kernels = require 'moonflow.kernels'
+require('moonflow.tensor')(mf)
+require('moonflow.ops')(mf)
+require('moonflow.help')(mf)
+return mf

@@ -1,0 +1,102 @@
+-- mf.kernels: the native routines kernel strings call. Each wrapper makes one FFI call and turns a
+-- failed status into a Lua error carrying the native message (which names the op and shapes).
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+
+local K = {}
+local tensor_ct = ffi.typeof('mf_tensor')
+local list_ct = ffi.typeof('const mf_tensor *[?]')
+
+-- Raises msg blaming the first caller outside moonflow's own Lua files and kernel strings, so
+-- the user's line is the one reported.
+local function raise(msg)
+  local level = 2  -- debug.getinfo(1) is raise itself; error() counts levels the same way
+  while true do
+    local info = debug.getinfo(level, 'S')
+    if not info then level = 2 break end
+    local src = info.source
+    if info.what ~= 'C' and not src:find('^@lua/moonflow/') and not src:find('kernel%)$') then break end
+    level = level + 1
+  end
+  error(msg, level)
+end
+K.raise = raise
+
+local function check(st)
+  if st ~= 0 then raise(ffi.string(C.mf_last_error())) end
+end
+K.check = check
+
+-- op codes of the native dispatch tables, by op name
+K.U = {neg = C.MF_U_NEG, abs = C.MF_U_ABS, exp = C.MF_U_EXP, log = C.MF_U_LOG, log1p = C.MF_U_LOG1P,
+       sqrt = C.MF_U_SQRT, rsqrt = C.MF_U_RSQRT, sigmoid = C.MF_U_SIGMOID, tanh = C.MF_U_TANH,
+       relu = C.MF_U_RELU, sin = C.MF_U_SIN, cos = C.MF_U_COS, square = C.MF_U_SQUARE,
+       sign = C.MF_U_SIGN, floor = C.MF_U_FLOOR, ceil = C.MF_U_CEIL, round = C.MF_U_ROUND,
+       clamp = C.MF_U_CLAMP}
+K.B = {add = C.MF_B_ADD, sub = C.MF_B_SUB, mul = C.MF_B_MUL, div = C.MF_B_DIV, pow = C.MF_B_POW,
+       maximum = C.MF_B_MAXIMUM, minimum = C.MF_B_MINIMUM, eq = C.MF_B_EQ, ne = C.MF_B_NE,
+       lt = C.MF_B_LT, le = C.MF_B_LE, gt = C.MF_B_GT, ge = C.MF_B_GE}
+K.R = {sum = C.MF_R_SUM, mean = C.MF_R_MEAN, max = C.MF_R_MAX, min = C.MF_R_MIN, prod = C.MF_R_PROD,
+       argmax = C.MF_R_ARGMAX, argmin = C.MF_R_ARGMIN}
+-- upper-case spellings, as the C++ registration blocks write them
+for _, t in ipairs{K.U, K.B, K.R} do
+  local up = {}
+  for k, v in pairs(t) do up[k:upper()] = v end
+  for k, v in pairs(up) do t[k] = v end
+end
+
+function K.unary(code, y, x, a, b) check(C.mf_k_unary(code, y, x, a, b)) end
+function K.binary(code, z, x, y) check(C.mf_k_binary(code, z, x, y)) end
+function K.where(out, c, a, b) check(C.mf_k_where(out, c, a, b)) end
+function K.copy(dst, src) check(C.mf_k_copy(dst, src)) end
+function K.fill(t, v) check(C.mf_k_fill(t, v)) end
+function K.arange(t, start, step) check(C.mf_k_arange(t, start, step)) end
+function K.eye(t) check(C.mf_k_eye(t)) end
+function K.reduce(code, y, x, mask) check(C.mf_k_reduce(code, y, x, mask)) end
+function K.softmax(y, x, dim0, log) check(C.mf_k_softmax(y, x, dim0, log)) end
+function K.matmul(c, a, b, ta, tb) check(C.mf_k_matmul(c, a, b, ta, tb)) end
+function K.alias(view, base, offset) check(C.mf_k_alias(view, base, offset)) end
+function K.concat(out, n, list, dim0) check(C.mf_k_concat(out, n, list, dim0)) end
+-- rand draws from the state's generator, installed by the tensor module as K.rng
+function K.rand(t, normal, a, b) check(C.mf_k_rand(t, K.rng, normal, a, b)) end
+
+-- bind-time helpers ------------------------------------------------------------------------------
+
+-- 1-based dim (negative from the end) to 0-based
+function K.dim0(d, ndim)
+  if d < 0 then d = d + ndim + 1 end
+  return d - 1
+end
+
+-- bit mask of the 0-based dims a list of 1-based dims names; an empty list means every dim
+function K.dim_mask(dims, ndim)
+  if #dims == 0 then return ndim > 0 and 2 ^ ndim - 1 or 0 end
+  local m = 0
+  for _, d in ipairs(dims) do m = m + 2 ^ K.dim0(d, ndim) end
+  return m
+end
+
+-- a borrowed header over y's memory with x's shape, contiguous (used to copy x into y row-major)
+function K.header(y, x)
+  local h = tensor_ct()
+  ffi.copy(h, y, ffi.sizeof(tensor_ct))
+  h.owns = 0
+  h.ndim = x.ndim
+  local acc = 1
+  for i = x.ndim - 1, 0, -1 do
+    h.shape[i] = x.shape[i]
+    h.strides[i] = acc
+    acc = acc * x.shape[i]
+  end
+  h.is_contig = 1
+  return h
+end
+
+-- a C array of pointers to the given tensors (kept alive by the caller's closure)
+function K.tensor_list(ts)
+  local arr = list_ct(#ts)
+  for i = 1, #ts do arr[i - 1] = ts[i] end
+  return arr
+end
+
+return K

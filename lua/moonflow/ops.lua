@@ -1,0 +1,559 @@
+-- Operators: every registered op (C++ or Lua) becomes mf.<name> and a tensor method. An eager
+-- call validates params, infers shapes once, binds the op's kernel factory to borrowed slot
+-- tensors, and caches that closure per (op, params, input layout); a repeated call only copies
+-- the inputs' headers into the slots, allocates outputs and runs the closure.
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+
+return function(mf)
+  local K, T, SZ, raise = mf.kernels, mf._T, mf._SZ, mf._raise
+  local is_tensor, methods = mf.is_tensor, mf.Tensor
+  local MAXOUT = 64
+  local meta_buf = ffi.new('mf_tensor[?]', MAXOUT)
+  local alias_buf = ffi.new('int[?]', MAXOUT)
+  local nout_buf = ffi.new('int[1]')
+  local in_ptrs = ffi.new('const mf_tensor *[?]', 256)
+  local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = 1, 2, 4, 8
+  local KIND = {[0] = 'boolean', 'integer', 'number', 'enum', 'dtype', 'integer list'}
+
+  local ops = {}         -- name -> op record
+  mf._ops = ops
+  local fn_names = setmetatable({}, {__mode = 'k'})  -- op function -> op name, for help()
+  mf._fn_names = fn_names
+
+  local function cstr(p) return p ~= nil and ffi.string(p) or nil end
+
+  -- kernel strings ---------------------------------------------------------------------------
+  local KERNEL_GLOBALS = {'math', 'bit', 'ffi', 'string', 'table', 'ipairs', 'pairs', 'error', 'assert',
+                          'tonumber', 'tostring', 'type', 'select', 'unpack', 'print', 'pcall', 'next'}
+  local kernel_base = {ffi = ffi, bit = require 'bit'}
+  for _, k in ipairs(KERNEL_GLOBALS) do kernel_base[k] = kernel_base[k] or _G[k] end
+
+  -- Loads a kernel string in a restricted environment: reading or writing an undeclared global
+  -- is an error naming the op; a syntax error names the op and line.
+  local function compile_kernel(name, device, src)
+    local env = setmetatable({mf = mf}, {
+      __index = function(_, k)
+        if kernel_base[k] ~= nil then return kernel_base[k] end
+        error(("op %s: %s kernel reads undeclared global '%s' (declare it local, or reach it through mf)")
+          :format(name, device, tostring(k)), 2)
+      end,
+      __newindex = function(_, k)
+        error(("op %s: %s kernel assigns global '%s'; declare it local"):format(name, device, tostring(k)), 2)
+      end})
+    local chunk, err = loadstring('return ' .. src, '=' .. name .. ' (' .. device .. ' kernel)')
+    if not chunk then raise(('op %s: %s kernel does not load: %s'):format(name, device, err)) end
+    setfenv(chunk, env)
+    local ok, factory = pcall(chunk)
+    if not ok then raise(('op %s: %s kernel failed to evaluate: %s'):format(name, device, tostring(factory))) end
+    if type(factory) ~= 'function' then
+      raise(('op %s: %s kernel must evaluate to a factory function(ins, outs, p), got a %s'):format(name, device, type(factory)))
+    end
+    return factory
+  end
+
+  -- params -----------------------------------------------------------------------------------
+  local function encode_value(op, k, v)
+    local tv = type(v)
+    if tv == 'number' then
+      if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ('%d'):format(v) end
+      return ('%.17g'):format(v)
+    elseif tv == 'boolean' or tv == 'string' then
+      local s = tostring(v)
+      if s:find('[;=]') then raise(("%s: param '%s' is '%s'; ';' and '=' are not allowed"):format(op.name, k, s)) end
+      return s
+    elseif tv == 'table' and not is_tensor(v) then
+      local parts = {}
+      for i = 1, #v do
+        if type(v[i]) ~= 'number' then
+          raise(("%s: param '%s' item %d is a %s; expected a number"):format(op.name, k, i, type(v[i])))
+        end
+        parts[i] = ('%d'):format(v[i])
+        if v[i] ~= math.floor(v[i]) then parts[i] = tostring(v[i]) end
+      end
+      return table.concat(parts, ',')
+    end
+    raise(("%s: param '%s' is a %s; expected a %s"):format(op.name, tostring(k), tv,
+      op.param_kind[k] or 'known param'))
+  end
+
+  local function decode_params(h)
+    local p = {}
+    for i = 0, C.mf_params_count(h) - 1 do
+      local key, kind = ffi.string(C.mf_params_key(h, i)), C.mf_params_kind(h, i)
+      if kind == 0 then p[key] = C.mf_params_number(h, i) ~= 0
+      elseif kind == 1 or kind == 2 then p[key] = C.mf_params_number(h, i)
+      elseif kind == 3 or kind == 4 then p[key] = ffi.string(C.mf_params_string(h, i))
+      else
+        local l = {}
+        for j = 0, C.mf_params_list_len(h, i) - 1 do l[j + 1] = tonumber(C.mf_params_list_item(h, i, j)) end
+        p[key] = l
+      end
+    end
+    return p
+  end
+
+  -- The parsed-params record for a params table: C handle, decoded values, and the bound-closure
+  -- cache that hangs off it. Keyed by the encoded text; bounded so varying params cannot grow it.
+  local function params_record(op, ptable)
+    local text = ''
+    if ptable then
+      local parts = {}
+      for k, v in pairs(ptable) do
+        if type(k) ~= 'string' then raise(('%s: params table has a non-string key %s'):format(op.name, tostring(k))) end
+        parts[#parts + 1] = k .. '=' .. encode_value(op, k, v)
+      end
+      table.sort(parts)
+      text = table.concat(parts, ';')
+    end
+    local rec = op.params[text]
+    if rec then return rec end
+    local h = C.mf_params_parse(op.index, text)
+    if h == nil then raise(ffi.string(C.mf_last_error())) end
+    h = ffi.gc(h, C.mf_params_free)
+    rec = {h = h, p = decode_params(h), entries = {}, nentries = 0, last = nil}
+    if op.nparams_cached > 256 then op.params, op.nparams_cached = {}, 0 end
+    op.params[text] = rec
+    op.nparams_cached = op.nparams_cached + 1
+    return rec
+  end
+
+  -- shape inference --------------------------------------------------------------------------
+  local function infer_native(op, rec, ins, nin)
+    for i = 1, nin do in_ptrs[i - 1] = ins[i] end
+    if C.mf_op_infer(op.index, rec.h, nin, in_ptrs, MAXOUT, meta_buf, alias_buf, nout_buf) ~= 0 then
+      raise(ffi.string(C.mf_last_error()))
+    end
+    local metas, alias = {}, {}
+    for i = 1, nout_buf[0] do
+      local m = T()
+      ffi.copy(m, meta_buf[i - 1], SZ)
+      m.owns = 0
+      metas[i], alias[i] = m, alias_buf[i - 1] ~= 0
+    end
+    return metas, alias
+  end
+
+  -- Lua-registered ops: infer_shape = 'same' or function(in_shapes, p) -> {out_shape, ...}
+  local function infer_lua(op, rec, ins, nin)
+    local shapes
+    if op.lua_infer == 'same' then
+      if nin == 0 then raise(op.name .. ": infer_shape 'same' needs an input") end
+      shapes = {ins[1]:size()}
+    else
+      local in_shapes = {}
+      for i = 1, nin do in_shapes[i] = ins[i]:size() end
+      local ok, res = pcall(op.lua_infer, in_shapes, rec.p)
+      if not ok then raise(('%s: infer_shape failed: %s'):format(op.name, tostring(res))) end
+      if type(res) ~= 'table' or type(res[1]) ~= 'table' then
+        raise(op.name .. ': infer_shape must return a list of output shapes, e.g. {{2, 3}}')
+      end
+      shapes = res
+    end
+    local dtype = nin > 0 and ins[1].dtype_id or 0
+    local metas, alias = {}, {}
+    for i, s in ipairs(shapes) do
+      local m = T()
+      m.ndim, m.dtype_id = #s, dtype
+      for d = 1, #s do
+        if type(s[d]) ~= 'number' or s[d] < 0 or s[d] ~= math.floor(s[d]) then
+          raise(('%s: infer_shape gave output %d size %s at dim %d; expected a non-negative integer'):format(op.name, i, tostring(s[d]), d))
+        end
+        m.shape[d - 1] = s[d]
+      end
+      metas[i], alias[i] = m, false
+    end
+    return metas, alias
+  end
+
+  -- binding ------------------------------------------------------------------------------------
+  local function signature(ins, nin)
+    local parts = {}
+    for i = 1, nin do
+      local t = ins[i]
+      local s = {t.dtype_id, t.device_id, t.ndim}
+      for d = 0, t.ndim - 1 do s[#s + 1] = tonumber(t.shape[d]) .. ':' .. tonumber(t.strides[d]) end
+      parts[i] = table.concat(s, ',')
+    end
+    return table.concat(parts, '|')
+  end
+
+  -- Does the cached entry's slot layout match these inputs? (no allocation: the hot path)
+  local function same_layout(e, ins, nin)
+    if e.nin ~= nin then return false end
+    local slots = e.ins
+    for i = 1, nin do
+      local s, t = slots[i], ins[i]
+      local nd = t.ndim
+      if s.ndim ~= nd or s.dtype_id ~= t.dtype_id or s.device_id ~= t.device_id then return false end
+      for d = 0, nd - 1 do
+        if s.shape[d] ~= t.shape[d] or s.strides[d] ~= t.strides[d] then return false end
+      end
+    end
+    return true
+  end
+
+  local function factory_of(op, device)
+    local f = op.factories[device]
+    if f then return f end
+    local src = op.src[device]
+    if not src or src == '' then raise(('%s: no %s kernel is registered'):format(op.name, device)) end
+    f = compile_kernel(op.name, device, src)
+    op.factories[device] = f
+    return f
+  end
+
+  local function bind(op, rec, ins, nin)
+    local metas, alias
+    if op.lua_infer then metas, alias = infer_lua(op, rec, ins, nin)
+    else metas, alias = infer_native(op, rec, ins, nin) end
+    local e = {nin = nin, nout = #metas, ins = {}, outs = {}, metas = metas, alias = alias, run = nil}
+    for i = 1, nin do
+      local s = T()
+      e.ins[i] = s
+    end
+    for i = 1, e.nout do
+      local s = T()
+      ffi.copy(s, metas[i], SZ)
+      e.outs[i] = s
+    end
+    return e
+  end
+
+  local function run_entry(op, rec, e, ins, nin)
+    local slots, outs = e.ins, e.outs
+    for i = 1, nin do
+      ffi.copy(slots[i], ins[i], SZ)
+      slots[i].owns = 0
+    end
+    local nout = e.nout
+    local r1, results
+    for i = 1, nout do
+      if not e.alias[i] then
+        local t = mf._new_like_meta(e.metas[i])
+        ffi.copy(outs[i], t, SZ)
+        outs[i].owns = 0
+        if i == 1 then r1 = t end
+        if nout > 1 then results = results or {}; results[i] = t end
+      end
+    end
+    local run = e.run
+    if not run then  -- first use: the factory sees real shapes and storage
+      local ok, res = pcall(factory_of(op, 'cpu'), slots, outs, rec.p)
+      if not ok then raise(('%s: kernel factory failed: %s'):format(op.name, tostring(res))) end
+      if type(res) ~= 'function' then raise(op.name .. ': kernel factory must return the run closure') end
+      run = res
+      e.run = run
+    end
+    run()
+    for i = 1, nout do
+      if e.alias[i] then
+        local t = T()
+        C.mf_tensor_share(t, outs[i])
+        if i == 1 then r1 = t end
+        if nout > 1 then results = results or {}; results[i] = t end
+      end
+    end
+    if op.multi then
+      if nout == 1 then return {r1} end
+      return results
+    end
+    if nout == 1 then return r1 end
+    return unpack(results, 1, nout)
+  end
+
+  -- The eager path of every op: ins is a list of tensors (scalars already converted).
+  local function call(op, ins, nin, ptable)
+    local rec = op.default
+    if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end
+    local e = rec.last
+    if not (e and same_layout(e, ins, nin)) then
+      local sig = signature(ins, nin)
+      e = rec.entries[sig]
+      if not e then
+        e = bind(op, rec, ins, nin)
+        if rec.nentries >= 64 then rec.entries, rec.nentries = {}, 0 end
+        rec.entries[sig] = e
+        rec.nentries = rec.nentries + 1
+      end
+      rec.last = e
+    end
+    return run_entry(op, rec, e, ins, nin)
+  end
+  mf._call = call
+
+  -- argument adapters: Lua call syntax -> (input tensors, params table) -----------------------
+  local scalar_cache = {}
+  -- a number operand becomes a 0-dim tensor of its partner's dtype
+  local function as_tensor(v, like_dtype, op, i)
+    if is_tensor(v) then return v end
+    if type(v) == 'number' or type(v) == 'boolean' then
+      if type(v) == 'boolean' then v = v and 1 or 0 end
+      local t = mf._new_tensor({}, like_dtype)
+      K.fill(t, v)
+      return t
+    end
+    raise(('%s: input %d (%s) is a %s; expected a tensor or a number'):format(op.name, i,
+      op.inputs[i] or op.inputs[1] or '?', type(v)))
+  end
+
+  local function is_options(v) return type(v) == 'table' and not is_tensor(v) end
+
+  -- Default adapter: inputs first, then params positionally in declared order, then an optional
+  -- table of named params.
+  local function default_adapter(op, ...)
+    local n = select('#', ...)
+    local args = {...}
+    local nin = #op.inputs
+    local ins = {}
+    if op.variadic then
+      local list = args[1]
+      if not is_options(list) then raise(op.name .. ': expected a list of tensors as the first argument') end
+      for i = 1, #list do ins[i] = list[i] end
+      nin = 1
+    else
+      for i = 1, nin do ins[i] = args[i] end
+    end
+    local ptable
+    local pi = 1
+    for i = nin + 1, n do
+      local v = args[i]
+      if i == n and is_options(v) and type(next(v)) == 'string' then  -- trailing {name = value} params
+        ptable = ptable or {}
+        for k, x in pairs(v) do ptable[k] = x end
+      elseif v ~= nil then
+        local name = op.param_list[pi]
+        if not name then
+          raise(('%s: too many arguments (%d); it takes %d input%s and params %s'):format(op.name, n, nin,
+            nin == 1 and '' or 's', #op.param_list > 0 and table.concat(op.param_list, ', ') or '(none)'))
+        end
+        ptable = ptable or {}
+        ptable[name] = v
+        pi = pi + 1
+      else
+        pi = pi + 1
+      end
+    end
+    return ins, ptable
+  end
+
+  -- ops whose leading integer-list param may also be given as separate numbers: reshape(x, 2, 3)
+  local function list_adapter(field, ninputs)
+    return function(op, ...)
+      local args = {...}
+      local n = select('#', ...)
+      local ins = {}
+      for i = 1, ninputs do ins[i] = args[i] end
+      local list, ptable = {}, {}
+      local i = ninputs + 1
+      if is_options(args[i]) and args[i][1] ~= nil or (is_options(args[i]) and next(args[i]) == nil) then
+        list = args[i]
+        i = i + 1
+      else
+        while type(args[i]) == 'number' do
+          list[#list + 1] = args[i]
+          i = i + 1
+        end
+      end
+      ptable[field] = list
+      for j = i, n do
+        if is_options(args[j]) then for k, v in pairs(args[j]) do ptable[k] = v end
+        elseif args[j] ~= nil then
+          raise(('%s: unexpected argument %d (%s); pass other params in a table, e.g. {dtype = "float64"}'):format(op.name, j, tostring(args[j])))
+        end
+      end
+      return ins, ptable
+    end
+  end
+
+  local adapters = {
+    reshape = list_adapter('shape', 1), permute = list_adapter('dims', 1), expand = list_adapter('size', 1),
+    zeros = list_adapter('shape', 0), ones = list_adapter('shape', 0),
+    rand = list_adapter('shape', 0), randn = list_adapter('shape', 0),
+    full = function(op, shape, value, opts)
+      local p = {shape = shape, value = value}
+      if is_options(opts) then for k, v in pairs(opts) do p[k] = v end end
+      return {}, p
+    end,
+    arange = function(op, a, b, c, opts)
+      if is_options(b) then opts, b = b, nil elseif is_options(c) then opts, c = c, nil end
+      local p = b == nil and {start = 0, stop = a} or {start = a, stop = b, step = c}
+      if is_options(opts) then for k, v in pairs(opts) do p[k] = v end end
+      return {}, p
+    end,
+    -- sum(x, 2) and sum(x, {1, 2}) both name dims; keepdim follows
+    squeeze = function(op, x, d)
+      if type(d) == 'number' then d = {d} end
+      if is_options(d) and d.dim then return {x}, d end
+      return {x}, d and {dim = d} or nil
+    end,
+    split = function(op, x, size, dim)
+      if type(size) == 'number' then size = {size} end
+      if is_options(dim) then return {x}, {size = size, dim = dim.dim} end
+      return {x}, {size = size, dim = dim}
+    end,
+    cast = function(op, x, dtype)
+      if is_options(dtype) then return {x}, dtype end
+      return {x}, {dtype = dtype}
+    end,
+  }
+  local function reduce_adapter(op, x, dim, keepdim)
+    if is_options(dim) and dim[1] == nil and next(dim) ~= nil then return {x}, dim end
+    if type(dim) == 'number' then dim = {dim} end
+    local p = (dim ~= nil or keepdim ~= nil) and {dim = dim, keepdim = keepdim} or nil
+    if is_options(keepdim) then p = keepdim; p.dim = dim end
+    return {x}, p
+  end
+  for _, r in ipairs{'sum', 'mean', 'max', 'min', 'prod', 'argmax', 'argmin'} do adapters[r] = reduce_adapter end
+
+  -- op records and functions -------------------------------------------------------------------
+  local function make_function(op)
+    local adapter = adapters[op.name] or default_adapter
+    local nin_fixed = #op.inputs
+    local fast2 = not op.variadic and nin_fixed == 2 and #op.param_list == 0 and adapter == default_adapter
+    local fast1 = not op.variadic and nin_fixed == 1 and #op.param_list == 0 and adapter == default_adapter
+    local pair = {}
+    local f
+    if fast2 then
+      -- binary ops without params: no varargs, no tables on the common path
+      f = function(a, b, extra)
+        if extra ~= nil then raise(op.name .. ': takes 2 inputs and no params') end
+        local ta, tb = is_tensor(a), is_tensor(b)
+        if not ta then a = as_tensor(a, tb and b.dtype_id or 0, op, 1) end
+        if not tb then b = as_tensor(b, a.dtype_id, op, 2) end
+        pair[1], pair[2] = a, b
+        local r = call(op, pair, 2, nil)
+        pair[1], pair[2] = nil, nil
+        return r
+      end
+    elseif fast1 then
+      local one = {}
+      f = function(a, extra)
+        if extra ~= nil then raise(op.name .. ': takes 1 input and no params') end
+        if not is_tensor(a) then a = as_tensor(a, 0, op, 1) end
+        one[1] = a
+        local r = call(op, one, 1, nil)
+        one[1] = nil
+        return r
+      end
+    else
+      f = function(...)
+        local ins, ptable = adapter(op, ...)
+        local nin = op.variadic and #ins or nin_fixed
+        if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
+        local like = 0
+        for i = 1, nin do if is_tensor(ins[i]) then like = ins[i].dtype_id break end end
+        for i = 1, nin do
+          if ins[i] == nil then
+            raise(('%s: input %d (%s) is missing'):format(op.name, i, op.inputs[i] or op.inputs[1]))
+          end
+          ins[i] = as_tensor(ins[i], like, op, i)
+        end
+        return call(op, ins, nin, ptable)
+      end
+    end
+    return f
+  end
+
+  local MULTI = {split = true}
+  local function load_op(index)
+    local op = {index = index, name = cstr(C.mf_op_name(index)), doc = cstr(C.mf_op_doc(index)),
+                inputs = {}, param_list = {}, param_kind = {}, param_info = {}, params = {}, nparams_cached = 0,
+                src = {cpu = cstr(C.mf_op_lua_compute(index, 0)), cuda = cstr(C.mf_op_lua_compute(index, 1))},
+                gradient_src = cstr(C.mf_op_lua_gradient(index)), factories = {}}
+    local flags = C.mf_op_flags(index)
+    op.view = bit.band(flags, OPF_VIEW) ~= 0
+    op.variadic = bit.band(flags, OPF_VARIADIC) ~= 0
+    op.from_lua = bit.band(flags, OPF_LUA) ~= 0
+    op.random = bit.band(flags, OPF_RANDOM) ~= 0
+    op.multi = MULTI[op.name] or false
+    for i = 0, C.mf_op_num_inputs(index) - 1 do op.inputs[i + 1] = cstr(C.mf_op_input_name(index, i)) end
+    for i = 0, C.mf_op_num_params(index) - 1 do
+      local name = cstr(C.mf_op_param_name(index, i))
+      op.param_list[i + 1] = name
+      op.param_kind[name] = cstr(C.mf_op_param_type(index, i))
+      op.param_info[i + 1] = {name = name, type = op.param_kind[name], default = cstr(C.mf_op_param_default(index, i)),
+                              doc = cstr(C.mf_op_param_doc(index, i))}
+    end
+    ops[op.name] = op
+    return op
+  end
+
+  -- names that stay plain tensor methods rather than op calls
+  local NOT_METHODS = {type = true}
+  local function install(op)
+    local f = make_function(op)
+    op.fn = f
+    mf[op.name] = f
+    fn_names[f] = op.name
+    if #op.inputs > 0 and not NOT_METHODS[op.name] and methods[op.name] == nil then methods[op.name] = f end
+  end
+
+  for i = 0, C.mf_op_count() - 1 do install(load_op(i)) end
+
+  -- TensorFlow and Torch7 spellings
+  local ALIASES = {reduce_sum = 'sum', reduce_mean = 'mean', reduce_max = 'max', reduce_min = 'min',
+                   reduce_prod = 'prod', cat = 'concat', negative = 'neg', multiply = 'mul',
+                   subtract = 'sub', divide = 'div', equal = 'eq', not_equal = 'ne', less = 'lt',
+                   less_equal = 'le', greater = 'gt', greater_equal = 'ge', cmul = 'mul', cdiv = 'div'}
+  for alias, name in pairs(ALIASES) do
+    mf[alias] = mf[name]
+    if methods[alias] == nil then methods[alias] = mf[name] end
+  end
+  mf._aliases = ALIASES
+  mf.nn = mf.nn or {}
+  mf.nn.softmax, mf.nn.log_softmax, mf.nn.relu, mf.nn.sigmoid, mf.nn.tanh =
+    mf.softmax, mf.log_softmax, mf.relu, mf.sigmoid, mf.tanh
+
+  -- registering ops from Lua -----------------------------------------------------------------
+  local PARAM_KINDS = {boolean = true, integer = true, number = true, dtype = true, ['integer list'] = true}
+
+  function mf.register_op(def)
+    if type(def) ~= 'table' then raise('register_op: expected a table {name=, num_inputs=, doc=, lua_compute=, ...}') end
+    local name = def.name
+    if type(name) ~= 'string' or not name:match('^[%a_][%w_]*$') then
+      raise(('register_op: name %s must be an identifier'):format(tostring(name)))
+    end
+    if ops[name] then raise(("register_op: an op named '%s' is already registered"):format(name)) end
+    local nin = def.num_inputs
+    if type(nin) ~= 'number' or nin < 0 or nin ~= math.floor(nin) then
+      raise(('register_op %s: num_inputs must be a non-negative integer'):format(name))
+    end
+    if type(def.doc) ~= 'string' or def.doc == '' then raise(('register_op %s: doc is required'):format(name)) end
+    if type(def.lua_compute) ~= 'string' then raise(('register_op %s: lua_compute must be a kernel string'):format(name)) end
+    local infer = def.infer_shape or 'same'
+    if infer ~= 'same' and type(infer) ~= 'function' then
+      raise(("register_op %s: infer_shape must be 'same' or function(in_shapes, p)"):format(name))
+    end
+    if def.gradient ~= nil and type(def.gradient) ~= 'function' then
+      raise(('register_op %s: gradient must be a function(inputs, output, grad_output)'):format(name))
+    end
+    for k in pairs(def) do
+      if not ({name = 1, num_inputs = 1, doc = 1, lua_compute = 1, infer_shape = 1, gradient = 1, params = 1})[k] then
+        raise(("register_op %s: unknown field '%s'"):format(name, tostring(k)))
+      end
+    end
+    local factory = compile_kernel(name, 'cpu', def.lua_compute)  -- load errors surface before registering
+    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, nil, 0)
+    if index < 0 then raise(ffi.string(C.mf_last_error())) end
+    local pnames = {}
+    for k in pairs(def.params or {}) do pnames[#pnames + 1] = k end
+    table.sort(pnames)
+    for _, k in ipairs(pnames) do
+      local spec = def.params[k]
+      if type(spec) ~= 'table' then raise(("register_op %s: param '%s' must be a table {type=, default=, doc=}"):format(name, k)) end
+      local kind = spec.type or 'number'
+      if not PARAM_KINDS[kind] and not tostring(kind):match('^enum:') then
+        raise(("register_op %s: param '%s' has type '%s'"):format(name, k, tostring(kind)))
+      end
+      local dflt = spec.default ~= nil and encode_value({name = name, param_kind = {}}, k, spec.default) or nil
+      if C.mf_op_add_param(index, k, kind, dflt, spec.doc or '') ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    end
+    local op = load_op(index)
+    op.factories.cpu = factory
+    op.lua_infer = infer
+    op.lua_gradient = def.gradient
+    install(op)
+    return mf[name]
+  end
+end

@@ -1,0 +1,421 @@
+-- Tensors: mf_tensor structs as FFI cdata with a metatype (methods, operators, printing) and a
+-- __gc that drops the storage reference. Native bytes allocated nudge Lua's collector.
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+
+return function(mf)
+  local K = mf.kernels
+  local T = ffi.typeof('mf_tensor')
+  local SZ = ffi.sizeof(T)
+  local shape_buf = ffi.new('int64_t[8]')
+  local methods = {}
+  mf.Tensor = methods
+
+  local DTYPE = {float32 = 0, float64 = 1, int32 = 2, int64 = 3, uint8 = 4,
+                 float = 0, double = 1, int = 2, long = 3, byte = 4}
+  local DTYPE_NAME = {[0] = 'float32', 'float64', 'int32', 'int64', 'uint8'}
+  local PTR = {[0] = ffi.typeof('float *'), ffi.typeof('double *'), ffi.typeof('int32_t *'),
+               ffi.typeof('int64_t *'), ffi.typeof('uint8_t *')}
+  mf._DTYPE, mf._DTYPE_NAME = DTYPE, DTYPE_NAME
+
+  local raise = K.raise
+  mf._raise = raise
+
+  local function is_tensor(x) return type(x) == 'cdata' and ffi.istype(T, x) end
+  mf.is_tensor = is_tensor
+
+  function mf._dtype_code(name, what)
+    if name == nil then return 0 end
+    local code = type(name) == 'string' and DTYPE[name]
+    if not code then
+      raise(("%s: unknown dtype '%s'; expected one of float32, float64, int32, int64, uint8"):format(what or 'dtype', tostring(name)))
+    end
+    return code
+  end
+
+  -- GC nudging: Lua sees a 200-byte struct, not the storage behind it, so count native bytes and
+  -- collect when they outgrow what was live after the last collection.
+  local pending, threshold = 0, 64 * 2 ^ 20
+  local stats_buf = ffi.new('mf_memory_stats')
+  local function nudge(nbytes)
+    pending = pending + nbytes + 64
+    if pending > threshold then
+      pending = 0
+      collectgarbage('collect')
+      C.mf_memory_stats_get(0, stats_buf)
+      threshold = math.max(64 * 2 ^ 20, tonumber(stats_buf.in_use))
+    end
+  end
+
+  -- A new contiguous tensor (uninitialised) with the shape, dtype and device of meta.
+  local function new_like_meta(meta)
+    local t = T()
+    K.check(C.mf_tensor_init(t, meta.ndim, meta.shape, meta.dtype_id, meta.device_id))
+    nudge(math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256))
+    return t
+  end
+  mf._new_like_meta = new_like_meta
+
+  local function new_tensor(shape, dtype)
+    local n = #shape
+    if n > 8 then raise(('tensor: %d dims requested; at most 8 are supported'):format(n)) end
+    for i = 1, n do shape_buf[i - 1] = shape[i] end
+    local t = T()
+    K.check(C.mf_tensor_init(t, n, shape_buf, dtype or 0, 0))
+    nudge(math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256))
+    return t
+  end
+  mf._new_tensor = new_tensor
+
+  -- mf.tensor{{1, 2}, {3, 4}}: shape from the nesting; ragged or non-numeric tables are errors
+  local function walk_shape(v, shape, depth, path)
+    if type(v) == 'table' and not is_tensor(v) then
+      local n = #v
+      if shape[depth] == nil then
+        shape[depth] = n
+      elseif shape[depth] ~= n then
+        raise(('mf.tensor: ragged nested table: %s has %d elements, expected %d like its siblings')
+          :format(path == '' and 'the table' or 'element ' .. path, n, shape[depth]))
+      end
+      for k in pairs(v) do
+        if type(k) ~= 'number' or k < 1 or k > n or k ~= math.floor(k) then
+          raise(('mf.tensor: %s has key %s; expected a list (keys 1..n)'):format(path == '' and 'the table' or 'element ' .. path, tostring(k)))
+        end
+      end
+      for i = 1, n do walk_shape(v[i], shape, depth + 1, path .. '[' .. i .. ']') end
+    elseif type(v) == 'number' or type(v) == 'boolean' then
+      if shape[depth] ~= nil and depth <= #shape then
+        raise(('mf.tensor: ragged nested table: element %s is a number where a table of %d was expected'):format(path, shape[depth]))
+      end
+      shape.leaf = shape.leaf or depth
+      if shape.leaf ~= depth then raise(('mf.tensor: ragged nested table at element %s'):format(path)) end
+    else
+      raise(('mf.tensor: element %s is a %s; expected a number'):format(path, type(v)))
+    end
+  end
+
+  function mf.tensor(data, opts)
+    local dtype = 0
+    if type(opts) == 'string' then dtype = mf._dtype_code(opts, 'mf.tensor')
+    elseif type(opts) == 'table' then dtype = mf._dtype_code(opts.dtype, 'mf.tensor') end
+    if is_tensor(data) then return mf.cast(data, DTYPE_NAME[dtype]) end
+    if type(data) ~= 'table' and type(data) ~= 'number' then
+      raise(('mf.tensor: expected a number or a nested table of numbers, got a %s'):format(type(data)))
+    end
+    local shape = {}
+    walk_shape(data, shape, 1, '')
+    if shape.leaf and shape.leaf <= #shape then raise('mf.tensor: ragged nested table (numbers at different depths)') end
+    shape.leaf = nil
+    local t = new_tensor(shape, dtype)
+    local p, i = ffi.cast(PTR[dtype], t.ptr), 0
+    local function fill(v)
+      if type(v) == 'table' then
+        for k = 1, #v do fill(v[k]) end
+      else
+        p[i] = type(v) == 'boolean' and (v and 1 or 0) or v
+        i = i + 1
+      end
+    end
+    fill(data)
+    return t
+  end
+
+  -- element access ---------------------------------------------------------------------------
+  local function elem_offset(t, idx, what)
+    local nd = t.ndim
+    if #idx ~= nd then raise(('%s: %d indices given for a %d-dim tensor'):format(what, #idx, nd)) end
+    local off = 0
+    for d = 1, nd do
+      local i, n = idx[d], tonumber(t.shape[d - 1])
+      if type(i) ~= 'number' then raise(('%s: index %d is a %s; expected a number'):format(what, d, type(i))) end
+      if i < 0 then i = i + n + 1 end
+      if i < 1 or i > n or i ~= math.floor(i) then
+        raise(('%s: index %s out of range 1..%d at dim %d'):format(what, tostring(idx[d]), n, d))
+      end
+      off = off + (i - 1) * tonumber(t.strides[d - 1])
+    end
+    return off
+  end
+
+  function methods.get(t, ...)
+    local v = ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, {...}, 'get')]
+    return tonumber(v)
+  end
+
+  function methods.set(t, ...)
+    local args = {...}
+    local v = table.remove(args)
+    if type(v) ~= 'number' then raise('set: the last argument is the value; expected a number') end
+    ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, args, 'set')] = v
+    return t
+  end
+
+  function methods.item(t)
+    if t.count ~= 1 then
+      raise(('item: tensor has %d elements (%s); expected exactly 1'):format(tonumber(t.count), methods.shape_str(t)))
+    end
+    local off = 0
+    return tonumber(ffi.cast(PTR[t.dtype_id], t.ptr)[off])
+  end
+
+  -- sizes and types ----------------------------------------------------------------------------
+  local function dim_index(t, d, what)
+    local nd = t.ndim
+    if type(d) ~= 'number' then raise(('%s: dim is a %s; expected a number'):format(what, type(d))) end
+    local dd = d < 0 and d + nd + 1 or d
+    if dd < 1 or dd > nd then raise(('%s: dim %d out of range for a %d-dim tensor'):format(what, d, nd)) end
+    return dd - 1
+  end
+
+  function methods.size(t, d)
+    if d then return tonumber(t.shape[dim_index(t, d, 'size')]) end
+    local s = {}
+    for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.shape[i]) end
+    return s
+  end
+  function methods.stride(t, d)
+    if d then return tonumber(t.strides[dim_index(t, d, 'stride')]) end
+    local s = {}
+    for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.strides[i]) end
+    return s
+  end
+  function methods.dim(t) return t.ndim end
+  function methods.numel(t) return tonumber(t.count) end
+  function methods.nElement(t) return tonumber(t.count) end
+  function methods.dtype(t) return DTYPE_NAME[t.dtype_id] end
+  function methods.device(t) return t.device_id == 0 and 'cpu' or 'cuda' end
+  function methods.is_contiguous(t) return t.is_contig == 1 end
+  function methods.storage_offset(t) return tonumber(t.offset) + 1 end
+  function methods.data(t) return ffi.cast(PTR[t.dtype_id], t.ptr) end
+  function methods.shape_str(t)
+    if t.ndim == 0 then return 'scalar' end
+    local s = {}
+    for i = 0, t.ndim - 1 do s[i + 1] = tostring(tonumber(t.shape[i])) end
+    return table.concat(s, 'x')
+  end
+
+  -- conversions: return t itself when nothing changes (Torch7's rule)
+  local function converter(name)
+    return function(t) if DTYPE_NAME[t.dtype_id] == name then return t end return mf.cast(t, name) end
+  end
+  methods.float, methods.double = converter('float32'), converter('float64')
+  methods.int, methods.long, methods.byte = converter('int32'), converter('int64'), converter('uint8')
+  function methods.type(t, name)
+    if name == nil then return DTYPE_NAME[t.dtype_id] end
+    return converter(DTYPE_NAME[mf._dtype_code(name, 'type')])(t)
+  end
+  function methods.clone(t) return mf.cast(t, DTYPE_NAME[t.dtype_id]) end
+  function methods.t(t)
+    if t.ndim ~= 2 then raise(('t: tensor is %s; expected 2 dims (use transpose(d1, d2))'):format(methods.shape_str(t))) end
+    return mf.transpose(t, 1, 2)
+  end
+  function methods.view(t, ...)
+    if t.is_contig ~= 1 then raise('view: tensor is not contiguous; use reshape (copies) or :contiguous() first') end
+    return mf.reshape(t, ...)
+  end
+  function methods.cpu(t) return t end
+  function methods.cuda(t) raise('cuda: this build has no CUDA backend') end
+  function methods.totable(t)
+    local function rec(x)
+      if x.ndim == 0 then return x:item() end
+      local out = {}
+      for i = 1, tonumber(x.shape[0]) do
+        if x.ndim == 1 then out[i] = x:get(i) else out[i] = rec(mf.select(x, 1, i)) end
+      end
+      return out
+    end
+    return rec(t)
+  end
+
+  -- printing ---------------------------------------------------------------------------------
+  local function fmt_values(vals, is_float)
+    local all_int, maxabs = true, 0
+    for _, v in ipairs(vals) do
+      if v ~= v or v == math.huge or v == -math.huge then
+      else
+        if v ~= math.floor(v) then all_int = false end
+        maxabs = math.max(maxabs, math.abs(v))
+      end
+    end
+    local f
+    if not is_float or all_int and maxabs < 1e9 then f = function(v) return ('%.0f'):format(v) end
+    elseif maxabs >= 1e5 or (maxabs < 1e-3 and maxabs > 0) then f = function(v) return ('%.4e'):format(v) end
+    else f = function(v) return ('%.4f'):format(v) end end
+    local out, w = {}, 0
+    for i, v in ipairs(vals) do
+      local s = v ~= v and 'nan' or v == math.huge and 'inf' or v == -math.huge and '-inf' or f(v)
+      out[i] = s
+      w = math.max(w, #s)
+    end
+    return out, w
+  end
+
+  local EDGE, LIMIT = 3, 1000
+  local function tostring_tensor(t)
+    local nd, n = t.ndim, tonumber(t.count)
+    local header = ('[%s tensor of size %s%s]'):format(DTYPE_NAME[t.dtype_id], methods.shape_str(t),
+      t.device_id == 0 and '' or ' on cuda')
+    if n == 0 then return header end
+    local elide = n > LIMIT
+    -- the indices shown along a dim: all, or the first and last EDGE with a gap marker (false)
+    local function shown(size)
+      local idx = {}
+      if elide and size > 2 * EDGE then
+        for i = 1, EDGE do idx[#idx + 1] = i end
+        idx[#idx + 1] = false
+        for i = size - EDGE + 1, size do idx[#idx + 1] = i end
+      else
+        for i = 1, size do idx[i] = i end
+      end
+      return idx
+    end
+    local p = ffi.cast(PTR[t.dtype_id], t.ptr)
+    local function at(ix)
+      local off = 0
+      for d = 1, nd do off = off + (ix[d] - 1) * tonumber(t.strides[d - 1]) end
+      return tonumber(p[off])
+    end
+    if nd == 0 then
+      local s = fmt_values({at({})}, t.dtype_id <= 1)
+      return s[1] .. '\n' .. header
+    end
+    -- collect every shown value first so all share one format and width
+    local vals, blocks = {}, {}
+    local rows = nd == 1 and {1} or shown(tonumber(t.shape[nd - 2]))
+    local cols = shown(tonumber(t.shape[nd - 1]))
+    local function each_matrix(prefix, d)
+      if d > nd - 2 then
+        blocks[#blocks + 1] = prefix
+        return
+      end
+      for _, i in ipairs(shown(tonumber(t.shape[d - 1]))) do
+        if i then
+          local pre = {unpack(prefix)}
+          pre[#pre + 1] = i
+          each_matrix(pre, d + 1)
+        else
+          blocks[#blocks + 1] = false
+        end
+      end
+    end
+    each_matrix({}, 1)
+    for _, pre in ipairs(blocks) do
+      if pre then
+        for _, r in ipairs(rows) do
+          if r then
+            for _, c in ipairs(cols) do
+              if c then
+                local ix = {unpack(pre)}
+                if nd >= 2 then ix[#ix + 1] = r end
+                ix[#ix + 1] = c
+                vals[#vals + 1] = at(ix)
+              end
+            end
+          end
+        end
+      end
+    end
+    local strs, w = fmt_values(vals, t.dtype_id <= 1)
+    local k, lines = 0, {}
+    for _, pre in ipairs(blocks) do
+      if not pre then
+        lines[#lines + 1] = '...'
+      else
+        if nd > 2 then
+          local lab = {}
+          for _, i in ipairs(pre) do lab[#lab + 1] = tostring(i) end
+          lines[#lines + 1] = ('(%s,.,.) = '):format(table.concat(lab, ','))
+        end
+        for _, r in ipairs(rows) do
+          if not r then
+            lines[#lines + 1] = ' ...'
+          else
+            local parts = {}
+            for _, c in ipairs(cols) do
+              if c then
+                k = k + 1
+                parts[#parts + 1] = (' '):rep(w - #strs[k]) .. strs[k]
+              else
+                parts[#parts + 1] = '...'
+              end
+            end
+            lines[#lines + 1] = ' ' .. table.concat(parts, '  ')
+          end
+        end
+        if nd > 2 then lines[#lines + 1] = '' end
+      end
+    end
+    lines[#lines + 1] = header
+    return table.concat(lines, '\n')
+  end
+
+  -- metatype -----------------------------------------------------------------------------------
+  local function index(t, k)
+    local m = methods[k]
+    if m ~= nil then return m end
+    if type(k) == 'number' then
+      if t.ndim == 1 then return methods.get(t, k) end
+      if t.ndim == 0 then raise('index: cannot index a 0-dim tensor; use :item()') end
+      return mf.select(t, 1, k)
+    end
+    raise(("tensor has no method or field '%s'"):format(tostring(k)))
+  end
+
+  local function newindex(t, k, v)
+    if type(k) ~= 'number' then raise(("cannot set field '%s' of a tensor"):format(tostring(k))) end
+    if t.ndim == 1 then return methods.set(t, k, v) end
+    local row = mf.select(t, 1, k)
+    local src = is_tensor(v) and v or mf.full(methods.size(row), v, {dtype = DTYPE_NAME[t.dtype_id]})
+    K.copy(row, src)
+  end
+
+  local function binop(name)
+    return function(a, b) return mf[name](a, b) end
+  end
+
+  ffi.metatype(T, {
+    __index = index,
+    __newindex = newindex,
+    __tostring = tostring_tensor,
+    __add = binop('add'), __sub = binop('sub'), __mul = binop('mul'), __div = binop('div'),
+    __pow = binop('pow'),
+    __unm = function(a) return mf.neg(a) end,
+    __len = function(t) return t.ndim == 0 and 0 or tonumber(t.shape[0]) end,
+    __gc = function(t) if t.owns ~= 0 then C.mf_tensor_release(t) end end,
+  })
+
+  mf._T, mf._SZ = T, SZ
+
+  -- memory and threads ---------------------------------------------------------------------------
+  function mf.memory_stats(device)
+    local s = ffi.new('mf_memory_stats')
+    K.check(C.mf_memory_stats_get(device == 'cuda' and 1 or 0, s))
+    return {in_use = tonumber(s.in_use), peak = tonumber(s.peak), cached = tonumber(s.cached),
+            allocations = tonumber(s.allocations), system_allocations = tonumber(s.system_allocations),
+            live_blocks = tonumber(s.live_blocks)}
+  end
+  function mf.empty_cache(device)
+    collectgarbage('collect')
+    K.check(C.mf_memory_empty_cache(device == 'cuda' and 1 or 0))
+  end
+  function mf.set_num_threads(n)
+    if type(n) ~= 'number' then raise('set_num_threads: expected a number of threads') end
+    K.check(C.mf_set_num_threads(n))
+  end
+  function mf.get_num_threads() return C.mf_get_num_threads() end
+
+  -- the state's generator --------------------------------------------------------------------
+  K.rng = ffi.gc(C.mf_rng_new(0), C.mf_rng_free)
+  function mf.manual_seed(seed)
+    if type(seed) ~= 'number' or seed < 0 or seed ~= math.floor(seed) then
+      raise('manual_seed: expected a non-negative integer seed')
+    end
+    C.mf_rng_seed(K.rng, seed)
+  end
+  function mf.initial_seed() return tonumber(C.mf_rng_get_seed(K.rng)) end
+  function mf.get_rng_state() return {seed = tonumber(C.mf_rng_get_seed(K.rng)), offset = tonumber(C.mf_rng_get_offset(K.rng))} end
+  function mf.set_rng_state(s)
+    C.mf_rng_seed(K.rng, s.seed)
+    C.mf_rng_set_offset(K.rng, s.offset)
+  end
+end

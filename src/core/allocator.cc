@@ -1,0 +1,141 @@
+// BFC caching allocator: blocks are carved from large regions; free blocks sit in size bins and
+// merge with free neighbours, so a training loop reuses the same memory instead of calling malloc.
+#include "allocator.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "error.h"
+
+namespace mf {
+
+CachingAllocator::~CachingAllocator() {
+  for (auto& [base, bytes] : regions_) std::free(base);
+  for (auto& bin : bins_)
+    for (Chunk* c : bin) delete c;
+  for (auto& [p, c] : in_use_) delete c;
+}
+
+int CachingAllocator::bin_of(size_t size) {
+  int b = 0;
+  size_t s = size / kAlign;
+  while (s > 1 && b < kBins - 1) {
+    s >>= 1;
+    ++b;
+  }
+  return b;
+}
+
+void CachingAllocator::insert_free(Chunk* c) { bins_[bin_of(c->size)].insert(c); }
+void CachingAllocator::erase_free(Chunk* c) { bins_[bin_of(c->size)].erase(c); }
+
+CachingAllocator::Chunk* CachingAllocator::find_best_fit(size_t size) {
+  Chunk key{nullptr, size, false, nullptr, nullptr, nullptr};
+  for (int b = bin_of(size); b < kBins; ++b) {
+    auto it = bins_[b].lower_bound(&key);
+    if (it != bins_[b].end()) return *it;  // smallest chunk >= size in the smallest bin that has one
+  }
+  return nullptr;
+}
+
+CachingAllocator::Chunk* CachingAllocator::new_region(size_t size) {
+  size_t bytes = (size + kRegion - 1) / kRegion * kRegion;
+  void* base = std::aligned_alloc(kAlign, bytes);
+  if (!base) {
+    release_free_regions();
+    base = std::aligned_alloc(kAlign, bytes);
+  }
+  if (!base) fail("out of memory: the system refused ", bytes, " bytes (", stats_.cached, " bytes already cached)");
+  regions_[base] = bytes;
+  stats_.cached += int64_t(bytes);
+  stats_.system_allocations++;
+  return new Chunk{static_cast<char*>(base), bytes, false, nullptr, nullptr, base};
+}
+
+void* CachingAllocator::allocate(size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  if (nbytes > (size_t(1) << 62)) fail("out of memory: ", nbytes, " bytes requested");
+  size_t size = (nbytes + kAlign - 1) / kAlign * kAlign;
+  std::lock_guard<std::mutex> lock(mu_);
+  Chunk* c = find_best_fit(size);
+  if (c) erase_free(c);
+  else c = new_region(size);
+  if (c->size - size >= kAlign) {  // split: the tail stays free for later requests
+    Chunk* rest = new Chunk{c->ptr + size, c->size - size, false, c, c->next, c->region};
+    if (c->next) c->next->prev = rest;
+    c->next = rest;
+    c->size = size;
+    insert_free(rest);
+  }
+  c->in_use = true;
+  in_use_[c->ptr] = c;
+  stats_.in_use += int64_t(c->size);
+  if (stats_.in_use > stats_.peak) stats_.peak = stats_.in_use;
+  stats_.allocations++;
+  stats_.live_blocks++;
+  return c->ptr;
+}
+
+void CachingAllocator::free(void* p) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = in_use_.find(p);
+  if (it == in_use_.end()) return;  // not ours: an internal invariant, ignored in release builds
+  Chunk* c = it->second;
+  in_use_.erase(it);
+  c->in_use = false;
+  stats_.in_use -= int64_t(c->size);
+  stats_.live_blocks--;
+  if (c->prev && !c->prev->in_use) {  // coalesce with the free block before
+    Chunk* pr = c->prev;
+    erase_free(pr);
+    pr->size += c->size;
+    pr->next = c->next;
+    if (c->next) c->next->prev = pr;
+    delete c;
+    c = pr;
+  }
+  if (c->next && !c->next->in_use) {  // and with the free block after
+    Chunk* nx = c->next;
+    erase_free(nx);
+    c->size += nx->size;
+    c->next = nx->next;
+    if (nx->next) nx->next->prev = c;
+    delete nx;
+  }
+  insert_free(c);
+}
+
+void CachingAllocator::release_free_regions() {
+  for (auto& bin : bins_) {
+    for (auto it = bin.begin(); it != bin.end();) {
+      Chunk* c = *it;
+      if (!c->prev && !c->next) {  // the chunk spans its whole region
+        regions_.erase(c->region);
+        stats_.cached -= int64_t(c->size);
+        std::free(c->region);
+        delete c;
+        it = bin.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  release_free_regions();
+}
+
+AllocatorStats CachingAllocator::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+CachingAllocator& cpu_allocator() {
+  static CachingAllocator* a = new CachingAllocator();  // never destroyed: storages may outlive static teardown
+  return *a;
+}
+
+}  // namespace mf

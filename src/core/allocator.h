@@ -1,0 +1,73 @@
+// Caching allocator in the BFC manner: size bins, best fit, split on allocate, coalesce on free.
+// Memory taken from the system stays cached for reuse until empty_cache(); all methods are thread safe.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+namespace mf {
+
+struct AllocatorStats {
+  int64_t in_use = 0;              // bytes handed out and not yet freed (rounded block sizes)
+  int64_t peak = 0;                // high-water mark of in_use
+  int64_t cached = 0;              // bytes held from the system (in use + free for reuse)
+  int64_t allocations = 0;         // allocate() calls that returned memory
+  int64_t system_allocations = 0;  // regions taken from the system
+  int64_t live_blocks = 0;         // blocks currently in use
+};
+
+class CachingAllocator {
+ public:
+  static constexpr size_t kAlign = 256;          // every block is a multiple of this and aligned to it
+  static constexpr size_t kRegion = 2u << 20;    // smallest region requested from the system
+
+  CachingAllocator() = default;
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Returns nbytes of 256-aligned memory, nullptr for 0 bytes; throws mf::Error when the system refuses.
+  void* allocate(size_t nbytes);
+  // Returns a block from allocate() to the cache; nullptr is ignored.
+  void free(void* p);
+  // Gives every wholly free region back to the system.
+  void empty_cache();
+  AllocatorStats stats();
+
+ private:
+  struct Chunk {
+    char* ptr;
+    size_t size;
+    bool in_use;
+    Chunk* prev;   // neighbours within the same region, by address
+    Chunk* next;
+    void* region;  // base address of the region the chunk lives in
+  };
+  struct BySize {
+    bool operator()(const Chunk* a, const Chunk* b) const {
+      return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
+    }
+  };
+  static constexpr int kBins = 48;
+  static int bin_of(size_t size);
+  void insert_free(Chunk* c);
+  void erase_free(Chunk* c);
+  Chunk* find_best_fit(size_t size);
+  Chunk* new_region(size_t size);
+  void release_free_regions();
+
+  std::mutex mu_;
+  std::set<Chunk*, BySize> bins_[kBins];
+  std::unordered_map<void*, Chunk*> in_use_;
+  std::map<void*, size_t> regions_;  // region base -> bytes
+  AllocatorStats stats_;
+};
+
+// The process-wide CPU allocator behind every CPU storage.
+CachingAllocator& cpu_allocator();
+
+}  // namespace mf

@@ -1,0 +1,110 @@
+// Shape arithmetic shared by shape inference and kernels.
+#include "shape.h"
+
+#include <limits>
+
+#include "error.h"
+
+namespace mf {
+
+std::string shape_str(const Shape& s) {
+  if (s.empty()) return "scalar";
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += "x";
+    out += std::to_string(s[i]);
+  }
+  return out;
+}
+
+Shape shape_of(const mf_tensor& t) { return Shape(t.shape, t.shape + t.ndim); }
+std::string shape_str(const mf_tensor& t) { return shape_str(shape_of(t)); }
+
+int64_t checked_numel(const Shape& s, const char* what) {
+  if (s.size() > size_t(kMaxDims)) fail(what, ": ", s.size(), " dims requested; at most ", kMaxDims, " are supported");
+  int64_t n = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] < 0) fail(what, ": size ", s[i], " at dim ", i + 1, " is negative");
+    if (s[i] != 0 && n > std::numeric_limits<int64_t>::max() / s[i])
+      fail(what, ": shape ", shape_str(s), " has too many elements");
+    n *= s[i];
+  }
+  return n;
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (int i = int(s.size()) - 1; i >= 0; --i) {
+    st[i] = acc;
+    acc *= s[i] > 0 ? s[i] : 1;
+  }
+  return st;
+}
+
+bool is_contiguous(const mf_tensor& t) {
+  int64_t acc = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    if (t.shape[i] != 1 && t.strides[i] != acc) return false;
+    acc *= t.shape[i];
+  }
+  return true;
+}
+
+void set_meta(mf_tensor& t, const Shape& s, int dtype, int device) {
+  t.ndim = int32_t(s.size());
+  t.dtype_id = dtype;
+  t.device_id = device;
+  t.count = checked_numel(s, "tensor");
+  Shape st = contiguous_strides(s);
+  for (int i = 0; i < kMaxDims; ++i) {
+    t.shape[i] = i < t.ndim ? s[i] : 0;
+    t.strides[i] = i < t.ndim ? st[i] : 0;
+  }
+  t.offset = 0;
+  t.is_contig = 1;
+}
+
+void set_strided(mf_tensor& t, const Shape& s, const Shape& stride, int64_t offset) {
+  t.ndim = int32_t(s.size());
+  t.count = checked_numel(s, "tensor");
+  for (int i = 0; i < kMaxDims; ++i) {
+    t.shape[i] = i < t.ndim ? s[i] : 0;
+    t.strides[i] = i < t.ndim ? stride[i] : 0;
+  }
+  t.offset = offset;
+  t.is_contig = is_contiguous(t) ? 1 : 0;
+}
+
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b, const char* an, const char* bn) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail(op, ": ", an, " is ", shape_str(a), ", ", bn, " is ", shape_str(b), "; sizes ", da, " and ", db,
+           " at dim ", i + 1, " of the broadcast shape differ and neither is 1");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Shape broadcast_strides(const mf_tensor& t, const Shape& out) {
+  Shape st(out.size(), 0);
+  size_t lead = out.size() - size_t(t.ndim);
+  for (int i = 0; i < t.ndim; ++i) st[lead + i] = t.shape[i] == 1 ? 0 : t.strides[i];
+  return st;
+}
+
+int normalize_dim(const char* op, int64_t dim, int ndim, bool allow_end) {
+  int hi = allow_end ? ndim + 1 : ndim;
+  int64_t d = dim < 0 ? dim + hi + 1 : dim;
+  if (d < 1 || d > hi) {
+    if (hi == 0) fail(op, ": dim ", dim, " out of range for a 0-dim tensor");
+    fail(op, ": dim ", dim, " out of range; expected 1..", hi, " (or -", hi, "..-1) for a ", ndim, "-dim tensor");
+  }
+  return int(d - 1);
+}
+
+}  // namespace mf

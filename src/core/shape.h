@@ -1,0 +1,31 @@
+// Shape arithmetic on mf_tensor metadata: formatting, element counts, strides, broadcasting.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../lua/capi.h"
+
+namespace mf {
+
+constexpr int kMaxDims = 8;
+using Shape = std::vector<int64_t>;
+
+std::string shape_str(const Shape& s);          // "2x3", "scalar" for 0-dim
+std::string shape_str(const mf_tensor& t);
+Shape shape_of(const mf_tensor& t);
+// Product of sizes; throws (naming what) on negative sizes, more than 8 dims or overflow.
+int64_t checked_numel(const Shape& s, const char* what);
+Shape contiguous_strides(const Shape& s);
+bool is_contiguous(const mf_tensor& t);
+// Sets shape, contiguous strides, numel and the contiguous flag of t's metadata.
+void set_meta(mf_tensor& t, const Shape& s, int dtype, int device);
+void set_strided(mf_tensor& t, const Shape& s, const Shape& stride, int64_t offset);
+// NumPy broadcasting of two shapes; throws "<op>: a is AxB, b is CxD; ..." when they do not broadcast.
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b, const char* an = "a", const char* bn = "b");
+// Strides of t as seen from the (broadcast) shape out: 0 along broadcast dims.
+Shape broadcast_strides(const mf_tensor& t, const Shape& out);
+// Normalises a 1-based (negative counts from the end) dim to 0-based; throws naming op.
+int normalize_dim(const char* op, int64_t dim, int ndim, bool allow_end = false);
+
+}  // namespace mf

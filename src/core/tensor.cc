@@ -1,0 +1,69 @@
+// Tensor structs hold one storage reference when owns = 1; the last release returns the bytes
+// to the caching allocator.
+#include "tensor.h"
+
+#include "allocator.h"
+#include "error.h"
+
+namespace mf {
+
+static void storage_release(mf_storage* s) {
+  if (!s) return;
+  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (s->owned) cpu_allocator().free(s->ptr);
+    delete s;
+  }
+}
+
+void tensor_init(mf_tensor& t, const Shape& shape, int dtype, int device) {
+  if (!dtype_valid(dtype)) fail("invalid dtype code ", dtype);
+  if (device != MF_CPU) fail("device ", device == MF_CUDA ? "cuda" : "?", " is not available in this build");
+  int64_t n = checked_numel(shape, "tensor");
+  int64_t es = dtype_size(dtype);
+  if (n > (int64_t(1) << 62) / es) fail("tensor: shape ", shape_str(shape), " needs more bytes than can be addressed");
+  mf_tensor fresh{};
+  set_meta(fresh, shape, dtype, device);
+  auto* s = new mf_storage();
+  s->nbytes = n * es;
+  s->device = device;
+  try {
+    s->ptr = cpu_allocator().allocate(size_t(s->nbytes));
+  } catch (const Error& e) {
+    delete s;
+    fail("cannot allocate ", n, " elements of ", dtype_name(dtype), " (", shape_str(shape), "): ", e.what());
+  }
+  fresh.store = s;
+  fresh.ptr = s->ptr;
+  fresh.owns = 1;
+  t = fresh;
+}
+
+void tensor_wrap(mf_tensor& t, void* data, const Shape& shape, int dtype) {
+  if (!dtype_valid(dtype)) fail("invalid dtype code ", dtype);
+  mf_tensor fresh{};
+  set_meta(fresh, shape, dtype, MF_CPU);
+  auto* s = new mf_storage();
+  s->ptr = data;
+  s->nbytes = fresh.count * dtype_size(dtype);
+  s->owned = false;
+  fresh.store = s;
+  fresh.ptr = data;
+  fresh.owns = 1;
+  t = fresh;
+}
+
+void tensor_share(mf_tensor& dst, const mf_tensor& src) {
+  mf_tensor copy = src;
+  if (copy.store) copy.store->refs.fetch_add(1, std::memory_order_relaxed);
+  copy.owns = copy.store ? 1 : 0;
+  dst = copy;
+}
+
+void tensor_release(mf_tensor& t) {
+  if (t.owns) storage_release(t.store);
+  t.store = nullptr;
+  t.ptr = nullptr;
+  t.owns = 0;
+}
+
+}  // namespace mf

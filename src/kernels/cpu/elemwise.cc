@@ -1,0 +1,243 @@
+// Pointwise kernels: one functor per op, instantiated per dtype, run by StridedIter.
+#include <atomic>
+#include <cmath>
+#include <type_traits>
+
+#include "../../core/error.h"
+#include "kernels.h"
+#include "strided.h"
+
+namespace mf {
+
+// Compute type: float math for float32, double for everything else.
+template <typename T>
+using Acc = std::conditional_t<std::is_same<T, float>::value, float, double>;
+
+const char* unary_name(int code) {
+  static const char* names[] = {"neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "sigmoid", "tanh",
+                                "relu", "sin", "cos", "square", "sign", "floor", "ceil", "round", "clamp"};
+  return code >= 0 && code < MF_U_COUNT ? names[code] : "unary?";
+}
+
+const char* binary_name(int code) {
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                "eq", "ne", "lt", "le", "gt", "ge"};
+  return code >= 0 && code < MF_B_COUNT ? names[code] : "binary?";
+}
+
+// -- unary ---------------------------------------------------------------------------------
+template <typename T>
+static inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
+  using A = Acc<T>;
+  A x = A(v);
+  switch (code) {
+    case MF_U_NEG: return T(-x);
+    case MF_U_ABS: return T(x < 0 ? -x : x);
+    case MF_U_EXP: return T(std::exp(x));
+    case MF_U_LOG: return T(std::log(x));
+    case MF_U_LOG1P: return T(std::log1p(x));
+    case MF_U_SQRT: return T(std::sqrt(x));
+    case MF_U_RSQRT: return T(A(1) / std::sqrt(x));
+    case MF_U_SIGMOID: return T(x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x)));
+    case MF_U_TANH: return T(std::tanh(x));
+    case MF_U_RELU: return T(x > 0 ? x : A(0));
+    case MF_U_SIN: return T(std::sin(x));
+    case MF_U_COS: return T(std::cos(x));
+    case MF_U_SQUARE: return T(x * x);
+    case MF_U_SIGN: return T(x > 0 ? A(1) : x < 0 ? A(-1) : A(0));
+    case MF_U_FLOOR: return T(std::floor(x));
+    case MF_U_CEIL: return T(std::ceil(x));
+    case MF_U_ROUND: return T(std::nearbyint(x));  // half to even, as NumPy and PyTorch
+    case MF_U_CLAMP: return T(x < lo ? lo : x > hi ? hi : x);
+  }
+  return v;
+}
+
+template <typename T, int CODE>
+static void unary_typed(mf_tensor& y, const mf_tensor& x, double a, double b) {
+  StridedIter<2> it(shape_of(y), {contiguous_strides(shape_of(y)), broadcast_strides(x, shape_of(y))});
+  Acc<T> lo = Acc<T>(a), hi = Acc<T>(b);
+  it.run({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4, [&](auto p, int64_t n, auto st) {
+    T* yp = (T*)p[0];
+    const T* xp = (const T*)p[1];
+    if (st[0] == 1 && st[1] == 1) {
+      for (int64_t i = 0; i < n; ++i) yp[i] = unary_op<T>(CODE, xp[i], lo, hi);
+    } else {
+      for (int64_t i = 0; i < n; ++i) yp[i * st[0]] = unary_op<T>(CODE, xp[i * st[1]], lo, hi);
+    }
+  });
+}
+
+template <typename T, int... C>
+static void unary_switch(int code, mf_tensor& y, const mf_tensor& x, double a, double b,
+                         std::integer_sequence<int, C...>) {
+  using Fn = void (*)(mf_tensor&, const mf_tensor&, double, double);
+  static const Fn table[] = {&unary_typed<T, C>...};
+  table[code](y, x, a, b);
+}
+
+void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
+  if (code < 0 || code >= MF_U_COUNT) fail("unary: bad op code ", code);
+  if (x.dtype_id != y.dtype_id) fail(unary_name(code), ": input is ", dtype_name(x.dtype_id), ", output ", dtype_name(y.dtype_id));
+  MF_DISPATCH(x.dtype_id, T, unary_switch<T>(code, y, x, a, b, std::make_integer_sequence<int, MF_U_COUNT>{}));
+}
+
+// -- binary --------------------------------------------------------------------------------
+template <typename T, int CODE>
+static inline auto binary_op(T x, T y, std::atomic<bool>& div0) {
+  using A = Acc<T>;
+  if constexpr (CODE == MF_B_ADD) return T(x + y);
+  if constexpr (CODE == MF_B_SUB) return T(x - y);
+  if constexpr (CODE == MF_B_MUL) return T(x * y);
+  if constexpr (CODE == MF_B_DIV) {
+    if constexpr (std::is_integral<T>::value) {
+      if (y == 0) { div0.store(true, std::memory_order_relaxed); return T(0); }
+      if (std::is_signed<T>::value && y == T(-1)) return T(0 - std::make_unsigned_t<T>(x));  // no INT_MIN / -1 trap
+      return T(x / y);
+    } else {
+      return T(x / y);
+    }
+  }
+  if constexpr (CODE == MF_B_POW) return T(std::pow(A(x), A(y)));
+  if constexpr (CODE == MF_B_MAXIMUM) return T(x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y);
+  if constexpr (CODE == MF_B_MINIMUM) return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y);
+  if constexpr (CODE == MF_B_EQ) return uint8_t(x == y);
+  if constexpr (CODE == MF_B_NE) return uint8_t(x != y);
+  if constexpr (CODE == MF_B_LT) return uint8_t(x < y);
+  if constexpr (CODE == MF_B_LE) return uint8_t(x <= y);
+  if constexpr (CODE == MF_B_GT) return uint8_t(x > y);
+  if constexpr (CODE == MF_B_GE) return uint8_t(x >= y);
+}
+
+template <typename T, int CODE>
+static void binary_typed(mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
+  using R = decltype(binary_op<T, CODE>(T(), T(), std::declval<std::atomic<bool>&>()));
+  Shape s = shape_of(z);
+  StridedIter<3> it(s, {contiguous_strides(s), broadcast_strides(x, s), broadcast_strides(y, s)});
+  std::atomic<bool> div0{false};
+  it.run({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {int(sizeof(R)), int(sizeof(T)), int(sizeof(T))}, 1,
+         [&](auto p, int64_t n, auto st) {
+           R* zp = (R*)p[0];
+           const T* xp = (const T*)p[1];
+           const T* yp = (const T*)p[2];
+           if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+             for (int64_t i = 0; i < n; ++i) zp[i] = binary_op<T, CODE>(xp[i], yp[i], div0);
+           } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
+             T c = yp[0];
+             for (int64_t i = 0; i < n; ++i) zp[i] = binary_op<T, CODE>(xp[i], c, div0);
+           } else {
+             for (int64_t i = 0; i < n; ++i) zp[i * st[0]] = binary_op<T, CODE>(xp[i * st[1]], yp[i * st[2]], div0);
+           }
+         });
+  if (div0.load()) fail("div: integer division by zero (", dtype_name(x.dtype_id), ")");
+}
+
+template <typename T, int... C>
+static void binary_switch(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y,
+                          std::integer_sequence<int, C...>) {
+  using Fn = void (*)(mf_tensor&, const mf_tensor&, const mf_tensor&);
+  static const Fn table[] = {&binary_typed<T, C>...};
+  table[code](z, x, y);
+}
+
+void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
+  if (code < 0 || code >= MF_B_COUNT) fail("binary: bad op code ", code);
+  if (x.dtype_id != y.dtype_id)
+    fail(binary_name(code), ": operands are ", dtype_name(x.dtype_id), " and ", dtype_name(y.dtype_id), "; expected one dtype");
+  int want = code >= MF_B_EQ ? MF_UINT8 : x.dtype_id;
+  if (z.dtype_id != want) fail(binary_name(code), ": output is ", dtype_name(z.dtype_id), "; expected ", dtype_name(want));
+  MF_DISPATCH(x.dtype_id, T, binary_switch<T>(code, z, x, y, std::make_integer_sequence<int, MF_B_COUNT>{}));
+}
+
+// -- where ---------------------------------------------------------------------------------
+void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_tensor& b) {
+  if (c.dtype_id != MF_UINT8) fail("where: cond is ", dtype_name(c.dtype_id), "; expected uint8");
+  if (a.dtype_id != b.dtype_id || a.dtype_id != out.dtype_id) fail("where: a and b must share the output dtype");
+  Shape s = shape_of(out);
+  StridedIter<4> it(s, {contiguous_strides(s), broadcast_strides(c, s), broadcast_strides(a, s), broadcast_strides(b, s)});
+  MF_DISPATCH(out.dtype_id, T, {
+    int es = int(sizeof(T));
+    it.run({(char*)out.ptr, (char*)c.ptr, (char*)a.ptr, (char*)b.ptr}, {es, 1, es, es}, 1,
+           [&](auto p, int64_t n, auto st) {
+             for (int64_t i = 0; i < n; ++i)
+               ((T*)p[0])[i * st[0]] = ((const uint8_t*)p[1])[i * st[1]] ? ((const T*)p[2])[i * st[2]]
+                                                                          : ((const T*)p[3])[i * st[3]];
+           });
+  });
+}
+
+// -- copy / cast ---------------------------------------------------------------------------
+template <typename D, typename S>
+static void copy_typed(mf_tensor& dst, const mf_tensor& src) {
+  Shape s = shape_of(dst);
+  Shape dst_st(dst.strides, dst.strides + dst.ndim);
+  StridedIter<2> it(s, {dst_st, broadcast_strides(src, s)});
+  it.run({(char*)dst.ptr, (char*)src.ptr}, {int(sizeof(D)), int(sizeof(S))}, 1, [&](auto p, int64_t n, auto st) {
+    D* dp = (D*)p[0];
+    const S* sp = (const S*)p[1];
+    if (st[0] == 1 && st[1] == 1) {
+      for (int64_t i = 0; i < n; ++i) dp[i] = D(sp[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) dp[i * st[0]] = D(sp[i * st[1]]);
+    }
+  });
+}
+
+void copy_cpu(mf_tensor& dst, const mf_tensor& src) {
+  MF_DISPATCH(dst.dtype_id, D, { MF_DISPATCH(src.dtype_id, S, copy_typed<D, S>(dst, src)); });
+}
+
+// -- fill, arange, eye, rand ---------------------------------------------------------------
+void fill_cpu(mf_tensor& t, double value) {
+  MF_DISPATCH(t.dtype_id, T, {
+    T v = T(value);
+    T* p = (T*)t.ptr;
+    parallel_for(t.count, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = v;
+    });
+  });
+}
+
+void arange_cpu(mf_tensor& t, double start, double step) {
+  MF_DISPATCH(t.dtype_id, T, {
+    T* p = (T*)t.ptr;
+    parallel_for(t.count, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = T(start + double(i) * step);
+    });
+  });
+}
+
+void eye_cpu(mf_tensor& t) {
+  fill_cpu(t, 0);
+  int64_t n = t.shape[0] < t.shape[1] ? t.shape[0] : t.shape[1];
+  MF_DISPATCH(t.dtype_id, T, {
+    T* p = (T*)t.ptr;
+    for (int64_t i = 0; i < n; ++i) p[i * t.shape[1] + i] = T(1);
+  });
+}
+
+void rand_cpu(mf_tensor& t, mf_rng& g, bool normal, double a, double b) {
+  // Element i draws from counter offset + i alone, so any split across threads gives the same values.
+  uint64_t seed = g.seed, base = g.offset;
+  MF_DISPATCH_FLOAT(t.dtype_id, T, normal ? "randn" : "rand", {
+    T* p = (T*)t.ptr;
+    parallel_for(t.count, 20, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        Philox4 r = philox(seed, base + uint64_t(i));
+        if (normal) {
+          double u1 = 1.0 - u64_to_unit_double(r.v[0], r.v[1]);  // (0, 1]: log is finite
+          double u2 = u64_to_unit_double(r.v[2], r.v[3]);
+          p[i] = T(a + b * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+        } else if (sizeof(T) == 4) {
+          p[i] = T(a + (b - a) * double(u32_to_unit_float(r.v[0])));
+        } else {
+          p[i] = T(a + (b - a) * u64_to_unit_double(r.v[0], r.v[1]));
+        }
+        if (!normal && p[i] >= T(b) && b > a) p[i] = T(a);  // rounding must not reach the open end
+      }
+    });
+  });
+  g.offset = base + uint64_t(t.count);
+}
+
+}  // namespace mf

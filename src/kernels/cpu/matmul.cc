@@ -1,0 +1,130 @@
+// -- matmul ------------------------------------------------------------------------------------
+// GEMM through OpenBLAS: strided operands are passed with a transpose flag and leading dimension
+// instead of being copied; only layouts BLAS cannot describe are packed first.
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "../../core/allocator.h"
+#include "../../core/error.h"
+#include "kernels.h"
+
+namespace mf {
+
+namespace {
+
+// The last two dims of an operand as BLAS sees them: rows x cols with a transpose flag and ld.
+struct GemmOperand {
+  const char* base;
+  int64_t rows, cols;  // logical, after the op's transpose param
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+  Shape batch_stride;  // in elements, per batch dim of the output
+  void* packed = nullptr;
+};
+
+GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int es) {
+  GemmOperand g;
+  int nd = t.ndim;
+  int64_t r = t.shape[nd - 2], c = t.shape[nd - 1];
+  int64_t rs = t.strides[nd - 2], cs = t.strides[nd - 1];
+  g.base = (const char*)t.ptr;
+  // broadcast batch strides (leading dims of t aligned to the right of batch)
+  g.batch_stride.assign(batch.size(), 0);
+  size_t lead = batch.size() - size_t(nd - 2);
+  for (int d = 0; d < nd - 2; ++d) g.batch_stride[lead + d] = t.shape[d] == 1 ? 0 : t.strides[d];
+  if ((cs == 1 || c == 1) && (r == 1 || rs >= c)) {
+    g.trans = CblasNoTrans;
+    g.ld = std::max<int64_t>({rs, c, 1});
+  } else if ((rs == 1 || r == 1) && (c == 1 || cs >= r)) {
+    g.trans = CblasTrans;
+    g.ld = std::max<int64_t>({cs, r, 1});
+  } else {  // pack every batch of t densely (rare: e.g. a doubly strided narrow)
+    int64_t per = r * c, nb = 1;
+    for (int64_t b : batch) nb *= b;
+    g.packed = cpu_allocator().allocate(size_t(per * nb * es));
+    mf_tensor dst{};
+    Shape full = batch;
+    full.push_back(r);
+    full.push_back(c);
+    set_meta(dst, full, t.dtype_id, MF_CPU);
+    dst.ptr = g.packed;
+    mf_tensor src = t;
+    Shape bs = g.batch_stride;
+    Shape st = bs;
+    st.push_back(rs);
+    st.push_back(cs);
+    set_strided(src, full, st, t.offset);
+    src.ptr = t.ptr;
+    copy_cpu(dst, src);
+    g.base = (const char*)g.packed;
+    g.trans = CblasNoTrans;
+    g.ld = c > 0 ? c : 1;
+    g.batch_stride = contiguous_strides(full);
+    g.batch_stride.resize(batch.size());
+  }
+  g.rows = r;
+  g.cols = c;
+  if (transpose) {
+    std::swap(g.rows, g.cols);
+    g.trans = g.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
+  }
+  return g;
+}
+
+}  // namespace
+
+void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
+  if (a.dtype_id != b.dtype_id || c.dtype_id != a.dtype_id) fail("matmul: a, b and the output must share one dtype");
+  if (a.ndim < 2 || b.ndim < 2 || c.ndim < 2) fail("matmul: kernel expects operands of at least 2 dims");
+  int es = dtype_size(a.dtype_id);
+  Shape batch(c.shape, c.shape + c.ndim - 2);
+  GemmOperand A = prepare(a, trans_a, batch, es), B = prepare(b, trans_b, batch, es);
+  int64_t m = c.shape[c.ndim - 2], n = c.shape[c.ndim - 1], k = A.cols;
+  if (A.rows != m || B.cols != n || B.rows != k) {
+    cpu_allocator().free(A.packed);
+    cpu_allocator().free(B.packed);
+    fail("matmul: kernel shapes disagree with the output ", shape_str(c));
+  }
+  int64_t nb = 1;
+  for (int64_t s : batch) nb *= s;
+  Shape cst = contiguous_strides(shape_of(c));
+  for (int64_t bi = 0; bi < nb && m * n > 0; ++bi) {
+    int64_t oa = 0, ob = 0, oc = 0, rem = bi;
+    for (int d = int(batch.size()) - 1; d >= 0; --d) {
+      int64_t i = rem % batch[d];
+      rem /= batch[d];
+      oa += i * A.batch_stride[d];
+      ob += i * B.batch_stride[d];
+      oc += i * cst[d];
+    }
+    if (k == 0) continue;
+    if (a.dtype_id == MF_FLOAT32) {
+      cblas_sgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0f, (const float*)A.base + oa, int(A.ld),
+                  (const float*)B.base + ob, int(B.ld), 0.0f, (float*)c.ptr + oc, int(n));
+    } else if (a.dtype_id == MF_FLOAT64) {
+      cblas_dgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0, (const double*)A.base + oa, int(A.ld),
+                  (const double*)B.base + ob, int(B.ld), 0.0, (double*)c.ptr + oc, int(n));
+    }
+  }
+  if (k == 0) fill_cpu(c, 0);
+  cpu_allocator().free(A.packed);
+  cpu_allocator().free(B.packed);
+}
+
+// -- concat ----------------------------------------------------------------------------------
+void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim) {
+  int64_t at = 0;
+  int es = dtype_size(out.dtype_id);
+  for (int i = 0; i < n; ++i) {
+    const mf_tensor& x = *ins[i];
+    mf_tensor part = out;  // a narrow of out along dim
+    part.shape[dim] = x.shape[dim];
+    part.count = x.count;
+    part.ptr = (char*)out.ptr + at * out.strides[dim] * es;
+    copy_cpu(part, x);
+    at += x.shape[dim];
+  }
+}
+
+}  // namespace mf

@@ -1,0 +1,147 @@
+// Reductions over any set of dims, and softmax / log_softmax along one dim.
+#include <cmath>
+#include <limits>
+
+#include "../../core/error.h"
+#include "../../core/threads.h"
+#include "kernels.h"
+
+namespace mf {
+
+const char* reduce_name(int code) {
+  static const char* names[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin"};
+  return code >= 0 && code < MF_R_COUNT ? names[code] : "reduce?";
+}
+
+// Splits x's dims into kept (outer loop, the output's order) and reduced (inner loop).
+struct ReducePlan {
+  int nk = 0, nr = 0;
+  int64_t kshape[kMaxDims], kstride[kMaxDims], rshape[kMaxDims], rstride[kMaxDims];
+  int64_t rcount = 1;
+  ReducePlan(const mf_tensor& x, uint32_t mask) {
+    for (int d = 0; d < x.ndim; ++d) {
+      if (mask & (1u << d)) {
+        rshape[nr] = x.shape[d];
+        rstride[nr++] = x.strides[d];
+        rcount *= x.shape[d];
+      } else {
+        kshape[nk] = x.shape[d];
+        kstride[nk++] = x.strides[d];
+      }
+    }
+  }
+  int64_t kept_offset(int64_t o) const {
+    int64_t off = 0;
+    for (int d = nk - 1; d >= 0; --d) {
+      off += (o % kshape[d]) * kstride[d];
+      o /= kshape[d];
+    }
+    return off;
+  }
+  // Calls f(offset, j) for each reduced element j (row-major over the reduced dims).
+  template <typename F>
+  void for_reduced(int64_t base, F&& f) const {
+    if (nr == 1) {
+      for (int64_t j = 0; j < rshape[0]; ++j) f(base + j * rstride[0], j);
+      return;
+    }
+    int64_t idx[kMaxDims] = {0};
+    int64_t off = base;
+    for (int64_t j = 0; j < rcount; ++j) {
+      f(off, j);
+      for (int d = nr - 1; d >= 0; --d) {
+        off += rstride[d];
+        if (++idx[d] < rshape[d]) break;
+        off -= rstride[d] * rshape[d];
+        idx[d] = 0;
+      }
+    }
+  }
+};
+
+template <typename T>
+static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
+  using A = std::conditional_t<std::is_floating_point<T>::value, double, int64_t>;
+  const T* xp = (const T*)x.ptr;
+  int64_t nout = out.count;
+  parallel_for(nout, plan.rcount, [&](int64_t ob, int64_t oe) {
+    for (int64_t o = ob; o < oe; ++o) {
+      int64_t base = plan.kept_offset(o);
+      if (code == MF_R_SUM || code == MF_R_MEAN || code == MF_R_PROD) {
+        A acc = code == MF_R_PROD ? A(1) : A(0);
+        if (code == MF_R_PROD) plan.for_reduced(base, [&](int64_t off, int64_t) { acc *= A(xp[off]); });
+        else plan.for_reduced(base, [&](int64_t off, int64_t) { acc += A(xp[off]); });
+        if (code == MF_R_MEAN) {
+          double m = plan.rcount ? double(acc) / double(plan.rcount) : std::numeric_limits<double>::quiet_NaN();
+          ((T*)out.ptr)[o] = T(m);
+        } else {
+          ((T*)out.ptr)[o] = T(acc);
+        }
+      } else {
+        bool want_max = code == MF_R_MAX || code == MF_R_ARGMAX;
+        T best = xp[base];
+        int64_t best_j = 0;
+        bool nan_seen = false;
+        plan.for_reduced(base, [&](int64_t off, int64_t j) {
+          T v = xp[off];
+          if (nan_seen) return;
+          if (v != v) {  // NaN wins, as in PyTorch
+            nan_seen = true;
+            best = v;
+            best_j = j;
+          } else if (want_max ? v > best : v < best) {
+            best = v;
+            best_j = j;
+          }
+        });
+        if (code == MF_R_MAX || code == MF_R_MIN) ((T*)out.ptr)[o] = best;
+        else ((int64_t*)out.ptr)[o] = best_j + 1;  // 1-based, Torch7's convention
+      }
+    }
+  });
+}
+
+void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
+  if (code < 0 || code >= MF_R_COUNT) fail("reduce: bad op code ", code);
+  ReducePlan plan(x, dim_mask);
+  if (plan.rcount == 0 && code != MF_R_SUM && code != MF_R_PROD && code != MF_R_MEAN)
+    fail(reduce_name(code), ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
+  MF_DISPATCH(x.dtype_id, T, reduce_typed<T>(code, out, x, plan));
+}
+
+// -- softmax / log_softmax -----------------------------------------------------------------
+template <typename T>
+static void softmax_typed(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
+  int64_t n = x.shape[dim], xs = x.strides[dim], ys = y.strides[dim];
+  // lines along dim: for every other index
+  ReducePlan plan(x, 1u << dim);
+  ReducePlan yplan(y, 1u << dim);
+  int64_t lines = x.count / (n ? n : 1);
+  if (n == 0) return;
+  const T* xp = (const T*)x.ptr;
+  T* yp = (T*)y.ptr;
+  parallel_for(lines, n * 8, [&](int64_t lb, int64_t le) {
+    for (int64_t l = lb; l < le; ++l) {
+      const T* xl = xp + plan.kept_offset(l);
+      T* yl = yp + yplan.kept_offset(l);
+      T m = xl[0];
+      for (int64_t i = 1; i < n; ++i) m = xl[i * xs] > m ? xl[i * xs] : m;
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += std::exp(double(xl[i * xs] - m));
+      if (log) {
+        double ls = std::log(s);
+        for (int64_t i = 0; i < n; ++i) yl[i * ys] = T(double(xl[i * xs] - m) - ls);
+      } else {
+        double inv = 1.0 / s;
+        for (int64_t i = 0; i < n; ++i) yl[i * ys] = T(std::exp(double(xl[i * xs] - m)) * inv);
+      }
+    }
+  });
+}
+
+void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
+  if (dim < 0 || dim >= x.ndim) fail(log ? "log_softmax" : "softmax", ": dim ", dim + 1, " out of range");
+  MF_DISPATCH_FLOAT(x.dtype_id, T, log ? "log_softmax" : "softmax", softmax_typed<T>(y, x, dim, log));
+}
+
+}  // namespace mf

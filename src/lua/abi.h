@@ -1,0 +1,129 @@
+/* moonflow C ABI, as LuaJIT's ffi.cdef reads it: plain C, no preprocessor lines.
+   Every function returns a status (0 = ok) or NULL on failure; mf_last_error() says why. */
+
+typedef enum { MF_FLOAT32 = 0, MF_FLOAT64 = 1, MF_INT32 = 2, MF_INT64 = 3, MF_UINT8 = 4 } mf_dtype;
+typedef enum { MF_CPU = 0, MF_CUDA = 1 } mf_device;
+typedef enum { MF_OK = 0, MF_ERR_ARG = 1, MF_ERR_SHAPE = 2, MF_ERR_MEMORY = 3, MF_ERR_INTERNAL = 4 } mf_status;
+
+typedef enum {
+  MF_U_NEG, MF_U_ABS, MF_U_EXP, MF_U_LOG, MF_U_LOG1P, MF_U_SQRT, MF_U_RSQRT, MF_U_SIGMOID, MF_U_TANH,
+  MF_U_RELU, MF_U_SIN, MF_U_COS, MF_U_SQUARE, MF_U_SIGN, MF_U_FLOOR, MF_U_CEIL, MF_U_ROUND, MF_U_CLAMP,
+  MF_U_COUNT
+} mf_unary_code;
+typedef enum {
+  MF_B_ADD, MF_B_SUB, MF_B_MUL, MF_B_DIV, MF_B_POW, MF_B_MAXIMUM, MF_B_MINIMUM,
+  MF_B_EQ, MF_B_NE, MF_B_LT, MF_B_LE, MF_B_GT, MF_B_GE, MF_B_COUNT
+} mf_binary_code;
+typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
+typedef enum { MF_OPF_VIEW = 1, MF_OPF_VARIADIC = 2, MF_OPF_LUA = 4, MF_OPF_RANDOM = 8 } mf_op_flag;
+
+typedef struct mf_storage mf_storage;
+typedef struct mf_params mf_params;
+typedef struct mf_rng mf_rng;
+
+/* A strided view of a storage; the struct itself belongs to the caller (a Lua cdata, a C++ object).
+   ptr is the first element (storage base + offset elements); strides and offset count elements.
+   owns = 1: the struct holds one reference to store, dropped by mf_tensor_release.
+   owns = 0: a borrowed view (executor slots), never released. */
+typedef struct mf_tensor {
+  void *ptr;
+  int64_t count;
+  int64_t shape[8];
+  int64_t strides[8];
+  int64_t offset;
+  int32_t ndim;
+  int32_t dtype_id;
+  int32_t device_id;
+  int32_t is_contig;
+  int32_t owns;
+  int32_t pad_;
+  mf_storage *store;
+} mf_tensor;
+
+const char *mf_last_error(void);
+const char *mf_version(void);
+
+/* tensors */
+int mf_tensor_init(mf_tensor *t, int32_t ndim, const int64_t *shape, int32_t dtype, int32_t device);
+int mf_tensor_wrap(mf_tensor *t, void *data, int32_t ndim, const int64_t *shape, int32_t dtype);
+int mf_tensor_share(mf_tensor *dst, const mf_tensor *src);
+int mf_tensor_restride(mf_tensor *t, int32_t ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
+void mf_tensor_release(mf_tensor *t);
+int64_t mf_tensor_nbytes(const mf_tensor *t);
+int mf_storage_refcount(const mf_tensor *t);
+int mf_dtype_size(int32_t dtype);
+
+/* allocator statistics, in bytes and counts */
+typedef struct mf_memory_stats {
+  int64_t in_use;
+  int64_t peak;
+  int64_t cached;
+  int64_t allocations;
+  int64_t system_allocations;
+  int64_t live_blocks;
+} mf_memory_stats;
+int mf_memory_stats_get(int32_t device, mf_memory_stats *out);
+int mf_memory_empty_cache(int32_t device);
+
+/* threads: one OpenMP pool shared with OpenBLAS */
+int mf_set_num_threads(int n);
+int mf_get_num_threads(void);
+
+/* operator registry */
+int mf_op_count(void);
+int mf_op_find(const char *name);
+const char *mf_op_name(int op);
+const char *mf_op_doc(int op);
+int mf_op_num_inputs(int op);
+const char *mf_op_input_name(int op, int i);
+const char *mf_op_lua_compute(int op, int32_t device);
+const char *mf_op_lua_gradient(int op);
+int mf_op_flags(int op);
+int mf_op_num_params(int op);
+const char *mf_op_param_name(int op, int i);
+const char *mf_op_param_type(int op, int i);
+const char *mf_op_param_default(int op, int i);
+const char *mf_op_param_doc(int op, int i);
+int mf_op_register_lua(const char *name, const char *doc, int num_inputs, const char *cpu_src, const char *gradient_src, int flags);
+/* kind: "boolean", "integer", "number", "dtype", "integer list" or "enum:a|b|c"; default_text as user text, NULL if required */
+int mf_op_add_param(int op, const char *name, const char *kind, const char *default_text, const char *doc);
+
+/* params: parsed from "key=value;key=value" text, validated against the op's fields */
+mf_params *mf_params_parse(int op, const char *text);
+void mf_params_free(mf_params *p);
+const char *mf_params_canonical(const mf_params *p);
+int mf_params_count(const mf_params *p);
+const char *mf_params_key(const mf_params *p, int i);
+int mf_params_kind(const mf_params *p, int i);
+double mf_params_number(const mf_params *p, int i);
+const char *mf_params_string(const mf_params *p, int i);
+int mf_params_list_len(const mf_params *p, int i);
+int64_t mf_params_list_item(const mf_params *p, int i, int j);
+
+/* shape and type inference of a registered op: in_meta are the inputs (data unused);
+   fills out_meta[0..*n_out) with shape, dtype, device and strides; out_alias[i] = 1 marks an output that
+   is a view of input 1, whose offset field is then relative to input 1's data */
+int mf_op_infer(int op, const mf_params *p, int n_in, const mf_tensor *const *in_meta, int max_out, mf_tensor *out_meta, int *out_alias, int *n_out);
+
+/* counter-based generator (Philox4x32-10), one per Lua state */
+mf_rng *mf_rng_new(uint64_t seed);
+void mf_rng_free(mf_rng *g);
+void mf_rng_seed(mf_rng *g, uint64_t seed);
+uint64_t mf_rng_get_seed(const mf_rng *g);
+uint64_t mf_rng_get_offset(const mf_rng *g);
+void mf_rng_set_offset(mf_rng *g, uint64_t offset);
+
+/* native CPU kernels: out tensors are preallocated, contiguous, of the inferred shape and dtype */
+int mf_k_unary(int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b);
+int mf_k_binary(int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y);
+int mf_k_where(mf_tensor *out, const mf_tensor *c, const mf_tensor *a, const mf_tensor *b);
+int mf_k_copy(mf_tensor *dst, const mf_tensor *src);
+int mf_k_fill(mf_tensor *t, double value);
+int mf_k_arange(mf_tensor *t, double start, double step);
+int mf_k_eye(mf_tensor *t);
+int mf_k_rand(mf_tensor *t, mf_rng *g, int32_t normal, double a, double b);
+int mf_k_reduce(int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask);
+int mf_k_softmax(mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log);
+int mf_k_matmul(mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b);
+int mf_k_alias(mf_tensor *view, const mf_tensor *base, int64_t offset);
+int mf_k_concat(mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim);

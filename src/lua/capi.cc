@@ -1,0 +1,302 @@
+// The extern "C" entry points LuaJIT binds. Each one catches every exception and turns it into
+// a status code plus mf_last_error(), so no C++ exception ever crosses the FFI.
+#include "capi.h"
+
+#include <cstring>
+#include <new>
+
+#include "../core/allocator.h"
+#include "../core/error.h"
+#include "../core/rng.h"
+#include "../core/tensor.h"
+#include "../core/threads.h"
+#include "../kernels/cpu/kernels.h"
+#include "../op/registry.h"
+
+using namespace mf;
+
+namespace {
+
+template <typename F>
+int guarded(F&& f) {
+  try {
+    f();
+    return MF_OK;
+  } catch (const Error& e) {
+    set_last_error(e.what());
+    return MF_ERR_ARG;
+  } catch (const std::bad_alloc&) {
+    set_last_error("out of memory");
+    return MF_ERR_MEMORY;
+  } catch (const std::exception& e) {
+    set_last_error(std::string("internal error: ") + e.what());
+    return MF_ERR_INTERNAL;
+  } catch (...) {
+    set_last_error("internal error: unknown exception");
+    return MF_ERR_INTERNAL;
+  }
+}
+
+template <typename T, typename F>
+T* guarded_ptr(F&& f) {
+  T* out = nullptr;
+  guarded([&] { out = f(); });
+  return out;
+}
+
+Shape to_shape(int32_t ndim, const int64_t* shape) {
+  if (ndim < 0 || ndim > kMaxDims) fail("tensor: ", ndim, " dims requested; expected 0..", kMaxDims);
+  return Shape(shape, shape + ndim);
+}
+
+const OpDef& op_at(int op) { return Registry::get().at(op); }
+
+// Returns a pointer to a string that lives as long as the registry (or "" for missing).
+const char* cstr(const std::string& s) { return s.c_str(); }
+
+}  // namespace
+
+struct mf_params {
+  ParamValues values;
+};
+
+extern "C" {
+
+const char* mf_last_error(void) { return last_error(); }
+const char* mf_version(void) { return "0.1.0"; }
+
+// -- tensors ---------------------------------------------------------------------------------
+int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dtype, int32_t device) {
+  return guarded([&] { tensor_init(*t, to_shape(ndim, shape), dtype, device); });
+}
+
+int mf_tensor_wrap(mf_tensor* t, void* data, int32_t ndim, const int64_t* shape, int32_t dtype) {
+  return guarded([&] { tensor_wrap(*t, data, to_shape(ndim, shape), dtype); });
+}
+
+int mf_tensor_share(mf_tensor* dst, const mf_tensor* src) {
+  return guarded([&] { tensor_share(*dst, *src); });
+}
+
+int mf_tensor_restride(mf_tensor* t, int32_t ndim, const int64_t* shape, const int64_t* strides, int64_t offset) {
+  return guarded([&] {
+    if (!t->store) fail("view: tensor has no storage");
+    Shape s = to_shape(ndim, shape), st(strides, strides + ndim);
+    int64_t es = dtype_size(t->dtype_id);
+    // every addressed element must stay inside the storage
+    int64_t lo = offset, hi = offset;
+    for (int i = 0; i < ndim; ++i) {
+      if (s[i] == 0) { lo = 0; hi = -1; break; }
+      int64_t span = (s[i] - 1) * st[i];
+      (span < 0 ? lo : hi) += span;
+    }
+    if (hi >= lo && (lo < 0 || (hi + 1) * es > t->store->nbytes))
+      fail("view: shape ", shape_str(s), " with these strides and offset ", offset, " reaches outside the storage");
+    char* base = (char*)t->ptr - t->offset * es;
+    set_strided(*t, s, st, offset);
+    t->ptr = base + offset * es;
+  });
+}
+
+void mf_tensor_release(mf_tensor* t) {
+  if (t) tensor_release(*t);
+}
+int64_t mf_tensor_nbytes(const mf_tensor* t) { return t ? tensor_nbytes(*t) : 0; }
+int mf_storage_refcount(const mf_tensor* t) { return t && t->store ? t->store->refs.load() : 0; }
+int mf_dtype_size(int32_t dtype) { return dtype_size(dtype); }
+
+int mf_memory_stats_get(int32_t device, mf_memory_stats* out) {
+  return guarded([&] {
+    if (device != MF_CPU) fail("memory_stats: device not available");
+    AllocatorStats s = cpu_allocator().stats();
+    *out = mf_memory_stats{s.in_use, s.peak, s.cached, s.allocations, s.system_allocations, s.live_blocks};
+  });
+}
+
+int mf_memory_empty_cache(int32_t device) {
+  return guarded([&] {
+    if (device != MF_CPU) fail("empty_cache: device not available");
+    cpu_allocator().empty_cache();
+  });
+}
+
+int mf_set_num_threads(int n) {
+  return guarded([&] {
+    if (n < 1) fail("set_num_threads: n is ", n, "; expected at least 1");
+    set_num_threads(n);
+  });
+}
+int mf_get_num_threads(void) { return get_num_threads(); }
+
+// -- registry --------------------------------------------------------------------------------
+int mf_op_count(void) { return Registry::get().size(); }
+int mf_op_find(const char* name) { return Registry::get().index_of(name ? name : ""); }
+
+#define MF_OP_FIELD(expr, fallback)        \
+  try {                                     \
+    return (expr);                          \
+  } catch (const std::exception& e) {       \
+    set_last_error(e.what());               \
+    return fallback;                        \
+  }
+
+const char* mf_op_name(int op) { MF_OP_FIELD(cstr(op_at(op).name_), nullptr) }
+const char* mf_op_doc(int op) { MF_OP_FIELD(cstr(op_at(op).doc_), nullptr) }
+int mf_op_num_inputs(int op) { MF_OP_FIELD(int(op_at(op).inputs_.size()), -1) }
+const char* mf_op_input_name(int op, int i) { MF_OP_FIELD(cstr(op_at(op).inputs_.at(size_t(i))), nullptr) }
+const char* mf_op_lua_compute(int op, int32_t device) {
+  MF_OP_FIELD(device == MF_CPU || device == MF_CUDA ? cstr(op_at(op).lua_compute_[device]) : nullptr, nullptr)
+}
+const char* mf_op_lua_gradient(int op) { MF_OP_FIELD(cstr(op_at(op).lua_gradient_), nullptr) }
+int mf_op_flags(int op) { MF_OP_FIELD(op_at(op).flags_, -1) }
+int mf_op_num_params(int op) { MF_OP_FIELD(int(op_at(op).params_.size()), -1) }
+const char* mf_op_param_name(int op, int i) { MF_OP_FIELD(cstr(op_at(op).params_.at(size_t(i)).name), nullptr) }
+const char* mf_op_param_type(int op, int i) { MF_OP_FIELD(op_at(op).params_.at(size_t(i)).kind_name(), nullptr) }
+const char* mf_op_param_default(int op, int i) {
+  MF_OP_FIELD(op_at(op).params_.at(size_t(i)).required ? "(required)" : cstr(op_at(op).params_.at(size_t(i)).default_text), nullptr)
+}
+const char* mf_op_param_doc(int op, int i) { MF_OP_FIELD(cstr(op_at(op).params_.at(size_t(i)).doc), nullptr) }
+
+int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const char* cpu_src,
+                       const char* gradient_src, int flags) {
+  int index = -1;
+  int st = guarded([&] {
+    if (!name || !*name) fail("register_op: name is required");
+    if (num_inputs < 0 || num_inputs > 64) fail("register_op: ", name, ": num_inputs is ", num_inputs, "; expected 0..64");
+    OpDef& op = Registry::get().add(name);
+    op.describe(doc ? doc : "");
+    std::vector<std::string> ins;
+    for (int i = 0; i < num_inputs; ++i) ins.push_back("x" + std::to_string(i + 1));
+    op.inputs(ins);
+    if (cpu_src) op.lua_compute(MF_CPU, cpu_src);
+    if (gradient_src) op.gradient(gradient_src);
+    op.flags_ |= (flags | MF_OPF_LUA);
+    index = Registry::get().size() - 1;
+  });
+  return st == MF_OK ? index : -1;
+}
+
+int mf_op_add_param(int op, const char* name, const char* kind, const char* default_text, const char* doc) {
+  return guarded([&] {
+    OpDef& def = const_cast<OpDef&>(op_at(op));
+    if (!(def.flags_ & MF_OPF_LUA)) fail(def.name_, ": params of built-in ops are declared in C++");
+    std::string k = kind ? kind : "", n = name ? name : "", d = doc ? doc : "";
+    if (n.empty()) fail(def.name_, ": a param needs a name");
+    for (auto& f : def.params_)
+      if (f.name == n) fail(def.name_, ": param '", n, "' declared twice");
+    Field f{n, FieldKind::Float, default_text ? default_text : "", d};
+    if (k == "boolean") f.kind = FieldKind::Bool;
+    else if (k == "integer") f.kind = FieldKind::Int;
+    else if (k == "number") f.kind = FieldKind::Float;
+    else if (k == "dtype") f.kind = FieldKind::Dtype;
+    else if (k == "integer list") f.kind = FieldKind::IntList;
+    else if (k.rfind("enum:", 0) == 0) {
+      f.kind = FieldKind::Enum;
+      std::string rest = k.substr(5);
+      size_t pos = 0;
+      while (pos <= rest.size()) {
+        size_t bar = rest.find('|', pos);
+        if (bar == std::string::npos) bar = rest.size();
+        f.choices.push_back(rest.substr(pos, bar - pos));
+        pos = bar + 1;
+      }
+    } else {
+      fail(def.name_, ": param '", n, "' has kind '", k, "'; expected boolean, integer, number, dtype, integer list or enum:a|b");
+    }
+    f.required = default_text == nullptr;
+    if (!f.required) ParamValues::parse(def.name_, {f}, "");  // the default must itself be valid
+    def.params_.push_back(f);
+  });
+}
+
+// -- params ----------------------------------------------------------------------------------
+mf_params* mf_params_parse(int op, const char* text) {
+  return guarded_ptr<mf_params>([&] {
+    const OpDef& def = op_at(op);
+    return new mf_params{ParamValues::parse(def.name_, def.params_, text ? text : "")};
+  });
+}
+void mf_params_free(mf_params* p) { delete p; }
+const char* mf_params_canonical(const mf_params* p) { return p->values.canonical().c_str(); }
+int mf_params_count(const mf_params* p) { return int(p->values.fields().size()); }
+const char* mf_params_key(const mf_params* p, int i) { return p->values.fields()[size_t(i)].name.c_str(); }
+int mf_params_kind(const mf_params* p, int i) { return int(p->values.fields()[size_t(i)].kind); }
+double mf_params_number(const mf_params* p, int i) { return p->values.value(size_t(i)).num; }
+const char* mf_params_string(const mf_params* p, int i) { return p->values.value(size_t(i)).str.c_str(); }
+int mf_params_list_len(const mf_params* p, int i) { return int(p->values.value(size_t(i)).list.size()); }
+int64_t mf_params_list_item(const mf_params* p, int i, int j) { return p->values.value(size_t(i)).list[size_t(j)]; }
+
+int mf_op_infer(int op, const mf_params* p, int n_in, const mf_tensor* const* in_meta, int max_out, mf_tensor* out_meta,
+                int* out_alias, int* n_out) {
+  return guarded([&] {
+    const OpDef& def = op_at(op);
+    if (!def.infer_shape_) fail(def.name_, ": has no native shape rule");
+    ParamValues none;
+    if (!p) none = ParamValues::parse(def.name_, def.params_, "");
+    InferCtx ctx{def, p ? p->values : none, {}, {}, {}};
+    size_t want = def.inputs_.size();
+    if (!(def.flags_ & MF_OPF_VARIADIC) && size_t(n_in) != want)
+      fail(def.name_, ": takes ", want, " input", want == 1 ? "" : "s", ", got ", n_in);
+    for (int i = 0; i < n_in; ++i) ctx.in.push_back(in_meta[i]);
+    def.infer_shape_(ctx);
+    (def.infer_type_ ? def.infer_type_ : same_type)(ctx);
+    if (int(ctx.out.size()) > max_out) fail(def.name_, ": ", ctx.out.size(), " outputs exceed the caller's ", max_out);
+    for (size_t i = 0; i < ctx.out.size(); ++i) {
+      mf_tensor& o = ctx.out[i];
+      o.ptr = nullptr;
+      o.store = nullptr;
+      o.owns = 0;
+      out_meta[i] = o;
+      out_alias[i] = i < ctx.alias.size() ? ctx.alias[i] : 0;
+    }
+    *n_out = int(ctx.out.size());
+  });
+}
+
+// -- generator -------------------------------------------------------------------------------
+mf_rng* mf_rng_new(uint64_t seed) { return guarded_ptr<mf_rng>([&] { return new mf_rng{seed, 0}; }); }
+void mf_rng_free(mf_rng* g) { delete g; }
+void mf_rng_seed(mf_rng* g, uint64_t seed) { *g = mf_rng{seed, 0}; }
+uint64_t mf_rng_get_seed(const mf_rng* g) { return g->seed; }
+uint64_t mf_rng_get_offset(const mf_rng* g) { return g->offset; }
+void mf_rng_set_offset(mf_rng* g, uint64_t offset) { g->offset = offset; }
+
+// -- kernels ---------------------------------------------------------------------------------
+int mf_k_unary(int32_t code, mf_tensor* y, const mf_tensor* x, double a, double b) {
+  return guarded([&] { unary_cpu(code, *y, *x, a, b); });
+}
+int mf_k_binary(int32_t code, mf_tensor* z, const mf_tensor* x, const mf_tensor* y) {
+  return guarded([&] { binary_cpu(code, *z, *x, *y); });
+}
+int mf_k_where(mf_tensor* out, const mf_tensor* c, const mf_tensor* a, const mf_tensor* b) {
+  return guarded([&] { where_cpu(*out, *c, *a, *b); });
+}
+int mf_k_copy(mf_tensor* dst, const mf_tensor* src) { return guarded([&] { copy_cpu(*dst, *src); }); }
+int mf_k_fill(mf_tensor* t, double value) { return guarded([&] { fill_cpu(*t, value); }); }
+int mf_k_arange(mf_tensor* t, double start, double step) { return guarded([&] { arange_cpu(*t, start, step); }); }
+int mf_k_eye(mf_tensor* t) { return guarded([&] { eye_cpu(*t); }); }
+int mf_k_rand(mf_tensor* t, mf_rng* g, int32_t normal, double a, double b) {
+  return guarded([&] { rand_cpu(*t, *g, normal != 0, a, b); });
+}
+int mf_k_reduce(int32_t code, mf_tensor* out, const mf_tensor* x, uint32_t dim_mask) {
+  return guarded([&] { reduce_cpu(code, *out, *x, dim_mask); });
+}
+int mf_k_softmax(mf_tensor* y, const mf_tensor* x, int32_t dim, int32_t log) {
+  return guarded([&] { softmax_cpu(*y, *x, dim, log != 0); });
+}
+int mf_k_matmul(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t trans_a, int32_t trans_b) {
+  return guarded([&] { matmul_cpu(*c, *a, *b, trans_a != 0, trans_b != 0); });
+}
+int mf_k_alias(mf_tensor* view, const mf_tensor* base, int64_t offset) {
+  return guarded([&] {
+    view->store = base->store;
+    view->owns = 0;
+    view->offset = base->offset + offset;
+    view->ptr = (char*)base->ptr + offset * dtype_size(base->dtype_id);
+  });
+}
+int mf_k_concat(mf_tensor* out, int32_t n, const mf_tensor* const* ins, int32_t dim) {
+  return guarded([&] { concat_cpu(*out, n, ins, dim); });
+}
+
+}  // extern "C"

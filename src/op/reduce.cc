@@ -1,0 +1,81 @@
+// Reductions over one or more dims, with keepdim. Kernel: src/kernels/cpu/reduce.cc.
+#include "registry.h"
+
+namespace mf {
+
+namespace {
+
+// Bit i set: dim i (0-based) is reduced. An empty dim list reduces every dim.
+uint32_t reduce_mask(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  const auto& dims = c.p.get_list("dim");
+  if (dims.empty()) return x.ndim ? (1u << x.ndim) - 1 : 0;
+  uint32_t mask = 0;
+  for (int64_t d : dims) {
+    int nd = normalize_dim(c.name(), d, x.ndim);
+    if (mask & (1u << nd)) fail(c.name(), ": dim ", d, " is listed twice");
+    mask |= 1u << nd;
+  }
+  return mask;
+}
+
+void reduce_shape(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  uint32_t mask = reduce_mask(c);
+  bool keep = c.p.get_bool("keepdim");
+  Shape out;
+  for (int d = 0; d < x.ndim; ++d) {
+    if (!(mask & (1u << d))) out.push_back(x.shape[d]);
+    else if (keep) out.push_back(1);
+  }
+  std::string op = c.name();
+  if (op != "sum" && op != "prod" && op != "mean")
+    for (int d = 0; d < x.ndim; ++d)
+      if ((mask & (1u << d)) && x.shape[d] == 0)
+        fail(op, ": cannot reduce over dim ", d + 1, " of size 0 (x is ", shape_str(x), ")");
+  c.set_out(0, out);
+}
+
+void arg_type(InferCtx& c) { c.out[0].dtype_id = MF_INT64; }
+
+std::string reduce_kernel(const char* code) {
+  return std::string(R"lua(
+function(ins, outs, p)
+  local K, y, x = mf.kernels, outs[1], ins[1]
+  local code, mask = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x.ndim)
+  return function() K.reduce(code, y, x, mask) end
+end)lua";
+}
+
+}  // namespace
+
+void register_reduce_ops() {
+  struct ReduceDef {
+    const char* name;
+    const char* code;
+    const char* doc;
+    InferFn type;
+  };
+  static const ReduceDef defs[] = {
+      {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 / int64.", same_type},
+      {"mean", "MEAN", "Arithmetic mean over dims (all when none given).", float_type},
+      {"max", "MAX", "Largest element over dims (all when none given); NaN wins.", same_type},
+      {"min", "MIN", "Smallest element over dims (all when none given); NaN wins.", same_type},
+      {"prod", "PROD", "Product over dims (all when none given).", same_type},
+      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them), int64.", arg_type},
+      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them), int64.", arg_type},
+  };
+  for (const ReduceDef& r : defs) {
+    Registry::get()
+        .add(r.name)
+        .describe(r.doc)
+        .inputs({"x"})
+        .param(Field::int_list("dim", "", "Dims to reduce, 1-based (negative counts from the end); empty: all."))
+        .param(Field::boolean("keepdim", false, "Keep reduced dims with size 1."))
+        .infer_shape(reduce_shape)
+        .infer_type(r.type)
+        .lua_compute(MF_CPU, reduce_kernel(r.code));
+  }
+}
+
+}  // namespace mf

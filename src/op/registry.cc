@@ -1,0 +1,77 @@
+// Registry storage and the shared shape/type rules.
+#include "registry.h"
+
+#include <mutex>
+
+namespace mf {
+
+const char* InferCtx::name() const { return op.name_.c_str(); }
+
+void InferCtx::set_out(size_t i, const Shape& s) {
+  if (out.size() <= i) out.resize(i + 1, mf_tensor{});
+  set_meta(out[i], s, in.empty() ? MF_FLOAT32 : in[0]->dtype_id, in.empty() ? MF_CPU : in[0]->device_id);
+}
+
+void InferCtx::set_view(size_t i, const Shape& s, const Shape& stride, int64_t rel_offset) {
+  set_out(i, s);
+  set_strided(out[i], s, stride, rel_offset);
+  if (alias.size() <= i) alias.resize(i + 1, 0);
+  alias[i] = 1;
+}
+
+Registry& Registry::get() {
+  static Registry r;
+  return r;
+}
+
+OpDef& Registry::add(const std::string& name) {
+  if (find(name)) fail("register_op: an op named '", name, "' is already registered");
+  ops_.emplace_back();
+  ops_.back().name_ = name;
+  return ops_.back();
+}
+
+const OpDef* Registry::find(const std::string& name) const {
+  for (auto& op : ops_)
+    if (op.name_ == name) return &op;
+  return nullptr;
+}
+
+int Registry::index_of(const std::string& name) const {
+  for (size_t i = 0; i < ops_.size(); ++i)
+    if (ops_[i].name_ == name) return int(i);
+  return -1;
+}
+
+const OpDef& Registry::at(int i) const {
+  if (i < 0 || i >= int(ops_.size())) fail("no op with index ", i);
+  return ops_[size_t(i)];
+}
+
+void register_builtin_ops() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_elemwise_ops();
+    register_matmul_ops();
+    register_reduce_ops();
+    register_nn_ops();
+    register_shape_ops();
+    register_init_ops();
+  });
+}
+
+void same_shape(InferCtx& c) { c.set_out(0, c.in_shape(0)); }
+
+void same_type(InferCtx& c) {
+  for (auto& o : c.out) o.dtype_id = c.in.empty() ? MF_FLOAT32 : c.input(0).dtype_id;
+}
+
+void float_type(InferCtx& c) {
+  int dt = c.input(0).dtype_id;
+  if (!dtype_is_float(dt))
+    fail(c.name(), ": input ", c.op.inputs_.empty() ? "1" : c.op.inputs_[0], " is ", dtype_name(dt),
+         "; expected float32 or float64 (cast it with :float())");
+  for (auto& o : c.out) o.dtype_id = dt;
+}
+
+}  // namespace mf

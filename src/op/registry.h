@@ -1,0 +1,91 @@
+// The operator registry: one OpDef per op holds its doc, inputs, params, shape and type rules,
+// gradient and per-device Lua kernel source. Eager calls, graphs, help() and tests all read it.
+#pragma once
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "../core/dtype.h"
+#include "../core/shape.h"
+#include "../param/param.h"
+
+namespace mf {
+
+struct OpDef;
+
+// What shape and type rules see: the op, its params, input metadata and the outputs to fill.
+struct InferCtx {
+  const OpDef& op;
+  const ParamValues& p;
+  std::vector<const mf_tensor*> in;
+  std::vector<mf_tensor> out;
+  std::vector<int> alias;  // alias[i]: output i is a view of input 1 (strides and offset set by set_view)
+  const char* name() const;
+  const mf_tensor& input(size_t i) const { return *in[i]; }
+  Shape in_shape(size_t i) const { return shape_of(*in[i]); }
+  // Declares output i with a contiguous shape (dtype filled by the type rule).
+  void set_out(size_t i, const Shape& s);
+  // Declares output i as a view of input 1: shape, strides and offset relative to input 1's data.
+  void set_view(size_t i, const Shape& s, const Shape& stride, int64_t rel_offset);
+};
+
+using InferFn = void (*)(InferCtx&);
+
+struct OpDef {
+  std::string name_;
+  std::string doc_;
+  std::vector<std::string> inputs_;
+  std::vector<Field> params_;
+  InferFn infer_shape_ = nullptr;
+  InferFn infer_type_ = nullptr;
+  std::string lua_compute_[2];  // indexed by mf_device
+  std::string lua_gradient_;    // Lua source of the gradient rule (graph mode)
+  int flags_ = 0;               // mf_op_flag bits
+
+  // Builder used by MF_REGISTER_OP blocks.
+  OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }
+  OpDef& inputs(std::vector<std::string> n) { inputs_ = std::move(n); return *this; }
+  OpDef& variadic() { flags_ |= MF_OPF_VARIADIC; return *this; }  // any number of inputs named inputs_[0]
+  OpDef& view() { flags_ |= MF_OPF_VIEW; return *this; }          // output aliases input 1's storage
+  OpDef& random() { flags_ |= MF_OPF_RANDOM; return *this; }      // draws from the generator
+  OpDef& param(Field f) { params_.push_back(std::move(f)); return *this; }
+  OpDef& infer_shape(InferFn f) { infer_shape_ = f; return *this; }
+  OpDef& infer_type(InferFn f) { infer_type_ = f; return *this; }
+  OpDef& lua_compute(int device, std::string src) { lua_compute_[device] = std::move(src); return *this; }
+  OpDef& gradient(std::string src) { lua_gradient_ = std::move(src); return *this; }
+};
+
+class Registry {
+ public:
+  static Registry& get();
+  // Adds a new op; throws if the name is taken.
+  OpDef& add(const std::string& name);
+  const OpDef* find(const std::string& name) const;
+  int index_of(const std::string& name) const;
+  const OpDef& at(int i) const;
+  int size() const { return int(ops_.size()); }
+
+ private:
+  std::deque<OpDef> ops_;  // deque: references stay valid as ops are added
+};
+
+// Registers every built-in op exactly once (explicit, so static linking cannot drop it).
+void register_builtin_ops();
+
+// Family registration functions, one per src/op/<family>.cc.
+void register_elemwise_ops();
+void register_matmul_ops();
+void register_reduce_ops();
+void register_nn_ops();
+void register_shape_ops();
+void register_init_ops();
+
+// Common rules.
+void same_shape(InferCtx& c);        // out 1 has input 1's shape
+void same_type(InferCtx& c);         // every output has input 1's dtype
+void float_type(InferCtx& c);        // input 1 must be float; outputs take its dtype
+
+}  // namespace mf
+
+// MF_REGISTER_OP(name) starts a registration block inside a register_*_ops() function.
+#define MF_REGISTER_OP(opname) ::mf::Registry::get().add(#opname)
