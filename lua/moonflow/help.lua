@@ -17,6 +17,8 @@ return function(mf)
     register_op = 'mf.register_op{name=, num_inputs=, doc=, lua_compute=, infer_shape=, params=, gradient=}: adds an op to the registry; it becomes mf.<name> and a tensor method.',
     help = "help(x): prints the docs of an op or function: help(mf.matmul), help('matmul').",
     list_ops = 'mf.list_ops(): sorted names of every registered op.',
+    op_doc = 'mf.op_doc(name): the docs of a registered op as text (nil for an unknown name).',
+    eager_stats = 'mf.eager_stats(): {calls, binds, factories}: eager op calls, shape-inference + bind events, kernel strings evaluated.',
   }
   mf._docs = DOCS
 

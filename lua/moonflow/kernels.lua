@@ -13,7 +13,7 @@ local function raise(msg)
   local level = 2  -- debug.getinfo(1) is raise itself; error() counts levels the same way
   while true do
     local info = debug.getinfo(level, 'S')
-    if not info then level = 2 break end
+    if not info then level = 0 break end  -- only internal frames (a tail call hid the caller)
     local src = info.source
     if info.what ~= 'C' and not src:find('^@lua/moonflow/') and not src:find('kernel%)$') then break end
     level = level + 1

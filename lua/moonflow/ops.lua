@@ -16,6 +16,8 @@ return function(mf)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = 1, 2, 4, 8
   local KIND = {[0] = 'boolean', 'integer', 'number', 'enum', 'dtype', 'integer list'}
 
+  -- counters behind mf.eager_stats(): shape inference + binding happens once per layout
+  local stats = {calls = 0, binds = 0, factories = 0}
   local ops = {}         -- name -> op record
   mf._ops = ops
   local fn_names = setmetatable({}, {__mode = 'k'})  -- op function -> op name, for help()
@@ -199,11 +201,17 @@ return function(mf)
     local src = op.src[device]
     if not src or src == '' then raise(('%s: no %s kernel is registered'):format(op.name, device)) end
     f = compile_kernel(op.name, device, src)
+    stats.factories = stats.factories + 1
     op.factories[device] = f
     return f
   end
 
+  function mf.eager_stats()
+    return {calls = stats.calls, binds = stats.binds, factories = stats.factories}
+  end
+
   local function bind(op, rec, ins, nin)
+    stats.binds = stats.binds + 1
     local metas, alias
     if op.lua_infer then metas, alias = infer_lua(op, rec, ins, nin)
     else metas, alias = infer_native(op, rec, ins, nin) end
@@ -230,7 +238,7 @@ return function(mf)
     local r1, results
     for i = 1, nout do
       if not e.alias[i] then
-        local t = mf._new_like_meta(e.metas[i])
+        local t = mf._new_like_meta(e.metas[i], op.name)
         ffi.copy(outs[i], t, SZ)
         outs[i].owns = 0
         if i == 1 then r1 = t end
@@ -264,6 +272,7 @@ return function(mf)
 
   -- The eager path of every op: ins is a list of tensors (scalars already converted).
   local function call(op, ins, nin, ptable)
+    stats.calls = stats.calls + 1
     local rec = op.default
     if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end
     local e = rec.last

@@ -47,10 +47,13 @@ return function(mf)
     end
   end
 
-  -- A new contiguous tensor (uninitialised) with the shape, dtype and device of meta.
-  local function new_like_meta(meta)
+  -- A new contiguous tensor (uninitialised) with the shape, dtype and device of meta; what names
+  -- the op in an allocation error.
+  local function new_like_meta(meta, what)
     local t = T()
-    K.check(C.mf_tensor_init(t, meta.ndim, meta.shape, meta.dtype_id, meta.device_id))
+    if C.mf_tensor_init(t, meta.ndim, meta.shape, meta.dtype_id, meta.device_id) ~= 0 then
+      raise(what .. ': ' .. ffi.string(C.mf_last_error()))
+    end
     nudge(math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256))
     return t
   end

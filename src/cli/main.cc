@@ -22,26 +22,7 @@ const char* kUsage =
     "  -h, --help       this text\n"
     "With no script and no -e, starts the interactive REPL.\n";
 
-// Calls mf.<fn>(arg) and prints nothing itself (the Lua side prints); returns the exit status.
-int call_mf(lua_State* L, const char* fn, const char* arg) {
-  lua_getglobal(L, "mf");
-  lua_getfield(L, -1, fn);
-  lua_remove(L, -2);
-  int nargs = 0;
-  if (arg) {
-    lua_pushstring(L, arg);
-    nargs = 1;
-  }
-  std::string err;
-  if (!mf::pcall_traceback(L, nargs, 1, &err)) {
-    std::fprintf(stderr, "moonflow: %s\n", err.c_str());
-    return 1;
-  }
-  lua_pop(L, 1);
-  return 0;
-}
-
-int run_chunk(lua_State* L, int load_status, int nargs_below) {
+int run_chunk(lua_State* L, int load_status) {
   if (load_status != 0) {
     std::fprintf(stderr, "moonflow: %s\n", lua_tostring(L, -1));
     lua_pop(L, 1);
@@ -65,6 +46,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
   }
+  lua_getglobal(L, "mf");  // help() is a global in scripts and the REPL alike
+  lua_getfield(L, -1, "help");
+  lua_setglobal(L, "help");
+  lua_pop(L, 1);
   int status = 0;
   bool ran = false, interactive = false;
   int i = 1;
@@ -106,7 +91,7 @@ int main(int argc, char** argv) {
         status = 2;
         break;
       }
-      status = run_chunk(L, luaL_loadbuffer(L, argv[i + 1], std::strlen(argv[i + 1]), "=(command line)"), 0);
+      status = run_chunk(L, luaL_loadbuffer(L, argv[i + 1], std::strlen(argv[i + 1]), "=(command line)"));
       ++i;
       ran = true;
       if (status) break;
@@ -124,7 +109,7 @@ int main(int argc, char** argv) {
         lua_rawseti(L, -2, k - i);
       }
       lua_setglobal(L, "arg");
-      status = run_chunk(L, luaL_loadfile(L, a), 0);
+      status = run_chunk(L, luaL_loadfile(L, a));
       ran = true;
       break;
     }

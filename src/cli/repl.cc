@@ -92,7 +92,7 @@ int compile(lua_State* L, const std::string& code) {
   if (luaL_loadbuffer(L, code.data(), code.size(), "=stdin") == 0) return 0;
   const char* msg = lua_tostring(L, -1);
   size_t len = std::strlen(msg);
-  if (len >= 5 && std::strcmp(msg + len - 5, "<eof>") == 0) {
+  if (len >= 7 && std::strcmp(msg + len - 7, "'<eof>'") == 0) {  // the chunk ended too early
     lua_pop(L, 1);
     return 1;
   }
@@ -125,10 +125,6 @@ void execute(lua_State* L) {
 
 int run_repl(lua_State* L) {
   g_L = L;
-  lua_getglobal(L, "mf");
-  lua_getfield(L, -1, "help");
-  lua_setglobal(L, "help");
-  lua_pop(L, 1);
   bool tty = isatty(0);
   std::string hist = history_path();
   if (tty) {

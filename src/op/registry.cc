@@ -8,6 +8,7 @@ namespace mf {
 const char* InferCtx::name() const { return op.name_.c_str(); }
 
 void InferCtx::set_out(size_t i, const Shape& s) {
+  checked_numel(s, name());
   if (out.size() <= i) out.resize(i + 1, mf_tensor{});
   set_meta(out[i], s, in.empty() ? MF_FLOAT32 : in[0]->dtype_id, in.empty() ? MF_CPU : in[0]->device_id);
 }

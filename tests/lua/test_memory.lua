@@ -1,0 +1,44 @@
+-- 1e6 eager tensor creations and drops keep memory flat: the native bytes behind each tensor
+-- nudge Lua's collector, and the caching allocator reuses blocks.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+
+local function rss_kib()
+  local f = io.open('/proc/self/status')
+  local s = f:read('*a')
+  f:close()
+  return tonumber(s:match('VmRSS:%s*(%d+)'))
+end
+
+T.test('1e6 creations and drops keep memory flat', function()
+  local a = mf.ones(16)
+  for _ = 1, 1e4 do local _ = a + a end   -- warm up: caches, JIT, allocator regions
+  collectgarbage(); collectgarbage()
+  local rss0, st0 = rss_kib(), mf.memory_stats()
+  for i = 1, 1e6 do
+    local t = mf.zeros(16)
+    if i % 2 == 0 then t = t + a end
+  end
+  collectgarbage(); collectgarbage()
+  local rss1, st1 = rss_kib(), mf.memory_stats()
+  print(('rss %d -> %d KiB; allocator in use %d -> %d, cached %d -> %d bytes'):format(
+    rss0, rss1, st0.in_use, st1.in_use, st0.cached, st1.cached))
+  T.eq(st1.in_use, st0.in_use, 'bytes in use after the loop')
+  assert(st1.cached - st0.cached <= 8 * 2 ^ 20, 'allocator cache grew by more than 8 MiB')
+  assert(rss1 - rss0 < 64 * 1024, ('RSS grew by %d KiB'):format(rss1 - rss0))
+end)
+
+T.test('large temporaries in a loop do not balloon', function()
+  collectgarbage(); collectgarbage()
+  local rss0 = rss_kib()
+  local peak = 0
+  for _ = 1, 200 do
+    local t = mf.zeros(1024, 1024)     -- 4 MiB each: 800 MiB if nothing were collected
+    t = t + 1
+    peak = math.max(peak, rss_kib())
+  end
+  print(('rss %d KiB, peak during the loop %d KiB'):format(rss0, peak))
+  assert(peak - rss0 < 400 * 1024, ('peak RSS grew by %d KiB'):format(peak - rss0))
+end)
+
+T.finish()
