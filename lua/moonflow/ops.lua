@@ -271,8 +271,13 @@ return function(mf)
   end
 
   -- The eager path of every op: ins is a list of tensors (scalars already converted).
+  local interrupt = C.mf_interrupt_flag()
   local function call(op, ins, nin, ptable)
     stats.calls = stats.calls + 1
+    if interrupt[0] ~= 0 then  -- Ctrl-C in the REPL (a load: free on the hot path)
+      interrupt[0] = 0
+      error('interrupted', 0)
+    end
     local rec = op.default
     if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end
     local e = rec.last

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <string>
 
+#include "../lua/capi.h"
 #include "../lua/state.h"
 
 namespace mf {
@@ -27,7 +28,10 @@ void interrupt_hook(lua_State* L, lua_Debug*) {
 }
 
 void on_sigint(int) {
-  // Only sets a hook (async-signal safe in practice, as lua.c does); the hook raises the error.
+  // Interpreted code stops at the hook (as in lua.c); JIT-compiled loops never see hooks, so the
+  // flag that every eager op call checks stops those. A second Ctrl-C gets the default action.
+  std::signal(SIGINT, SIG_DFL);
+  *mf_interrupt_flag() = 1;
   if (g_L) lua_sethook(g_L, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
 }
 
@@ -108,6 +112,7 @@ void execute(lua_State* L) {
   bool ok = pcall_traceback(L, 0, LUA_MULTRET, &err);
   std::signal(SIGINT, old);
   lua_sethook(L, nullptr, 0, 0);
+  *mf_interrupt_flag() = 0;
   if (!ok) {
     std::fprintf(stderr, "%s\n", err.c_str());
     std::fflush(stderr);
@@ -130,6 +135,7 @@ int run_repl(lua_State* L) {
   if (tty) {
     rl_readline_name = const_cast<char*>("moonflow");
     rl_attempted_completion_function = complete;
+    rl_completion_append_character = '\0';
     rl_basic_word_break_characters = const_cast<char*>(" \t\n\"\\'`@$><=;|&{(,+-*/");
     read_history(hist.c_str());
     lua_getglobal(L, "mf");

@@ -41,6 +41,8 @@ typedef struct mf_tensor {
 } mf_tensor;
 
 const char *mf_last_error(void);
+/* The interrupt flag a host (the REPL's Ctrl-C) sets; eager calls check it and raise "interrupted". */
+volatile int32_t *mf_interrupt_flag(void);
 const char *mf_version(void);
 
 /* tensors */

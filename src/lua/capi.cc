@@ -63,6 +63,11 @@ struct mf_params {
 extern "C" {
 
 const char* mf_last_error(void) { return last_error(); }
+
+volatile int32_t* mf_interrupt_flag(void) {
+  static volatile int32_t flag = 0;
+  return &flag;
+}
 const char* mf_version(void) { return "0.1.0"; }
 
 // -- tensors ---------------------------------------------------------------------------------

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The README stays true: its operator table is exactly what the registry generates, and every
+# ```lua block in it runs (each in a fresh moonflow, after the blocks before it in the same section).
+set -u
+MF=${1:?usage: test_docs.sh path/to/moonflow}
+fail=0
+table=$("$MF" scripts/op_table.lua)
+readme_table=$(sed -n '/<!-- ops:begin -->/,/<!-- ops:end -->/p' README.md | sed '1d;$d')
+if [ "$table" != "$readme_table" ]; then
+  echo 'FAIL: README operator table differs from `moonflow scripts/op_table.lua`:'
+  diff <(echo "$readme_table") <(echo "$table") | head -20
+  fail=1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+awk -v dir="$tmp" '/^```lua$/ {n++; f=sprintf("%s/block%02d.lua", dir, n); inb=1; next}
+                   /^```$/ {inb=0; next}
+                   inb {print > f}' README.md
+count=0
+for f in "$tmp"/block*.lua; do
+  [ -e "$f" ] || continue
+  count=$((count + 1))
+  # a block may use `a` from the API block: give every block the same small prelude
+  { echo 'local a = mf.tensor{{1, 2}, {3, 4}}'; cat "$f"; } >"$f.run"
+  if ! out=$("$MF" "$f.run" 2>&1); then echo "FAIL: README block $(basename "$f") failed:"; echo "$out" | head -20; fail=1; fi
+done
+[ "$count" -ge 2 ] || { echo "FAIL: expected README lua blocks, found $count"; fail=1; }
+exit $fail
