@@ -23,9 +23,14 @@ std::string shape_str(const mf_tensor& t) { return shape_str(shape_of(t)); }
 int64_t checked_numel(const Shape& s, const char* what) {
   if (s.size() > size_t(kMaxDims)) fail(what, ": ", s.size(), " dims requested; at most ", kMaxDims, " are supported");
   int64_t n = 1;
+  bool empty = false;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] < 0) fail(what, ": size ", s[i], " at dim ", i + 1, " is negative");
-    if (s[i] != 0 && n > std::numeric_limits<int64_t>::max() / s[i])
+    empty = empty || s[i] == 0;
+  }
+  if (empty) return 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (n > std::numeric_limits<int64_t>::max() / s[i])
       fail(what, ": shape ", shape_str(s), " has too many elements");
     n *= s[i];
   }
@@ -43,6 +48,7 @@ Shape contiguous_strides(const Shape& s) {
 }
 
 bool is_contiguous(const mf_tensor& t) {
+  if (t.count == 0) return true;
   int64_t acc = 1;
   for (int i = t.ndim - 1; i >= 0; --i) {
     if (t.shape[i] != 1 && t.strides[i] != acc) return false;

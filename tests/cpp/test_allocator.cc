@@ -1,0 +1,413 @@
+// CachingAllocator against hand-computed layouts: alignment, best fit, split, coalescing, stats,
+// empty_cache, failure on absurd requests, and a multi-threaded stress that checks blocks never overlap.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/error.h"
+
+namespace {
+
+constexpr size_t kMiB = size_t(1) << 20;
+constexpr size_t kRegion = 2 * kMiB;  // the allocator's smallest system region, spelled out independently
+
+uintptr_t addr(void* p) { return reinterpret_cast<uintptr_t>(p); }
+char* bytes(void* p) { return static_cast<char*>(p); }
+
+}  // namespace
+
+TEST_CASE("allocator: blocks are 256-aligned and sizes round up to 256", "[allocator]") {
+  mf::CachingAllocator a;
+  STATIC_REQUIRE(mf::CachingAllocator::kAlign == 256);
+  STATIC_REQUIRE(mf::CachingAllocator::kRegion == kRegion);
+
+  void* p1 = a.allocate(1);
+  REQUIRE(p1 != nullptr);
+  CHECK(addr(p1) % 256 == 0);
+  CHECK(a.stats().in_use == 256);
+
+  // the next block is carved right after the first: 1 byte occupies a whole 256-byte block
+  void* p2 = a.allocate(256);
+  CHECK(addr(p2) == addr(p1) + 256);
+  CHECK(a.stats().in_use == 512);
+
+  void* p3 = a.allocate(257);  // rounds to 512
+  CHECK(addr(p3) == addr(p2) + 256);
+  CHECK(a.stats().in_use == 1024);
+
+  void* p4 = a.allocate(1000);  // rounds to 1024
+  CHECK(addr(p4) == addr(p3) + 512);
+  CHECK(addr(p4) % 256 == 0);
+  CHECK(a.stats().in_use == 2048);
+
+  // every byte of the requested size is writable
+  std::memset(p1, 0x11, 1);
+  std::memset(p2, 0x22, 256);
+  std::memset(p3, 0x33, 257);
+  std::memset(p4, 0x44, 1000);
+  CHECK(bytes(p3)[256] == 0x33);
+  CHECK(bytes(p2)[255] == 0x22);
+
+  for (void* p : {p1, p2, p3, p4}) a.free(p);
+  CHECK(a.stats().in_use == 0);
+}
+
+TEST_CASE("allocator: zero bytes gives nullptr and free(nullptr) is a no-op", "[allocator]") {
+  mf::CachingAllocator a;
+  CHECK(a.allocate(0) == nullptr);
+  a.free(nullptr);
+  mf::AllocatorStats s = a.stats();
+  CHECK(s.in_use == 0);
+  CHECK(s.allocations == 0);
+  CHECK(s.system_allocations == 0);
+  CHECK(s.cached == 0);
+  CHECK(s.live_blocks == 0);
+}
+
+TEST_CASE("allocator: a freed block is reused for the same size", "[allocator]") {
+  mf::CachingAllocator a;
+  void* x = a.allocate(1000);
+  void* y = a.allocate(1000);
+  void* z = a.allocate(1000);
+  CHECK(addr(y) == addr(x) + 1024);
+  CHECK(addr(z) == addr(y) + 1024);
+  a.free(y);  // a 1024-byte hole between two live blocks
+  void* y2 = a.allocate(1000);
+  CHECK(y2 == y);
+  a.free(y2);
+  void* y3 = a.allocate(1024);  // the same rounded size also fits exactly
+  CHECK(y3 == y);
+  CHECK(a.stats().system_allocations == 1);
+  for (void* p : {x, y3, z}) a.free(p);
+}
+
+TEST_CASE("allocator: best fit takes the smallest free block that fits", "[allocator]") {
+  mf::CachingAllocator a;
+  // Layout from the region start: s1(4096) g1(256) s2(1024) g2(256) s3(2048) g3(256) tail.
+  // The guards stay live so the freed blocks cannot merge.
+  void* s1 = a.allocate(4096);
+  void* g1 = a.allocate(256);
+  void* s2 = a.allocate(1024);
+  void* g2 = a.allocate(256);
+  void* s3 = a.allocate(2048);
+  void* g3 = a.allocate(256);
+  REQUIRE(addr(s2) == addr(s1) + 4096 + 256);
+  REQUIRE(addr(s3) == addr(s2) + 1024 + 256);
+  a.free(s1);
+  a.free(s2);
+  a.free(s3);
+  // free: 4096 @s1, 1024 @s2, 2048 @s3 and the big tail
+  void* r1 = a.allocate(1500);  // 1536: too big for 1024, the 2048 block is the best fit
+  CHECK(r1 == s3);
+  void* r2 = a.allocate(1000);  // 1024: exactly s2
+  CHECK(r2 == s2);
+  void* r3 = a.allocate(3000);  // 3072: only s1 (and the tail) fit; s1 is smaller
+  CHECK(r3 == s1);
+  // free now: 1024 @s1+3072, 512 @s3+1536, the tail
+  void* r4 = a.allocate(600);  // 768: the 1024 remainder of s1, not the tail
+  CHECK(addr(r4) == addr(s1) + 3072);
+  void* r5 = a.allocate(512);  // 512: the remainder of s3, exactly
+  CHECK(addr(r5) == addr(s3) + 1536);
+  CHECK(a.stats().system_allocations == 1);
+  for (void* p : {g1, g2, g3, r1, r2, r3, r4, r5}) a.free(p);
+  CHECK(a.stats().in_use == 0);
+}
+
+TEST_CASE("allocator: best fit orders by size, not by address, among similar sizes", "[allocator]") {
+  mf::CachingAllocator a;
+  // 1792 and 1536 are both 6-7 blocks of 256: the larger one sits first in memory
+  void* big = a.allocate(1792);
+  void* g1 = a.allocate(256);
+  void* small = a.allocate(1536);
+  void* g2 = a.allocate(256);
+  a.free(big);
+  a.free(small);
+  void* r = a.allocate(1280);
+  CHECK(r == small);
+  void* r2 = a.allocate(1792);
+  CHECK(r2 == big);
+  for (void* p : {g1, g2, r, r2}) a.free(p);
+}
+
+TEST_CASE("allocator: a small block splits a fresh region and the rest stays usable", "[allocator]") {
+  mf::CachingAllocator a;
+  void* p = a.allocate(1000);
+  mf::AllocatorStats s = a.stats();
+  CHECK(s.system_allocations == 1);
+  CHECK(s.cached == int64_t(kRegion));
+  CHECK(s.in_use == 1024);
+
+  // the remainder of the region is exactly 2 MiB - 1024 bytes: it fits without a new region
+  void* q = a.allocate(kRegion - 1024);
+  CHECK(addr(q) == addr(p) + 1024);
+  s = a.stats();
+  CHECK(s.system_allocations == 1);
+  CHECK(s.in_use == int64_t(kRegion));
+  std::memset(q, 0x5a, kRegion - 1024);  // the whole remainder is ours to write
+
+  // the region is now full: one more byte needs a second region
+  void* r = a.allocate(1);
+  s = a.stats();
+  CHECK(s.system_allocations == 2);
+  CHECK(s.cached == int64_t(2 * kRegion));
+  CHECK((addr(r) < addr(p) || addr(r) >= addr(p) + kRegion));
+  for (void* b : {p, q, r}) a.free(b);
+}
+
+TEST_CASE("allocator: freeing neighbours coalesces them on both sides", "[allocator]") {
+  mf::CachingAllocator a;
+  // Fill one region exactly: x, y, z of 4096 bytes and a filler for the rest, so no free tail exists.
+  void* x = a.allocate(4096);
+  void* y = a.allocate(4096);
+  void* z = a.allocate(4096);
+  void* filler = a.allocate(kRegion - 3 * 4096);
+  REQUIRE(addr(y) == addr(x) + 4096);
+  REQUIRE(addr(z) == addr(y) + 4096);
+  REQUIRE(addr(filler) == addr(z) + 4096);
+  REQUIRE(a.stats().system_allocations == 1);
+
+  a.free(x);
+  a.free(z);
+  a.free(y);  // merges with x before it and z after it
+  mf::AllocatorStats s = a.stats();
+  CHECK(s.live_blocks == 1);
+  CHECK(s.in_use == int64_t(kRegion - 3 * 4096));
+
+  void* xyz = a.allocate(3 * 4096);  // one block of the combined size, in place, no new region
+  CHECK(xyz == x);
+  CHECK(a.stats().system_allocations == 1);
+  std::memset(xyz, 0x7f, 3 * 4096);
+
+  // and the other orders: before-then-middle (merge backwards), after-then-middle (merge forwards)
+  a.free(xyz);
+  void* x2 = a.allocate(4096);
+  void* y2 = a.allocate(4096);
+  void* z2 = a.allocate(4096);
+  REQUIRE(x2 == x);
+  a.free(x2);
+  a.free(y2);
+  void* xy = a.allocate(2 * 4096);
+  CHECK(xy == x);
+  a.free(z2);
+  void* zz = a.allocate(4096);  // z's slot again: its neighbours xy and filler are live, so it stayed 4096
+  CHECK(addr(zz) == addr(x) + 2 * 4096);
+  a.free(zz);
+  a.free(xy);
+  void* all = a.allocate(3 * 4096);
+  CHECK(all == x);
+  CHECK(a.stats().system_allocations == 1);
+
+  // everything freed: the region is one block again and a whole-region request reuses it
+  a.free(all);
+  a.free(filler);
+  CHECK(a.stats().live_blocks == 0);
+  void* whole = a.allocate(kRegion);
+  CHECK(whole == x);
+  CHECK(a.stats().system_allocations == 1);
+  a.free(whole);
+}
+
+TEST_CASE("allocator: stats follow hand-computed numbers", "[allocator]") {
+  mf::CachingAllocator a;
+  mf::AllocatorStats s = a.stats();
+  CHECK(s.in_use == 0);
+  CHECK(s.peak == 0);
+  CHECK(s.cached == 0);
+
+  void* p1 = a.allocate(100);  // 256
+  s = a.stats();
+  CHECK(s.in_use == 256);
+  CHECK(s.peak == 256);
+  CHECK(s.cached == 2097152);
+  CHECK(s.allocations == 1);
+  CHECK(s.system_allocations == 1);
+  CHECK(s.live_blocks == 1);
+
+  void* p2 = a.allocate(300);  // 512
+  s = a.stats();
+  CHECK(s.in_use == 768);
+  CHECK(s.peak == 768);
+  CHECK(s.allocations == 2);
+  CHECK(s.live_blocks == 2);
+
+  a.free(p1);
+  s = a.stats();
+  CHECK(s.in_use == 512);
+  CHECK(s.peak == 768);
+  CHECK(s.live_blocks == 1);
+  CHECK(s.allocations == 2);  // a count of calls, not of live blocks
+
+  // 3 MiB + 1 byte rounds to 3145984; its region rounds up to whole 2 MiB units: 4 MiB
+  void* p3 = a.allocate(3 * kMiB + 1);
+  s = a.stats();
+  CHECK(s.in_use == 512 + 3145984);
+  CHECK(s.peak == 3146496);
+  CHECK(s.cached == 2097152 + 4194304);
+  CHECK(s.allocations == 3);
+  CHECK(s.system_allocations == 2);
+  CHECK(s.live_blocks == 2);
+
+  a.free(p2);
+  a.free(p3);
+  s = a.stats();
+  CHECK(s.in_use == 0);
+  CHECK(s.peak == 3146496);
+  CHECK(s.cached == 6291456);  // freed memory stays cached
+  CHECK(s.live_blocks == 0);
+  CHECK(s.allocations == 3);
+
+  a.empty_cache();
+  s = a.stats();
+  CHECK(s.cached == 0);
+  CHECK(s.peak == 3146496);
+  CHECK(s.system_allocations == 2);  // cumulative
+}
+
+TEST_CASE("allocator: empty_cache returns free regions and keeps regions with live blocks", "[allocator]") {
+  mf::CachingAllocator a;
+  void* keep = a.allocate(1000);      // region 1 (2 MiB), partly live
+  void* big = a.allocate(3 * kMiB);   // does not fit region 1's tail: region 2 (4 MiB)
+  REQUIRE(a.stats().system_allocations == 2);
+  REQUIRE(a.stats().cached == int64_t(6 * kMiB));
+  std::memset(keep, 0x3c, 1000);
+  a.free(big);
+
+  a.empty_cache();
+  mf::AllocatorStats s = a.stats();
+  CHECK(s.cached == int64_t(2 * kMiB));  // region 2 went back, region 1 stayed
+  CHECK(s.in_use == 1024);
+  CHECK(s.live_blocks == 1);
+  CHECK(bytes(keep)[0] == 0x3c);
+  CHECK(bytes(keep)[999] == 0x3c);
+
+  // region 1's free tail is still usable without a new region
+  void* more = a.allocate(4096);
+  CHECK(addr(more) == addr(keep) + 1024);
+  CHECK(a.stats().system_allocations == 2);
+
+  // a second 3 MiB request needs a fresh region again
+  void* big2 = a.allocate(3 * kMiB);
+  CHECK(a.stats().system_allocations == 3);
+  a.free(big2);
+  a.free(more);
+  a.free(keep);
+  a.empty_cache();
+  s = a.stats();
+  CHECK(s.cached == 0);
+  CHECK(s.in_use == 0);
+
+  // and the allocator keeps working after giving everything back
+  void* again = a.allocate(10);
+  CHECK(again != nullptr);
+  CHECK(a.stats().cached == int64_t(kRegion));
+  a.free(again);
+}
+
+TEST_CASE("allocator: an absurd request throws mf::Error and leaves the allocator usable", "[allocator]") {
+  mf::CachingAllocator a;
+  void* live = a.allocate(1000);
+  std::memset(live, 0x42, 1000);
+  mf::AllocatorStats before = a.stats();
+
+  const size_t absurd = size_t(1) << 61;  // 2 EiB: no system can map it
+  try {
+    a.allocate(absurd);
+    FAIL("allocate(1 << 61) returned");
+  } catch (const mf::Error& e) {
+    std::string msg = e.what();
+    CHECK_THAT(msg, Catch::Contains("out of memory"));
+    CHECK_THAT(msg, Catch::Contains("2305843009213693952"));  // the size that was refused
+  }
+  // beyond what any size computation could hold
+  CHECK_THROWS_WITH(a.allocate(SIZE_MAX), Catch::Contains("out of memory") && Catch::Contains("18446744073709551615"));
+
+  mf::AllocatorStats after = a.stats();
+  CHECK(after.in_use == before.in_use);
+  CHECK(after.live_blocks == 1);
+  CHECK(after.allocations == before.allocations);
+  CHECK(after.cached == before.cached);  // region 1 holds a live block, so it was not released
+  CHECK(bytes(live)[999] == 0x42);
+
+  void* p = a.allocate(1000);
+  REQUIRE(p != nullptr);
+  CHECK(addr(p) == addr(live) + 1024);
+  std::memset(p, 0x24, 1000);
+  a.free(p);
+  a.free(live);
+  CHECK(a.stats().in_use == 0);
+}
+
+TEST_CASE("allocator: four threads allocating and freeing never get overlapping blocks", "[allocator][threads]") {
+  mf::CachingAllocator a;
+  constexpr int kThreads = 4, kSteps = 4000;
+  std::vector<int> errors(kThreads, 0);
+  std::vector<int64_t> made(kThreads, 0);
+
+  auto worker = [&](int tid) {
+    struct Block {
+      uint64_t* p;
+      size_t words;
+      uint64_t tag;
+    };
+    std::mt19937_64 rng(0x5eed0000u + uint64_t(tid));
+    std::vector<Block> live;
+    uint64_t next_tag = (uint64_t(tid + 1) << 40);
+    auto check = [&](const Block& b) {
+      for (size_t i = 0; i < b.words; ++i)
+        if (b.p[i] != b.tag + i) return false;
+      return true;
+    };
+    for (int step = 0; step < kSteps; ++step) {
+      uint64_t r = rng();
+      bool do_alloc = live.empty() || (r % 100) < 55;
+      if (live.size() > 64) do_alloc = false;
+      if (do_alloc) {
+        size_t nbytes = 8 + size_t(rng() % 65536);
+        if (r % 97 == 0) nbytes = 2 * kRegion + size_t(rng() % 4096);  // now and then a region of its own
+        auto* p = static_cast<uint64_t*>(a.allocate(nbytes));
+        if (!p || addr(p) % 256 != 0) { errors[tid]++; continue; }
+        Block b{p, nbytes / 8, next_tag};
+        next_tag += uint64_t(1) << 20;
+        for (size_t i = 0; i < b.words; ++i) p[i] = b.tag + i;
+        live.push_back(b);
+        made[tid]++;
+      } else {
+        size_t k = size_t(rng() % live.size());
+        if (!check(live[k])) errors[tid]++;
+        a.free(live[k].p);
+        live[k] = live.back();
+        live.pop_back();
+      }
+      if (step % 500 == 0) {
+        mf::AllocatorStats s = a.stats();
+        if (s.in_use < 0 || s.in_use > s.cached) errors[tid]++;
+        if (tid == 0) a.empty_cache();  // races with the others' allocations, under the lock
+      }
+    }
+    for (const Block& b : live) {
+      if (!check(b)) errors[tid]++;
+      a.free(b.p);
+    }
+  };
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& t : threads) t.join();
+
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(errors[t] == 0);
+  }
+  mf::AllocatorStats s = a.stats();
+  CHECK(s.in_use == 0);
+  CHECK(s.live_blocks == 0);
+  CHECK(s.allocations == made[0] + made[1] + made[2] + made[3]);
+  a.empty_cache();
+  CHECK(a.stats().cached == 0);  // every block came back and merged into whole regions
+}
