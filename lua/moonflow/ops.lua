@@ -14,6 +14,7 @@ return function(mf)
   local nout_buf = ffi.new('int[1]')
   local in_ptrs = ffi.new('const mf_tensor *[?]', 256)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = 1, 2, 4, 8
+  local UINT8 = 4
   local KIND = {[0] = 'boolean', 'integer', 'number', 'enum', 'dtype', 'integer list'}
 
   -- counters behind mf.eager_stats(): shape inference + binding happens once per layout
@@ -390,6 +391,7 @@ return function(mf)
       return {}, p
     end,
     arange = function(op, a, b, c, opts)
+      if is_options(a) then return {}, a end  -- arange{start =, stop =, step =}
       if is_options(b) then opts, b = b, nil elseif is_options(c) then opts, c = c, nil end
       local p = b == nil and {start = 0, stop = a} or {start = a, stop = b, step = c}
       if is_options(opts) then for k, v in pairs(opts) do p[k] = v end end
@@ -455,8 +457,12 @@ return function(mf)
         local ins, ptable = adapter(op, ...)
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
-        local like = 0
-        for i = 1, nin do if is_tensor(ins[i]) then like = ins[i].dtype_id break end end
+        -- a number takes the dtype of the first tensor input, passing over uint8 masks (where's cond)
+        local like
+        for i = 1, nin do
+          if is_tensor(ins[i]) and (like == nil or like == UINT8) then like = ins[i].dtype_id end
+        end
+        like = like or 0
         for i = 1, nin do
           if ins[i] == nil then
             raise(('%s: input %d (%s) is missing'):format(op.name, i, op.inputs[i] or op.inputs[1]))

@@ -15,11 +15,16 @@ typedef enum {
   MF_B_EQ, MF_B_NE, MF_B_LT, MF_B_LE, MF_B_GT, MF_B_GE, MF_B_COUNT
 } mf_binary_code;
 typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
-typedef enum { MF_OPF_VIEW = 1, MF_OPF_VARIADIC = 2, MF_OPF_LUA = 4, MF_OPF_RANDOM = 8 } mf_op_flag;
+/* op flags: VIEW output 1.. alias input 1; VARIADIC any number of inputs; LUA registered from Lua;
+   RANDOM draws from the generator; WRITES updates the variables among its inputs; INPLACE output 1
+   may reuse the storage of an input of the same shape and dtype that dies at this op */
+typedef enum { MF_OPF_VIEW = 1, MF_OPF_VARIADIC = 2, MF_OPF_LUA = 4, MF_OPF_RANDOM = 8, MF_OPF_WRITES = 16,
+               MF_OPF_INPLACE = 32 } mf_op_flag;
 
 typedef struct mf_storage mf_storage;
 typedef struct mf_params mf_params;
 typedef struct mf_rng mf_rng;
+typedef struct mf_graph mf_graph;
 
 /* A strided view of a storage; the struct itself belongs to the caller (a Lua cdata, a C++ object).
    ptr is the first element (storage base + offset elements); strides and offset count elements.
@@ -129,3 +134,46 @@ int mf_k_softmax(mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log);
 int mf_k_matmul(mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b);
 int mf_k_alias(mf_tensor *view, const mf_tensor *base, int64_t offset);
 int mf_k_concat(mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim);
+
+/* graphs: node kinds 0 op, 1 placeholder, 2 variable, 3 constant; ids and output indices 0-based */
+mf_graph *mf_graph_new(void);
+void mf_graph_free(mf_graph *g);
+int mf_graph_add(mf_graph *g, int kind, int op, const char *params, int n_in, const int32_t *in_nodes,
+                 const int32_t *in_index, int n_out, const char *name);
+int mf_graph_add_control(mf_graph *g, int node, int before);
+int mf_graph_size(const mf_graph *g);
+int mf_graph_node_kind(const mf_graph *g, int node);
+int mf_graph_node_op(const mf_graph *g, int node);
+int mf_graph_node_num_inputs(const mf_graph *g, int node);
+int mf_graph_node_num_outputs(const mf_graph *g, int node);
+const char *mf_graph_node_params(const mf_graph *g, int node);
+const char *mf_graph_node_name(const mf_graph *g, int node);
+/* input i of node, after CSE/simplification forwards */
+int mf_graph_node_input(const mf_graph *g, int node, int i, int32_t *in_node, int32_t *in_index);
+int mf_graph_resolve(const mf_graph *g, int node, int index, int32_t *out_node, int32_t *out_index);
+/* execution order of what the targets need; returns the count, or -1 */
+int mf_graph_order(const mf_graph *g, int n_targets, const int32_t *targets, int32_t *out, int max_out);
+int mf_graph_cse(mf_graph *g);
+int mf_graph_simplify(mf_graph *g);
+
+/* memory plan over the entries of a run order (see src/graph/graph.h) */
+typedef struct mf_plan_entry {
+  int64_t nbytes;
+  int32_t step;
+  int32_t last_use;
+  int32_t alias_of;
+  int32_t inplace_of;
+  int32_t external;
+  int32_t pad_;
+} mf_plan_entry;
+int mf_plan_memory(int n, const mf_plan_entry *entries, int32_t *slot_out, int64_t *slot_bytes_out, int32_t *n_slots,
+                   int64_t *planned_bytes, int64_t *naive_bytes, int32_t *inplace_count);
+
+/* native kernels of the graph-mode and optimizer ops */
+int mf_k_sum_to(mf_tensor *out, const mf_tensor *g);
+int mf_k_pad_like(mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step);
+int mf_k_sgd_update(mf_tensor *var, const mf_tensor *grad, double lr);
+int mf_k_momentum_update(mf_tensor *var, mf_tensor *accum, const mf_tensor *grad, double lr, double momentum,
+                         int32_t nesterov);
+int mf_k_adam_update(mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, double lr_t, double beta1,
+                     double beta2, double epsilon);

@@ -1,0 +1,446 @@
+-- The op test harness: runs each case of tests/ops/cases.lua through the public mf.<op> function
+-- on float32 and float64 (and integer dtypes where the case lists them), in several memory layouts,
+-- and compares every element with the case's pure-Lua float64 reference.
+--
+-- Load with loadfile('tests/ops/harness.lua')(dir) (dir: this folder); it returns
+--   H.op_names()          every registered op, sorted
+--   H.cases_of(op)        names of the cases of one op
+--   H.case_names()        every case name, in table order
+--   H.run_case(name)      nil on success, else a message naming case, dtype, layout and element
+--   H.check_coverage()    nil when every op has a case checking values, a doc and param docs,
+--                         else a message listing what is missing
+--   H.time_case(name, n)  CPU microseconds per call: the case's first dtype, contiguous inputs
+-- Run as a script, `moonflow tests/ops/harness.lua [--time] [op or case ...]` runs (or times) the
+-- cases, all or the named ones, and exits non-zero on a failure.
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+local mf = require 'moonflow'
+
+local script = debug.getinfo(1, 'S').source:match('^@(.*)$')
+local as_script = script ~= nil and type(arg) == 'table' and arg[0] == script
+local dir = not as_script and select(1, ...) or nil
+if type(dir) ~= 'string' then dir = script and script:match('^(.*)[/\\]') or '.' end
+local L = dofile(dir .. '/cases_lib.lua')
+local CASES = assert(loadfile(dir .. '/cases.lua'))(dir, L)
+
+local H = {}
+local floor = math.floor
+
+-- dtypes ---------------------------------------------------------------------------------------
+local CODE = {float32 = 0, float64 = 1, int32 = 2, int64 = 3, uint8 = 4}
+local NAME = {[0] = 'float32', 'float64', 'int32', 'int64', 'uint8'}
+local PTR = {[0] = ffi.typeof('float *'), ffi.typeof('double *'), ffi.typeof('int32_t *'),
+             ffi.typeof('int64_t *'), ffi.typeof('uint8_t *')}
+local IS_FLOAT = {float32 = true, float64 = true}
+local RTOL = {float32 = 1e-5, float64 = 1e-12}
+local FLOOR = 1e-6  -- the smallest magnitude a relative tolerance is taken of
+local shape_buf, stride_buf = ffi.new('int64_t[8]'), ffi.new('int64_t[8]')
+
+-- tensors built and read without any op --------------------------------------------------------
+local function alloc(shape, dtype)
+  for i = 1, #shape do shape_buf[i - 1] = shape[i] end
+  local t = ffi.new('mf_tensor')
+  if C.mf_tensor_init(t, #shape, shape_buf, CODE[dtype], 0) ~= 0 then error(ffi.string(C.mf_last_error())) end
+  return t
+end
+
+-- A view of base with the given shape, strides (elements) and offset (elements).
+local function strided_view(base, shape, strides, offset)
+  local v = ffi.new('mf_tensor')
+  C.mf_tensor_share(v, base)
+  for i = 1, #shape do shape_buf[i - 1], stride_buf[i - 1] = shape[i], strides[i] end
+  if C.mf_tensor_restride(v, #shape, shape_buf, stride_buf, offset) ~= 0 then error(ffi.string(C.mf_last_error())) end
+  return v
+end
+
+local function shape_of(t)
+  local s = {}
+  for d = 0, t.ndim - 1 do s[d + 1] = tonumber(t.shape[d]) end
+  return s
+end
+
+-- every element of t in row-major order of its shape, read through its strides
+local function read(t)
+  local shape, p, out, st = shape_of(t), ffi.cast(PTR[t.dtype_id], t.ptr), {}, {}
+  for d = 1, #shape do st[d] = tonumber(t.strides[d - 1]) end
+  L.walk(shape, {st}, function(i, o) out[i] = tonumber(p[o[1]]) end)
+  return out
+end
+
+-- what property checks (c.check) read tensors with
+local TOOLS = {read = read, shape = shape_of, dtype = function(t) return NAME[t.dtype_id] end}
+
+local function shape_str(s)
+  if #s == 0 then return 'scalar' end
+  return table.concat(s, 'x')
+end
+
+-- layouts: where the same logical values live in memory ------------------------------------------
+-- contiguous: row-major. transposed: the last two dims swapped in memory. permuted: every dim
+-- reversed in memory (3+ dims). narrowed: a window at offset 1 in every dim of a buffer padded by
+-- 1 before and 2 after (a 0-dim tensor: the middle of 3 elements). strided: every other element
+-- along the last dim. expanded: stride 0 along the first dim longer than 1 (its values are made
+-- equal along that dim). Padding holds NaN (or 99 for integers), so reading outside the view
+-- shows up in the result. Inputs a layout does not apply to (too few dims) stay contiguous.
+local LAYOUTS = {'contiguous', 'transposed', 'permuted', 'narrowed', 'strided', 'expanded'}
+
+local function expand_dim(shape)
+  for d = 1, #shape do if shape[d] > 1 then return d end end
+end
+
+local function layout_applies(layout, shape)
+  local nd = #shape
+  if layout == 'contiguous' then return true end
+  if layout == 'transposed' then return nd >= 2 end
+  if layout == 'permuted' then return nd >= 3 end
+  if layout == 'expanded' then return expand_dim(shape) ~= nil end
+  if layout == 'strided' then return nd >= 1 end
+  return true  -- narrowed: a 0-dim tensor becomes one element inside a 3-element buffer
+end
+
+-- Values equal along the dim the expanded layout repeats (others unchanged).
+local function repeat_along(values, shape)
+  local d, out = expand_dim(shape), {}
+  for i = 1, #values do
+    local idx = L.unravel(i, shape)
+    idx[d] = 1
+    out[i] = values[L.ravel(idx, shape)]
+  end
+  return out
+end
+
+local function make_input(shape, dtype, values, layout)
+  local nd = #shape
+  if not layout_applies(layout, shape) then layout = 'contiguous' end
+  local pad = IS_FLOAT[dtype] and 0 / 0 or 99
+  local base_shape, perm, offset = {}, {}, 0
+  for d = 1, nd do base_shape[d], perm[d] = shape[d], d end
+  if layout == 'transposed' then
+    perm[nd - 1], perm[nd] = nd, nd - 1
+  elseif layout == 'permuted' then
+    for d = 1, nd do perm[d] = nd + 1 - d end
+  elseif layout == 'narrowed' then
+    for d = 1, nd do base_shape[d] = shape[d] + 3 end
+  elseif layout == 'strided' then
+    base_shape[nd] = 2 * shape[nd]
+  elseif layout == 'expanded' then
+    base_shape[expand_dim(shape)] = 1
+  end
+  -- memory order: base dim k holds logical dim perm[k]
+  local mem_shape = {}
+  for k = 1, nd do mem_shape[k] = base_shape[perm[k]] end
+  if nd == 0 and layout == 'narrowed' then mem_shape, offset = {3}, 1 end
+  local base = alloc(mem_shape, dtype)
+  local p, total = ffi.cast(PTR[CODE[dtype]], base.ptr), L.numel(mem_shape)
+  for i = 0, total - 1 do p[i] = pad end
+  local mem_st = L.strides(mem_shape)
+  local st = {}
+  for k = 1, nd do st[perm[k]] = mem_st[k] end
+  if layout == 'narrowed' then for d = 1, nd do offset = offset + st[d] end end
+  if layout == 'strided' then st[nd] = st[nd] * 2 end
+  if layout == 'expanded' then st[expand_dim(shape)] = 0 end
+  L.walk(shape, {st}, function(i, o) p[offset + o[1]] = values[i] end)
+  if layout == 'contiguous' then return base, layout end
+  return strided_view(base, shape, st, offset), layout
+end
+
+-- inputs -------------------------------------------------------------------------------------------
+-- An input spec: shape, and optionally dtype (fixed, else the run's dtype), lo/hi (float range,
+-- default -2..2), step (values are multiples of it from lo), signed (random sign), ilo/ihi
+-- (integer range, default -9..9), nonzero, nan (every nan-th element is NaN, floats only),
+-- values (a list of float values repeated in order: special values), number (pass a Lua number,
+-- not a tensor).
+local function gen_values(spec, shape, dtype, key)
+  local u, out = L.rng(key), {}
+  local int = not IS_FLOAT[dtype]
+  for i = 1, L.numel(shape) do
+    local v
+    if int then
+      local lo, hi = spec.ilo or -9, spec.ihi or 9
+      if dtype == 'uint8' then lo, hi = math.max(lo, 0), math.min(hi, 255) end
+      v = lo + floor((hi - lo + 1) * u())
+    else
+      local lo, hi = spec.lo or -2, spec.hi or 2
+      v = lo + (hi - lo) * u()
+      if spec.step then v = lo + floor((v - lo) / spec.step) * spec.step end
+      if spec.signed and u() < 0.5 then v = -v end
+      if spec.nan and i % spec.nan == 0 then v = 0 / 0 end
+      if spec.values then v = spec.values[(i - 1) % #spec.values + 1] end
+      if dtype == 'float32' then v = L.f32(v) end
+    end
+    if spec.nonzero and v == 0 then v = 1 end
+    out[i] = v
+  end
+  return out
+end
+
+-- call and compare ---------------------------------------------------------------------------------
+local function pack(...) return {n = select('#', ...), ...} end
+
+local function near(got, want, rtol, scale)
+  if got == want then return true end
+  if got ~= got and want ~= want then return true end
+  if got ~= got or want ~= want or got == math.huge or got == -math.huge then return false end
+  return math.abs(got - want) <= rtol * math.max(scale, FLOOR)
+end
+
+local function compare(what, t, want, want_dtype, rtol)
+  if not mf.is_tensor(t) then return ('%s: returned a %s, not a tensor'):format(what, type(t)) end
+  local got_shape = shape_of(t)
+  if shape_str(got_shape) ~= shape_str(want.shape) then
+    return ('%s: shape %s, want %s'):format(what, shape_str(got_shape), shape_str(want.shape))
+  end
+  if NAME[t.dtype_id] ~= want_dtype then return ('%s: dtype %s, want %s'):format(what, NAME[t.dtype_id], want_dtype) end
+  local got = read(t)
+  for i = 1, #want.data do
+    local scale = want.scale and want.scale[i] or math.abs(want.data[i])
+    if not near(got[i], want.data[i], rtol, scale) then
+      return ('%s: element [%s] of %s: got %.17g, want %.17g (rtol %g)'):format(what,
+        table.concat(L.unravel(i, want.shape), ','), shape_str(want.shape), got[i], want.data[i], rtol)
+    end
+  end
+end
+
+local by_name, op_cases, op_checked, names = {}, {}, {}, {}
+for _, c in ipairs(CASES) do
+  if by_name[c.name] then error('cases: two cases are named ' .. c.name) end
+  if not (c.ref or c.check or c.error) then error('cases: ' .. c.name .. ' has no ref, check or error') end
+  by_name[c.name] = c
+  names[#names + 1] = c.name
+  op_cases[c.op] = op_cases[c.op] or {}
+  table.insert(op_cases[c.op], c.name)
+  if not c.error then op_checked[c.op] = true end
+end
+
+local function dtypes_of(c) return c.dtypes or {'float32', 'float64'} end
+
+-- the call: inputs (a list for variadic ops), then c.args positionally, or c.params as a table
+local function call_op(c, ins, dtype)
+  local f = mf[c.op]
+  if not f then error(('no function mf.%s'):format(c.op), 0) end
+  local args, n = {}, 0
+  local op = mf._ops[c.op]
+  if op and op.variadic then
+    n = 1
+    args[1] = ins
+  else
+    for i = 1, #ins do args[i] = ins[i] end
+    n = #ins
+  end
+  local params = c.params
+  if c.dtype_param then
+    params = {}
+    for k, v in pairs(c.params or {}) do params[k] = v end
+    params.dtype = dtype
+  end
+  if c.args then
+    for i = 1, #c.args do args[n + i] = c.args[i] end
+    n = n + #c.args
+    if c.dtype_param then n = n + 1; args[n] = {dtype = dtype} end
+  elseif params and next(params) ~= nil then
+    n = n + 1
+    args[n] = params
+  end
+  local r = pack(f(unpack(args, 1, n)))
+  if r.n == 1 and type(r[1]) == 'table' then return r[1] end
+  return r
+end
+
+-- The input values of one (dtype, shapes, run) as reference arrays, and the reference's answer
+-- (computed once, on first need). The expanded layout gets its own values.
+local function reference_for(c, dtype, shapes, run, expanded)
+  local ref_ins = {}
+  for i, spec in ipairs(c.inputs or {}) do
+    local idt = spec.dtype or dtype
+    local vals = gen_values(spec, shapes[i], idt, ('%s/%d/%s/%d'):format(c.name, i, idt, run))
+    if expanded and not spec.number and layout_applies('expanded', shapes[i]) then
+      vals = repeat_along(vals, shapes[i])
+    end
+    ref_ins[i] = L.array(L.copy(shapes[i]), vals)
+  end
+  local r = {ins = ref_ins}
+  function r.want()
+    if not r.out then
+      r.out = c.ref(ref_ins, c.params or {}, dtype)
+      if r.out.shape then r.out = {r.out} end
+    end
+    return r.out
+  end
+  return r
+end
+
+-- Compares the op's outputs with the reference's.
+local function check_outputs(c, dtype, outs, r, what)
+  local want = r.want()
+  if #outs ~= #want then return ('%s: %d outputs, want %d'):format(what, #outs, #want) end
+  local rtol = 0
+  if not c.exact and IS_FLOAT[dtype] then rtol = c.rtol and c.rtol[dtype] or RTOL[dtype] end
+  local out_dtype = c.out_dtype
+  if type(out_dtype) == 'function' then out_dtype = out_dtype(dtype, c.params or {}) end
+  for k = 1, #want do
+    local err = compare(#want > 1 and ('%s output %d'):format(what, k) or what, outs[k], want[k],
+      out_dtype or dtype, rtol)
+    if err then return err end
+  end
+end
+
+-- One call of the op on r's inputs in one layout, compared with the reference; also returns the
+-- outputs.
+local function run_once(c, dtype, layout, r, what)
+  local ins, used = {}, 'contiguous'
+  for i, spec in ipairs(c.inputs or {}) do
+    local a = r.ins[i]
+    if spec.number then
+      assert(#a.shape == 0, 'a number input has shape {}')
+      ins[i] = a.data[1]
+    else
+      local lay
+      ins[i], lay = make_input(a.shape, spec.dtype or dtype, a.data, layout)
+      if lay ~= 'contiguous' then used = lay end
+    end
+  end
+  if layout ~= 'contiguous' and used == 'contiguous' then return nil, 'skip' end
+  local ok, outs = pcall(call_op, c, ins, dtype)
+  if c.error then
+    if ok then return ('%s: expected an error containing %q, got none'):format(what, c.error) end
+    if not tostring(outs):find(c.error, 1, true) then
+      return ('%s: error %q lacks %q'):format(what, tostring(outs), c.error)
+    end
+    return nil
+  end
+  if not ok then return ('%s: raised %s'):format(what, tostring(outs)) end
+  local err = check_outputs(c, dtype, outs, r, what)
+  if err then return err end
+  if c.check_out then
+    local err = c.check_out(outs, ins)
+    if err then return ('%s: %s'):format(what, err) end
+  end
+  -- inputs must come back untouched
+  for i, t in ipairs(ins) do
+    if mf.is_tensor(t) then
+      local got, orig = read(t), r.ins[i].data
+      for j = 1, #orig do
+        if not (got[j] == orig[j] or (got[j] ~= got[j] and orig[j] ~= orig[j])) then
+          return ('%s: input %d was modified at element %d'):format(what, i, j)
+        end
+      end
+    end
+  end
+  return nil, nil, outs
+end
+
+-- Every dtype x (declared shapes, then each empty variant) x layout, each run twice with new
+-- values: the second call reuses the closure bound by the first, and must leave the first call's
+-- results as they were.
+function H.run_case(name)
+  local c = by_name[name]
+  if not c then return 'no case named ' .. tostring(name) end
+  if c.check then  -- cases that check properties rather than values (rand, randn)
+    for _, dtype in ipairs(dtypes_of(c)) do
+      local ok, err = pcall(c.check, mf, dtype, TOOLS)
+      if not ok then return ('case %s (%s): raised %s'):format(name, dtype, tostring(err)) end
+      if err then return ('case %s (%s): %s'):format(name, dtype, err) end
+    end
+    return nil
+  end
+  local shapes = {}
+  for i, spec in ipairs(c.inputs or {}) do shapes[i] = spec.shape end
+  local variants = {{'', shapes}}
+  for k, s in ipairs(c.empty or {}) do variants[#variants + 1] = {' empty#' .. k, s} end
+  for _, dtype in ipairs(dtypes_of(c)) do
+    for _, v in ipairs(variants) do
+      local refs = {}
+      for run = 1, 2 do
+        refs[run] = reference_for(c, dtype, v[2], run, false)
+        refs[run + 2] = reference_for(c, dtype, v[2], run, true)
+      end
+      for _, layout in ipairs(c.error and {'contiguous'} or LAYOUTS) do
+        local first
+        for run = 1, 2 do
+          local r = refs[layout == 'expanded' and run + 2 or run]
+          local what = ('case %s (%s, %s layout%s, run %d)'):format(name, dtype, layout, v[1], run)
+          local err, skip, outs = run_once(c, dtype, layout, r, what)
+          if skip then break end
+          if err then return err end
+          if run == 1 then
+            first = {outs = outs, r = r, what = what}
+          elseif not c.error then
+            err = check_outputs(c, dtype, first.outs, first.r, first.what .. ' after run 2')
+            if err then return err end
+          end
+        end
+      end
+    end
+  end
+  return nil
+end
+
+function H.case_names() return L.copy(names) end
+function H.cases_of(op) return L.copy(op_cases[op] or {}) end
+function H.op_names() return mf.list_ops() end
+
+function H.check_coverage()
+  local problems = {}
+  for _, name in ipairs(mf.list_ops()) do
+    local op = mf._ops[name]
+    if not op_cases[name] then
+      problems[#problems + 1] = name .. ': no case in tests/ops/cases.lua'
+    elseif not op_checked[name] then
+      problems[#problems + 1] = name .. ': only error cases; no case checks its values'
+    end
+    if type(op.doc) ~= 'string' or op.doc:match('^%s*$') then problems[#problems + 1] = name .. ': no doc' end
+    for _, p in ipairs(op.param_info) do
+      if type(p.doc) ~= 'string' or p.doc:match('^%s*$') then
+        problems[#problems + 1] = ('%s: param %s has no doc'):format(name, p.name)
+      end
+    end
+  end
+  for op in pairs(op_cases) do
+    if not mf._ops[op] then problems[#problems + 1] = op .. ': has cases but is not a registered op' end
+  end
+  table.sort(problems)
+  if #problems > 0 then return table.concat(problems, '\n') end
+end
+
+function H.time_case(name, n)
+  local c = by_name[name]
+  local shapes = {}
+  for i, spec in ipairs(c.inputs or {}) do shapes[i] = spec.shape end
+  local ins, dtype = {}, dtypes_of(c)[1]
+  for i, spec in ipairs(c.inputs or {}) do
+    local vals = gen_values(spec, shapes[i], spec.dtype or dtype, c.name)
+    ins[i] = spec.number and vals[1] or make_input(shapes[i], spec.dtype or dtype, vals, 'contiguous')
+  end
+  call_op(c, ins, dtype)
+  local t0 = os.clock()
+  for _ = 1, n do call_op(c, ins, dtype) end
+  return (os.clock() - t0) / n * 1e6
+end
+
+if as_script then
+  local want, timing, failed, ran = {}, false, 0, 0
+  for i = 1, #arg do
+    if arg[i] == '--time' then timing = true else want[arg[i]] = true end
+  end
+  local all = next(want) == nil
+  if all and not timing then
+    local err = H.check_coverage()
+    if err then io.stderr:write('FAIL coverage\n', err, '\n'); failed = failed + 1 end
+  end
+  for _, name in ipairs(names) do
+    local c = by_name[name]
+    if all or want[c.op] or want[name] then
+      if timing then
+        if not (c.error or c.check) then print(('%-36s %10.2f us'):format(name, H.time_case(name, 200))) end
+      else
+        ran = ran + 1
+        local e = H.run_case(name)
+        if e then io.stderr:write('FAIL ', e, '\n'); failed = failed + 1 end
+      end
+    end
+  end
+  if not timing then print(('%d cases, %d failed'):format(ran, failed)) end
+  os.exit(failed == 0 and 0 or 1)
+end
+
+return H
