@@ -7,5 +7,10 @@ mf._VERSION = require('ffi').string(C.mf_version())
 mf.kernels = require 'moonflow.kernels'
 require('moonflow.tensor')(mf)
 require('moonflow.ops')(mf)
+require('moonflow.graph')(mf)
+require('moonflow.autodiff')(mf)
+require('moonflow.session')(mf)
+require('moonflow.train')(mf)
+require('moonflow.data')(mf)
 require('moonflow.help')(mf)
 return mf

@@ -57,6 +57,12 @@ function K.softmax(y, x, dim0, log) check(C.mf_k_softmax(y, x, dim0, log)) end
 function K.matmul(c, a, b, ta, tb) check(C.mf_k_matmul(c, a, b, ta, tb)) end
 function K.alias(view, base, offset) check(C.mf_k_alias(view, base, offset)) end
 function K.concat(out, n, list, dim0) check(C.mf_k_concat(out, n, list, dim0)) end
+function K.sum_to(y, g) check(C.mf_k_sum_to(y, g)) end
+function K.pad_like(y, g, dim0, start0, step) check(C.mf_k_pad_like(y, g, dim0, start0, step)) end
+function K.sgd_update(var, g, lr) check(C.mf_k_sgd_update(var, g, lr)) end
+function K.momentum_update(var, acc, g, lr, mu, nesterov) check(C.mf_k_momentum_update(var, acc, g, lr, mu, nesterov)) end
+function K.adam_update(var, m, v, g, lr_t, b1, b2, eps) check(C.mf_k_adam_update(var, m, v, g, lr_t, b1, b2, eps)) end
+function K.softmax_xent(y, x, labels, dim0) check(C.mf_k_softmax_xent(y, x, labels, dim0)) end
 -- rand draws from the state's generator, installed by the tensor module as K.rng
 function K.rand(t, normal, a, b) check(C.mf_k_rand(t, K.rng, normal, a, b)) end
 

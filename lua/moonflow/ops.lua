@@ -20,7 +20,8 @@ return function(mf)
   -- counters behind mf.eager_stats(): shape inference + binding happens once per layout
   local stats = {calls = 0, binds = 0, factories = 0}
   local ops = {}         -- name -> op record
-  mf._ops = ops
+  local ops_by_index = {}
+  mf._ops, mf._ops_by_index = ops, ops_by_index
   local fn_names = setmetatable({}, {__mode = 'k'})  -- op function -> op name, for help()
   mf._fn_names = fn_names
 
@@ -98,17 +99,7 @@ return function(mf)
 
   -- The parsed-params record for a params table: C handle, decoded values, and the bound-closure
   -- cache that hangs off it. Keyed by the encoded text; bounded so varying params cannot grow it.
-  local function params_record(op, ptable)
-    local text = ''
-    if ptable then
-      local parts = {}
-      for k, v in pairs(ptable) do
-        if type(k) ~= 'string' then raise(('%s: params table has a non-string key %s'):format(op.name, tostring(k))) end
-        parts[#parts + 1] = k .. '=' .. encode_value(op, k, v)
-      end
-      table.sort(parts)
-      text = table.concat(parts, ';')
-    end
+  local function params_record_text(op, text)
     local rec = op.params[text]
     if rec then return rec end
     local h = C.mf_params_parse(op.index, text)
@@ -120,6 +111,22 @@ return function(mf)
     op.nparams_cached = op.nparams_cached + 1
     return rec
   end
+
+  local function params_record(op, ptable)
+    local text = ''
+    if ptable then
+      local parts = {}
+      for k, v in pairs(ptable) do
+        if type(k) ~= 'string' then raise(('%s: params table has a non-string key %s'):format(op.name, tostring(k))) end
+        parts[#parts + 1] = k .. '=' .. encode_value(op, k, v)
+      end
+      table.sort(parts)
+      text = table.concat(parts, ';')
+    end
+    return params_record_text(op, text)
+  end
+  -- graph mode builds nodes from params tables and binds them from the canonical text
+  mf._params_record, mf._params_record_text = params_record, params_record_text
 
   -- shape inference --------------------------------------------------------------------------
   local function infer_native(op, rec, ins, nin)
@@ -169,6 +176,13 @@ return function(mf)
     return metas, alias
   end
 
+  -- output metadata (shape, dtype, strides) and alias flags of op on inputs ins: eager and graph
+  -- binding both come through here
+  function mf._infer(op, rec, ins, nin)
+    if op.lua_infer then return infer_lua(op, rec, ins, nin) end
+    return infer_native(op, rec, ins, nin)
+  end
+
   -- binding ------------------------------------------------------------------------------------
   local function signature(ins, nin)
     local parts = {}
@@ -206,6 +220,7 @@ return function(mf)
     op.factories[device] = f
     return f
   end
+  mf._factory, mf._compile_lua = factory_of, compile_kernel
 
   function mf.eager_stats()
     return {calls = stats.calls, binds = stats.binds, factories = stats.factories}
@@ -213,9 +228,7 @@ return function(mf)
 
   local function bind(op, rec, ins, nin)
     stats.binds = stats.binds + 1
-    local metas, alias
-    if op.lua_infer then metas, alias = infer_lua(op, rec, ins, nin)
-    else metas, alias = infer_native(op, rec, ins, nin) end
+    local metas, alias = mf._infer(op, rec, ins, nin)
     local e = {nin = nin, nout = #metas, ins = {}, outs = {}, metas = metas, alias = alias, run = nil}
     for i = 1, nin do
       local s = T()
@@ -312,7 +325,9 @@ return function(mf)
       op.inputs[i] or op.inputs[1] or '?', type(v)))
   end
 
-  local function is_options(v) return type(v) == 'table' and not is_tensor(v) end
+  local function is_options(v) return type(v) == 'table' and not is_tensor(v) and not mf.is_symbol(v) end
+  -- symbols (graph mode, lua/moonflow/graph.lua) are tables with the Symbol metatable
+  local function is_sym(x) return type(x) == 'table' and mf.is_symbol(x) end
 
   -- Default adapter: inputs first, then params positionally in declared order, then an optional
   -- table of named params.
@@ -435,6 +450,7 @@ return function(mf)
       f = function(a, b, extra)
         if extra ~= nil then raise(op.name .. ': takes 2 inputs and no params') end
         local ta, tb = is_tensor(a), is_tensor(b)
+        if (not ta and is_sym(a)) or (not tb and is_sym(b)) then return mf._graph_call(op, {a, b}, 2, nil) end
         if not ta then a = as_tensor(a, tb and b.dtype_id or 0, op, 1) end
         if not tb then b = as_tensor(b, a.dtype_id, op, 2) end
         pair[1], pair[2] = a, b
@@ -446,7 +462,10 @@ return function(mf)
       local one = {}
       f = function(a, extra)
         if extra ~= nil then raise(op.name .. ': takes 1 input and no params') end
-        if not is_tensor(a) then a = as_tensor(a, 0, op, 1) end
+        if not is_tensor(a) then
+          if is_sym(a) then return mf._graph_call(op, {a}, 1, nil) end
+          a = as_tensor(a, 0, op, 1)
+        end
         one[1] = a
         local r = call(op, one, 1, nil)
         one[1] = nil
@@ -457,6 +476,9 @@ return function(mf)
         local ins, ptable = adapter(op, ...)
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
+        for i = 1, nin do
+          if is_sym(ins[i]) then return mf._graph_call(op, ins, nin, ptable) end
+        end
         -- a number takes the dtype of the first tensor input, passing over uint8 masks (where's cond)
         local like
         for i = 1, nin do
@@ -482,6 +504,7 @@ return function(mf)
                 src = {cpu = cstr(C.mf_op_lua_compute(index, 0)), cuda = cstr(C.mf_op_lua_compute(index, 1))},
                 gradient_src = cstr(C.mf_op_lua_gradient(index)), factories = {}}
     local flags = C.mf_op_flags(index)
+    op.flags = flags
     op.view = bit.band(flags, OPF_VIEW) ~= 0
     op.variadic = bit.band(flags, OPF_VARIADIC) ~= 0
     op.from_lua = bit.band(flags, OPF_LUA) ~= 0
@@ -496,6 +519,7 @@ return function(mf)
                               doc = cstr(C.mf_op_param_doc(index, i))}
     end
     ops[op.name] = op
+    ops_by_index[index] = op
     return op
   end
 

@@ -177,3 +177,4 @@ int mf_k_momentum_update(mf_tensor *var, mf_tensor *accum, const mf_tensor *grad
                          int32_t nesterov);
 int mf_k_adam_update(mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, double lr_t, double beta1,
                      double beta2, double epsilon);
+int mf_k_softmax_xent(mf_tensor *loss, const mf_tensor *logits, const mf_tensor *labels, int32_t dim);

@@ -73,29 +73,30 @@ struct UnaryDef {
   const char* code;
   const char* doc;
   bool float_only;
+  const char* grad;  // Lua gradient rule: function(x, y, gy, p) -> {gx}
 };
 
 }  // namespace
 
 void register_elemwise_ops() {
   static const UnaryDef unary[] = {
-      {"neg", "NEG", "Negation, -x, elementwise.", false},
-      {"abs", "ABS", "Absolute value |x|, elementwise.", false},
-      {"exp", "EXP", "Exponential e^x, elementwise.", true},
-      {"log", "LOG", "Natural logarithm, elementwise (-inf at 0, nan below).", true},
-      {"log1p", "LOG1P", "log(1 + x), accurate for small x, elementwise.", true},
-      {"sqrt", "SQRT", "Square root, elementwise.", true},
-      {"rsqrt", "RSQRT", "Reciprocal square root 1/sqrt(x), elementwise.", true},
-      {"sigmoid", "SIGMOID", "Logistic function 1/(1+e^-x), elementwise, stable for large |x|.", true},
-      {"tanh", "TANH", "Hyperbolic tangent, elementwise.", true},
-      {"relu", "RELU", "Rectified linear unit max(x, 0), elementwise.", false},
-      {"sin", "SIN", "Sine (radians), elementwise.", true},
-      {"cos", "COS", "Cosine (radians), elementwise.", true},
-      {"square", "SQUARE", "x * x, elementwise.", false},
-      {"sign", "SIGN", "-1, 0 or 1 by the sign of x, elementwise.", false},
-      {"floor", "FLOOR", "Largest integer not above x, elementwise.", false},
-      {"ceil", "CEIL", "Smallest integer not below x, elementwise.", false},
-      {"round", "ROUND", "Nearest integer, halves to even, elementwise.", false},
+      {"neg", "NEG", "Negation, -x, elementwise.", false, "function(x, y, gy) return {-gy} end"},
+      {"abs", "ABS", "Absolute value |x|, elementwise.", false, "function(x, y, gy) return {gy * mf.sign(x)} end"},
+      {"exp", "EXP", "Exponential e^x, elementwise.", true, "function(x, y, gy) return {gy * y} end"},
+      {"log", "LOG", "Natural logarithm, elementwise (-inf at 0, nan below).", true, "function(x, y, gy) return {gy / x} end"},
+      {"log1p", "LOG1P", "log(1 + x), accurate for small x, elementwise.", true, "function(x, y, gy) return {gy / (x + 1)} end"},
+      {"sqrt", "SQRT", "Square root, elementwise.", true, "function(x, y, gy) return {gy / (y * 2)} end"},
+      {"rsqrt", "RSQRT", "Reciprocal square root 1/sqrt(x), elementwise.", true, "function(x, y, gy) return {gy * y * y * y * -0.5} end"},
+      {"sigmoid", "SIGMOID", "Logistic function 1/(1+e^-x), elementwise, stable for large |x|.", true, "function(x, y, gy) return {gy * y * (1 - y)} end"},
+      {"tanh", "TANH", "Hyperbolic tangent, elementwise.", true, "function(x, y, gy) return {gy * (1 - y * y)} end"},
+      {"relu", "RELU", "Rectified linear unit max(x, 0), elementwise.", false, "function(x, y, gy) return {mf.where(mf.gt(x, 0), gy, 0)} end"},
+      {"sin", "SIN", "Sine (radians), elementwise.", true, "function(x, y, gy) return {gy * mf.cos(x)} end"},
+      {"cos", "COS", "Cosine (radians), elementwise.", true, "function(x, y, gy) return {-(gy * mf.sin(x))} end"},
+      {"square", "SQUARE", "x * x, elementwise.", false, "function(x, y, gy) return {gy * x * 2} end"},
+      {"sign", "SIGN", "-1, 0 or 1 by the sign of x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
+      {"floor", "FLOOR", "Largest integer not above x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
+      {"ceil", "CEIL", "Smallest integer not below x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
+      {"round", "ROUND", "Nearest integer, halves to even, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
   };
   for (const UnaryDef& u : unary) {
     Registry::get()
@@ -104,7 +105,9 @@ void register_elemwise_ops() {
         .inputs({"x"})
         .infer_shape(same_shape)
         .infer_type(u.float_only ? float_type : same_type)
-        .lua_compute(MF_CPU, unary_kernel(u.code));
+        .inplace()
+        .lua_compute(MF_CPU, unary_kernel(u.code))
+        .gradient(u.grad);
   }
 
   MF_REGISTER_OP(clamp)
@@ -114,28 +117,31 @@ void register_elemwise_ops() {
       .param(Field::number("max", INFINITY, "Upper bound (default: none)."))
       .infer_shape(clamp_check)
       .infer_type(same_type)
-      .lua_compute(MF_CPU, unary_kernel("CLAMP", "p.min", "p.max"));
+      .inplace()
+      .lua_compute(MF_CPU, unary_kernel("CLAMP", "p.min", "p.max"))
+      .gradient("function(x, y, gy, p) return {mf.where(mf.mul(mf.ge(x, p.min), mf.le(x, p.max)), gy, 0)} end");
 
   struct BinaryDef {
     const char* name;
     const char* code;
     const char* doc;
     InferFn type;
+    const char* grad;  // function(a, b, y, gy, p) -> {ga, gb}; sum_to undoes broadcasting
   };
   static const BinaryDef binary[] = {
-      {"add", "ADD", "a + b elementwise, with NumPy broadcasting.", arith_type},
-      {"sub", "SUB", "a - b elementwise, with NumPy broadcasting.", arith_type},
-      {"mul", "MUL", "a * b elementwise (Hadamard product), with NumPy broadcasting.", arith_type},
-      {"div", "DIV", "a / b elementwise, with NumPy broadcasting; integers divide truncating toward zero.", arith_type},
-      {"pow", "POW", "a ^ b elementwise, with NumPy broadcasting.", arith_type},
-      {"maximum", "MAXIMUM", "Larger of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type},
-      {"minimum", "MINIMUM", "Smaller of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type},
-      {"eq", "EQ", "1 where a == b, else 0 (uint8), with NumPy broadcasting.", compare_type},
-      {"ne", "NE", "1 where a ~= b, else 0 (uint8), with NumPy broadcasting.", compare_type},
-      {"lt", "LT", "1 where a < b, else 0 (uint8), with NumPy broadcasting.", compare_type},
-      {"le", "LE", "1 where a <= b, else 0 (uint8), with NumPy broadcasting.", compare_type},
-      {"gt", "GT", "1 where a > b, else 0 (uint8), with NumPy broadcasting.", compare_type},
-      {"ge", "GE", "1 where a >= b, else 0 (uint8), with NumPy broadcasting.", compare_type},
+      {"add", "ADD", "a + b elementwise, with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(gy, b)} end"},
+      {"sub", "SUB", "a - b elementwise, with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(-gy, b)} end"},
+      {"mul", "MUL", "a * b elementwise (Hadamard product), with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy * b, a), mf.sum_to(gy * a, b)} end"},
+      {"div", "DIV", "a / b elementwise, with NumPy broadcasting; integers divide truncating toward zero.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy / b, a), mf.sum_to(-(gy * y) / b, b)} end"},
+      {"pow", "POW", "a ^ b elementwise, with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy * b * mf.pow(a, b - 1), a), mf.sum_to(gy * y * mf.log(a), b)} end"},
+      {"maximum", "MAXIMUM", "Larger of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(mf.where(mf.ge(a, b), gy, 0), a), mf.sum_to(mf.where(mf.lt(a, b), gy, 0), b)} end"},
+      {"minimum", "MINIMUM", "Smaller of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(mf.where(mf.le(a, b), gy, 0), a), mf.sum_to(mf.where(mf.gt(a, b), gy, 0), b)} end"},
+      {"eq", "EQ", "1 where a == b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
+      {"ne", "NE", "1 where a ~= b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
+      {"lt", "LT", "1 where a < b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
+      {"le", "LE", "1 where a <= b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
+      {"gt", "GT", "1 where a > b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
+      {"ge", "GE", "1 where a >= b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
   };
   for (const BinaryDef& b : binary) {
     Registry::get()
@@ -144,7 +150,9 @@ void register_elemwise_ops() {
         .inputs({"a", "b"})
         .infer_shape(broadcast_shape)
         .infer_type(b.type)
-        .lua_compute(MF_CPU, binary_kernel(b.code));
+        .inplace()
+        .lua_compute(MF_CPU, binary_kernel(b.code))
+        .gradient(b.grad ? b.grad : "");
   }
 
   MF_REGISTER_OP(where)
@@ -156,7 +164,8 @@ void register_elemwise_ops() {
 function(ins, outs, p)
   local K, out, c, a, b = mf.kernels, outs[1], ins[1], ins[2], ins[3]
   return function() K.where(out, c, a, b) end
-end)lua");
+end)lua")
+      .gradient("function(c, a, b, y, gy) return {nil, mf.sum_to(mf.where(c, gy, 0), a), mf.sum_to(mf.where(c, 0, gy), b)} end");
 
   MF_REGISTER_OP(cast)
       .describe("Converts every element to another dtype (floats truncate toward zero into integers).")
@@ -168,7 +177,8 @@ end)lua");
 function(ins, outs, p)
   local K, y, x = mf.kernels, outs[1], ins[1]
   return function() K.copy(y, x) end
-end)lua");
+end)lua")
+      .gradient("function(x, y, gy) return {mf.cast(gy, x:dtype())} end");
 }
 
 }  // namespace mf

@@ -44,6 +44,13 @@ function(ins, outs, p)
   local K, c, a, b = mf.kernels, outs[1], ins[1], ins[2]
   local ta, tb = p.transpose_a and 1 or 0, p.transpose_b and 1 or 0
   return function() K.matmul(c, a, b, ta, tb) end
+end)lua")
+      .gradient(R"lua(
+function(a, b, y, gy, p)
+  local ta, tb = p.transpose_a, p.transpose_b
+  local ga = ta and mf.matmul(b, gy, tb, true) or mf.matmul(gy, b, false, not tb)
+  local gb = tb and mf.matmul(gy, a, true, ta) or mf.matmul(a, gy, not ta, false)
+  return {mf.sum_to(ga, a), mf.sum_to(gb, b)}
 end)lua");
 }
 

@@ -55,15 +55,23 @@ void register_reduce_ops() {
     const char* code;
     const char* doc;
     InferFn type;
+    const char* grad;  // function(x, y, gy, p) -> {gx}
   };
+  // max and min send the gradient to every element equal to the extreme, shared evenly
+  static const char* kExtremeGrad = R"lua(
+function(x, y, gy, p)
+  local m = mf.cast(mf.eq(x, mf.unreduce_like(y, x, p.dim, p.keepdim)), x:dtype())
+  local share = mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.unreduce_like(mf.sum(m, p.dim, true), x, p.dim, true)
+  return {m * share}
+end)lua";
   static const ReduceDef defs[] = {
-      {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 / int64.", same_type},
-      {"mean", "MEAN", "Arithmetic mean over dims (all when none given).", float_type},
-      {"max", "MAX", "Largest element over dims (all when none given); NaN wins.", same_type},
-      {"min", "MIN", "Smallest element over dims (all when none given); NaN wins.", same_type},
-      {"prod", "PROD", "Product over dims (all when none given).", same_type},
-      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them), int64.", arg_type},
-      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them), int64.", arg_type},
+      {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 / int64.", same_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end"},
+      {"mean", "MEAN", "Arithmetic mean over dims (all when none given).", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end"},
+      {"max", "MAX", "Largest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad},
+      {"min", "MIN", "Smallest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad},
+      {"prod", "PROD", "Product over dims (all when none given).", same_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end"},
+      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them), int64.", arg_type, nullptr},
+      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them), int64.", arg_type, nullptr},
   };
   for (const ReduceDef& r : defs) {
     Registry::get()
@@ -74,7 +82,8 @@ void register_reduce_ops() {
         .param(Field::boolean("keepdim", false, "Keep reduced dims with size 1."))
         .infer_shape(reduce_shape)
         .infer_type(r.type)
-        .lua_compute(MF_CPU, reduce_kernel(r.code));
+        .lua_compute(MF_CPU, reduce_kernel(r.code))
+        .gradient(r.grad ? r.grad : "");
   }
 }
 

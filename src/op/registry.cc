@@ -58,6 +58,8 @@ void register_builtin_ops() {
     register_nn_ops();
     register_shape_ops();
     register_init_ops();
+    register_autodiff_ops();
+    register_optim_ops();
   });
 }
 

@@ -48,6 +48,8 @@ struct OpDef {
   OpDef& variadic() { flags_ |= MF_OPF_VARIADIC; return *this; }  // any number of inputs named inputs_[0]
   OpDef& view() { flags_ |= MF_OPF_VIEW; return *this; }          // output aliases input 1's storage
   OpDef& random() { flags_ |= MF_OPF_RANDOM; return *this; }      // draws from the generator
+  OpDef& writes() { flags_ |= MF_OPF_WRITES; return *this; }      // updates the variables among its inputs
+  OpDef& inplace() { flags_ |= MF_OPF_INPLACE; return *this; }    // output may take over a dying input's storage
   OpDef& param(Field f) { params_.push_back(std::move(f)); return *this; }
   OpDef& infer_shape(InferFn f) { infer_shape_ = f; return *this; }
   OpDef& infer_type(InferFn f) { infer_type_ = f; return *this; }
@@ -79,6 +81,8 @@ void register_reduce_ops();
 void register_nn_ops();
 void register_shape_ops();
 void register_init_ops();
+void register_autodiff_ops();
+void register_optim_ops();
 
 // Common rules.
 void same_shape(InferCtx& c);        // out 1 has input 1's shape

@@ -235,7 +235,8 @@ void register_shape_ops() {
       .param(Field::int_list("shape", "", "New sizes; -1 once to infer.").mandatory())
       .view()
       .infer_shape(reshape_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy) return {mf.reshape_as(gy, x)} end");
 
   MF_REGISTER_OP(transpose)
       .describe("Swaps two dims (a view).")
@@ -244,7 +245,8 @@ void register_shape_ops() {
       .param(Field::integer("dim1", 2, "Second dim, 1-based."))
       .view()
       .infer_shape(transpose_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy, p) return {mf.transpose(gy, p.dim0, p.dim1)} end");
 
   MF_REGISTER_OP(permute)
       .describe("Reorders all dims: output dim i is input dim dims[i] (a view).")
@@ -252,7 +254,16 @@ void register_shape_ops() {
       .param(Field::int_list("dims", "", "A permutation of 1..ndim.").mandatory())
       .view()
       .infer_shape(permute_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient(R"lua(
+function(x, y, gy, p)
+  local n, inv = #p.dims, {}
+  for i, d in ipairs(p.dims) do
+    if d < 0 then d = d + n + 1 end
+    inv[d] = i
+  end
+  return {mf.permute(gy, inv)}
+end)lua");
 
   MF_REGISTER_OP(narrow)
       .describe("length elements along dim starting at start, 1-based (a view).")
@@ -262,7 +273,8 @@ void register_shape_ops() {
       .param(Field::integer("length", 1, "Number of indices kept.").mandatory())
       .view()
       .infer_shape(narrow_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy, p) return {mf.pad_like(gy, x, p.dim, p.start, 1)} end");
 
   MF_REGISTER_OP(slice)
       .describe("Indices start..stop (inclusive, 1-based, negative from the end) by step along dim (a view).")
@@ -273,7 +285,8 @@ void register_shape_ops() {
       .param(Field::integer("step", 1, "Stride between kept indices.").range(1, 1e15))
       .view()
       .infer_shape(slice_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy, p) return {mf.pad_like(gy, x, p.dim, p.start, p.step)} end");
 
   MF_REGISTER_OP(select)
       .describe("The slice at index along dim, with that dim removed (a view).")
@@ -282,7 +295,13 @@ void register_shape_ops() {
       .param(Field::integer("index", 1, "Index, 1-based (negative counts from the end).").mandatory())
       .view()
       .infer_shape(select_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient(R"lua(
+function(x, y, gy, p)
+  local n = x:dim()
+  local d = p.dim < 0 and p.dim + n + 1 or p.dim
+  return {mf.pad_like(mf.unsqueeze(gy, d), x, d, p.index, 1)}
+end)lua");
 
   MF_REGISTER_OP(expand)
       .describe("Repeats size-1 dims (and adds leading ones) without copying: a view with stride 0.")
@@ -290,7 +309,8 @@ void register_shape_ops() {
       .param(Field::int_list("size", "", "Target sizes; -1 keeps a dim.").mandatory())
       .view()
       .infer_shape(expand_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy) return {mf.sum_to(gy, x)} end");
 
   MF_REGISTER_OP(squeeze)
       .describe("Removes size-1 dims: the listed ones, or all when none are listed (a view).")
@@ -298,7 +318,8 @@ void register_shape_ops() {
       .param(Field::int_list("dim", "", "Dims to remove if their size is 1; empty: every size-1 dim."))
       .view()
       .infer_shape(squeeze_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy) return {mf.reshape_as(gy, x)} end");
 
   MF_REGISTER_OP(unsqueeze)
       .describe("Inserts a size-1 dim at position dim (a view).")
@@ -306,14 +327,16 @@ void register_shape_ops() {
       .param(Field::integer("dim", 1, "Position of the new dim, 1..ndim+1.").mandatory())
       .view()
       .infer_shape(unsqueeze_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy) return {mf.reshape_as(gy, x)} end");
 
   MF_REGISTER_OP(contiguous)
       .describe("x itself when already contiguous, else a row-major copy.")
       .inputs({"x"})
       .view()
       .infer_shape(contiguous_shape)
-      .lua_compute(MF_CPU, kViewKernel);
+      .lua_compute(MF_CPU, kViewKernel)
+      .gradient("function(x, y, gy) return {gy} end");
 
   MF_REGISTER_OP(split)
       .describe("Cuts x along dim into views: chunks of one size (the last may be smaller) or the listed sizes.")
@@ -330,7 +353,8 @@ function(ins, outs, p)
   return function()
     for i = 1, n do K.alias(outs[i], x, offs[i]) end
   end
-end)lua");
+end)lua")
+      .gradient("function(x, ys, gys, p) return {mf.concat(gys, p.dim)} end");
 
   MF_REGISTER_OP(concat)
       .describe("Joins tensors of one dtype along dim; all other sizes must match.")
@@ -344,6 +368,17 @@ function(ins, outs, p)
   local list, dim = K.tensor_list(ins), K.dim0(p.dim, y.ndim)
   local n = #ins
   return function() K.concat(y, n, list, dim) end
+end)lua")
+      .gradient(R"lua(
+function(xs, y, gy, p)
+  local res, at = {}, 1
+  for i, x in ipairs(xs) do
+    local n = x:size(p.dim)
+    if not n then error('concat: its gradient needs every size along dim ' .. p.dim .. ' known when the graph is built') end
+    res[i] = mf.narrow(gy, p.dim, at, n)
+    at = at + n
+  end
+  return res
 end)lua");
 }
 

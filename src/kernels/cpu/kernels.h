@@ -18,6 +18,14 @@ void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask)
 void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log);
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b);
 void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim);
+void sum_to_cpu(mf_tensor& out, const mf_tensor& g);
+void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, int64_t step);
+void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr);
+void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, double lr, double momentum,
+                         bool nesterov);
+void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, double lr_t, double beta1,
+                     double beta2, double epsilon);
+void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& logits, const mf_tensor& labels, int dim);
 
 const char* unary_name(int code);
 const char* binary_name(int code);

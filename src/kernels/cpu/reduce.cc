@@ -139,6 +139,46 @@ static void softmax_typed(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
   });
 }
 
+// -- softmax_cross_entropy -------------------------------------------------------------------
+// loss = -sum(labels * log_softmax(x)) along dim, in one pass per line with the max subtracted.
+template <typename T>
+static void softmax_xent_typed(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labels, int dim) {
+  int64_t n = x.shape[dim], xs = x.strides[dim], ls = labels.strides[dim];
+  ReducePlan xplan(x, 1u << dim), lplan(labels, 1u << dim);
+  int64_t lines = loss.count;
+  const T* xp = (const T*)x.ptr;
+  const T* lp = (const T*)labels.ptr;
+  T* out = (T*)loss.ptr;
+  parallel_for(lines, n * 8, [&](int64_t lb, int64_t le) {
+    for (int64_t l = lb; l < le; ++l) {
+      const T* xl = xp + xplan.kept_offset(l);
+      const T* ll = lp + lplan.kept_offset(l);
+      if (n == 0) {
+        out[l] = T(0);
+        continue;
+      }
+      T m = xl[0];
+      for (int64_t i = 1; i < n; ++i) m = xl[i * xs] > m ? xl[i * xs] : m;
+      double s = 0, lsum = 0, dot = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double z = double(xl[i * xs] - m);
+        s += std::exp(z);
+        lsum += double(ll[i * ls]);
+        dot += double(ll[i * ls]) * z;
+      }
+      out[l] = T(lsum * std::log(s) - dot);
+    }
+  });
+}
+
+void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labels, int dim) {
+  if (dim < 0 || dim >= x.ndim) fail("softmax_cross_entropy: dim ", dim + 1, " out of range");
+  for (int d = 0; d < x.ndim; ++d)
+    if (labels.ndim != x.ndim || labels.shape[d] != x.shape[d])
+      fail("softmax_cross_entropy: labels are ", shape_str(labels), ", logits ", shape_str(x), "; expected one shape");
+  MF_DISPATCH_FLOAT(x.dtype_id, T, "softmax_cross_entropy", softmax_xent_typed<T>(loss, x, labels, dim));
+}
+
 void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
   if (dim < 0 || dim >= x.ndim) fail(log ? "log_softmax" : "softmax", ": dim ", dim + 1, " out of range");
   MF_DISPATCH_FLOAT(x.dtype_id, T, log ? "log_softmax" : "softmax", softmax_typed<T>(y, x, dim, log));

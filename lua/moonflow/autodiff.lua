@@ -1,0 +1,111 @@
+-- Reverse-mode autodiff: mf.gradients walks the graph backwards from ys, calling each op's
+-- registered gradient rule (a Lua function building nodes from other registered ops) and summing
+-- the contributions where a value feeds several consumers.
+return function(mf)
+  local raise, ops = mf._raise, mf._ops
+  local rules = {}  -- op name -> compiled rule, or false when the op has none
+
+  local function rule_of(op)
+    if op.lua_gradient then return op.lua_gradient end
+    local r = rules[op.name]
+    if r ~= nil then return r end
+    local src = op.gradient_src
+    r = src and src ~= '' and mf._compile_lua(op.name, 'gradient', src) or false
+    rules[op.name] = r
+    return r
+  end
+  mf._gradient_rule = rule_of
+
+  local function as_list(x)
+    if mf.is_symbol(x) then return {x} end
+    if type(x) ~= 'table' then return nil end
+    return x
+  end
+
+  local function add_all(list)
+    local s = list[1]
+    for i = 2, #list do s = mf.add(s, list[i]) end
+    return s
+  end
+
+  -- mf.gradients(ys, xs[, grad_ys]) -> list: d(sum of ys)/d(x) for every x (nil where x does not reach ys)
+  function mf.gradients(ys, xs, grad_ys)
+    ys, xs = as_list(ys), as_list(xs)
+    if not ys or #ys == 0 then raise('gradients: ys must be a symbol or a list of symbols') end
+    if not xs or #xs == 0 then raise('gradients: xs must be a symbol or a list of symbols') end
+    grad_ys = grad_ys and as_list(grad_ys) or {}
+    for i, y in ipairs(ys) do
+      if not mf.is_symbol(y) then raise(('gradients: ys[%d] is not a symbol'):format(i)) end
+    end
+    for i, x in ipairs(xs) do
+      if not mf.is_symbol(x) then raise(('gradients: xs[%d] is not a symbol'):format(i)) end
+      if x.graph ~= ys[1].graph then raise(('gradients: xs[%d] is from another graph'):format(i)) end
+    end
+    local g = ys[1].graph
+    local nodes = g.nodes
+    -- which nodes depend on an x (ids grow along edges, so one ascending sweep settles it)
+    local is_x, depends = {}, {}
+    for _, x in ipairs(xs) do is_x[x.node] = true end
+    local maxid = 0
+    for _, y in ipairs(ys) do maxid = math.max(maxid, y.node) end
+    for id = 0, maxid do
+      local info = nodes[id]
+      local d = is_x[id] or false
+      if not d and info.inputs then
+        for _, s in ipairs(info.inputs) do if depends[s.node] then d = true break end end
+      end
+      depends[id] = d
+    end
+    -- output gradients, keyed by node then output index
+    local grads = {}
+    local function push(node, index, gsym)
+      grads[node] = grads[node] or {}
+      local l = grads[node][index] or {}
+      l[#l + 1] = gsym
+      grads[node][index] = l
+    end
+    for i, y in ipairs(ys) do
+      local seed = grad_ys[i]
+      if seed == nil then seed = mf.ones_like(y) end
+      push(y.node, y.index, seed)
+    end
+    for id = maxid, 0, -1 do
+      local gl = grads[id]
+      local info = nodes[id]
+      if gl and depends[id] and info.kind == 0 and not is_x[id] then
+        local op = info.op
+        local rule = rule_of(op)
+        if not rule then
+          raise(("gradients: op '%s' (node '%s') has no gradient, and the path from xs to ys runs through it")
+            :format(op.name, info.name))
+        end
+        local outs, gouts = info.out_syms, {}
+        for k = 1, info.nout do
+          gouts[k] = gl[k] and add_all(gl[k]) or mf.zeros_like(outs[k])
+        end
+        local args = {}
+        if op.variadic then args[1] = info.inputs else for k, s in ipairs(info.inputs) do args[k] = s end end
+        local n = #args
+        if op.multi then args[n + 1], args[n + 2] = outs, gouts
+        else args[n + 1], args[n + 2] = outs[1], gouts[1] end
+        args[n + 3] = info.params
+        local ok, res = pcall(rule, unpack(args, 1, n + 3))
+        if not ok then raise(('gradients: the rule of %s (node %s) failed: %s'):format(op.name, info.name, tostring(res))) end
+        if type(res) ~= 'table' then raise(('gradients: the rule of %s must return a list of input gradients'):format(op.name)) end
+        for k, s in ipairs(info.inputs) do
+          local gk = res[k]
+          if gk ~= nil and depends[s.node] then
+            if not mf.is_symbol(gk) then gk = mf.constant(gk) end
+            push(s.node, s.index, gk)
+          end
+        end
+      end
+    end
+    local out = {}
+    for i, x in ipairs(xs) do
+      local l = grads[x.node] and grads[x.node][x.index]
+      out[i] = l and add_all(l) or nil
+    end
+    return out
+  end
+end

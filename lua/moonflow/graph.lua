@@ -1,0 +1,313 @@
+-- Graph mode: symbols, placeholders, variables, constants and autodiff. The graph itself (nodes,
+-- execution order, CSE, simplification, memory plan) lives in C++ (src/graph/); every op called on
+-- a symbol adds a node through the same registry entry an eager call uses.
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+
+return function(mf)
+  local K, T, raise = mf.kernels, mf._T, mf._raise
+  local is_tensor, ops = mf.is_tensor, mf._ops
+  local DTYPE_NAME = mf._DTYPE_NAME
+  local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = 0, 1, 2, 3
+  local UNKNOWN = 1000003   -- stands in for an unknown dim during build-time shape inference
+  local nodes_buf = ffi.new('int32_t[?]', 256)
+  local index_buf = ffi.new('int32_t[?]', 256)
+
+  -- graphs ------------------------------------------------------------------------------------
+  local Graph = {}
+  Graph.__index = Graph
+
+  function mf.Graph()
+    local h = C.mf_graph_new()
+    if h == nil then raise(ffi.string(C.mf_last_error())) end
+    return setmetatable({h = ffi.gc(h, C.mf_graph_free), nodes = {}, names = {}, variables = {},
+                         trainable = {}, version = 0, passes_version = -1}, Graph)
+  end
+
+  local default_graph = mf.Graph()
+  function mf.get_default_graph() return default_graph end
+  function mf.reset_default_graph() default_graph = mf.Graph() return default_graph end
+
+  function Graph:unique_name(base)
+    base = base or 'node'
+    local n = self.names[base]
+    if not n then
+      self.names[base] = 0
+      return base
+    end
+    n = n + 1
+    self.names[base] = n
+    return base .. '_' .. n
+  end
+
+  -- Adds a node; info holds the Lua-side facts (op record, params record, static shapes).
+  function Graph:add_node(kind, op, params_text, inputs, nout, name, info)
+    local n = #inputs
+    if n > 256 then raise('graph: a node takes at most 256 inputs') end
+    for i, s in ipairs(inputs) do nodes_buf[i - 1], index_buf[i - 1] = s.node, s.index - 1 end
+    local id = C.mf_graph_add(self.h, kind, op and op.index or -1, params_text or '', n, nodes_buf, index_buf, nout, name)
+    if id < 0 then raise(ffi.string(C.mf_last_error())) end
+    info.kind, info.op, info.name, info.inputs, info.nout = kind, op, name, inputs, nout
+    self.nodes[id] = info
+    self.version = self.version + 1
+    return id
+  end
+
+  -- CSE and simplification, once per graph change; symbols keep their ids and resolve at bind
+  function Graph:run_passes()
+    if self.passes_version == self.version then return end
+    if C.mf_graph_simplify(self.h) < 0 or C.mf_graph_cse(self.h) < 0 then raise(ffi.string(C.mf_last_error())) end
+    self.passes_version = self.version
+  end
+
+  -- symbols -----------------------------------------------------------------------------------
+  local Symbol = {}
+  local sym_methods = {}
+  mf.Symbol = sym_methods
+
+  local function is_symbol(x) return getmetatable(x) == Symbol end
+  mf.is_symbol = is_symbol
+
+  local function new_symbol(g, node, index, shape, dtype)
+    return setmetatable({graph = g, node = node, index = index, shape = shape, dtype_id = dtype}, Symbol)
+  end
+
+  local function shape_text(shape)
+    if not shape then return '?' end
+    if #shape == 0 then return 'scalar' end
+    local parts = {}
+    for i, d in ipairs(shape) do parts[i] = d < 0 and '?' or tostring(d) end
+    return table.concat(parts, 'x')
+  end
+  mf._shape_text = shape_text
+
+  function sym_methods.name(s) return s.graph.nodes[s.node].name end
+  function sym_methods.op_name(s)
+    local info = s.graph.nodes[s.node]
+    return info.op and info.op.name or ({[1] = 'placeholder', [2] = 'variable', [3] = 'constant'})[info.kind]
+  end
+  function sym_methods.dim(s) return s.shape and #s.shape or nil end
+  function sym_methods.size(s, d)
+    if not s.shape then return nil end
+    if d then
+      local n = #s.shape
+      local dd = d < 0 and d + n + 1 or d
+      local v = s.shape[dd]
+      return v and v >= 0 and v or nil
+    end
+    local out = {}
+    for i, v in ipairs(s.shape) do out[i] = v >= 0 and v or nil end
+    return out
+  end
+  function sym_methods.dtype(s) return DTYPE_NAME[s.dtype_id] end
+  function sym_methods.t(s) return mf.transpose(s, 1, 2) end
+  function sym_methods.view(s, ...) return mf.reshape(s, ...) end
+  local function converter(name) return function(s) return mf.cast(s, name) end end
+  sym_methods.float, sym_methods.double = converter('float32'), converter('float64')
+  sym_methods.long, sym_methods.int, sym_methods.byte = converter('int64'), converter('int32'), converter('uint8')
+
+  Symbol.__index = function(s, k)
+    local m = sym_methods[k]
+    if m then return m end
+    local op = ops[k]
+    if op and #op.inputs > 0 then return op.fn end
+    local alias = mf._aliases[k]
+    if alias then return ops[alias].fn end
+    raise(("symbol has no method '%s'"):format(tostring(k)))
+  end
+  Symbol.__tostring = function(s)
+    return ('Symbol %s (%s) %s %s'):format(s:name() .. (s.index > 1 and (':' .. s.index) or ''), s:op_name(),
+      shape_text(s.shape), DTYPE_NAME[s.dtype_id])
+  end
+  local function binop(name) return function(a, b) return mf[name](a, b) end end
+  Symbol.__add, Symbol.__sub, Symbol.__mul, Symbol.__div, Symbol.__pow =
+    binop('add'), binop('sub'), binop('mul'), binop('div'), binop('pow')
+  Symbol.__unm = function(a) return mf.neg(a) end
+
+  -- An operation without a value (mf.group, an initializer): a target for sess:run.
+  local Operation = {}
+  Operation.__index = Operation
+  Operation.__tostring = function(o) return ('Operation %s'):format(o.graph.nodes[o.node].name) end
+  local function is_operation(x) return getmetatable(x) == Operation end
+  mf.is_operation = is_operation
+  mf._Operation = Operation
+
+  -- source nodes ------------------------------------------------------------------------------
+  local function check_name(name, what)
+    if name ~= nil and type(name) ~= 'string' then raise(('%s: name must be a string'):format(what)) end
+  end
+
+  function mf.placeholder(dtype, shape, name)
+    local code = mf._dtype_code(dtype or 'float32', 'placeholder')
+    check_name(name, 'placeholder')
+    local s = nil
+    if shape ~= nil then
+      if type(shape) ~= 'table' then raise('placeholder: shape must be a table of sizes (nil or -1 for any)') end
+      s = {}
+      for i = 1, table.maxn(shape) do
+        local d = shape[i]
+        if d == nil or d == -1 then s[i] = -1
+        elseif type(d) ~= 'number' or d < 0 or d ~= math.floor(d) then
+          raise(('placeholder: size %s at dim %d; expected a non-negative integer, or nil/-1 for any'):format(tostring(d), i))
+        else s[i] = d end
+      end
+    end
+    local g = default_graph
+    name = g:unique_name(name or 'placeholder')
+    local id = g:add_node(KIND_PLACEHOLDER, nil, '', {}, 1, name, {shape = s, dtype = code})
+    return new_symbol(g, id, 1, s, code)
+  end
+
+  local function static_shape(t)
+    local s = {}
+    for i = 1, t.ndim do s[i] = tonumber(t.shape[i - 1]) end
+    return s
+  end
+
+  function mf.Variable(init, name, opts)
+    if type(name) == 'table' then name, opts = nil, name end
+    check_name(name, 'Variable')
+    if type(init) == 'number' then init = mf.tensor(init) end
+    if not is_tensor(init) then raise('Variable: the initial value must be a tensor or a number') end
+    local g = default_graph
+    name = g:unique_name(name or 'Variable')
+    local shape = static_shape(init)
+    local id = g:add_node(KIND_VARIABLE, nil, '', {}, 1, name,
+      {shape = shape, dtype = init.dtype_id, init = init:clone()})
+    local s = new_symbol(g, id, 1, shape, init.dtype_id)
+    g.variables[#g.variables + 1] = s
+    if not (opts and opts.trainable == false) then g.trainable[#g.trainable + 1] = s end
+    return s
+  end
+
+  function mf.constant(value, name)
+    if type(value) == 'number' or type(value) == 'table' and not is_tensor(value) then value = mf.tensor(value) end
+    if not is_tensor(value) then raise('constant: expected a tensor, a number or a nested table') end
+    local g = default_graph
+    name = g:unique_name(name or 'Const')
+    local shape = static_shape(value)
+    local id = g:add_node(KIND_CONSTANT, nil, '', {}, 1, name, {shape = shape, dtype = value.dtype_id, value = value})
+    return new_symbol(g, id, 1, shape, value.dtype_id)
+  end
+
+  function mf.global_variables() return {unpack(default_graph.variables)} end
+  function mf.trainable_variables() return {unpack(default_graph.trainable)} end
+
+  -- op nodes ----------------------------------------------------------------------------------
+  -- Build-time shape inference with unknown dims standing in as UNKNOWN: a rule that fails only
+  -- because of them leaves the output shape unknown instead of raising.
+  local function static_infer(op, rec, ins)
+    local metas, has_unknown = {}, false
+    for i, s in ipairs(ins) do
+      local m = T()
+      m.dtype_id = s.dtype_id
+      if s.shape then
+        m.ndim = #s.shape
+        local acc = 1
+        for d = #s.shape, 1, -1 do
+          local v = s.shape[d]
+          if v < 0 then v = UNKNOWN; has_unknown = true end
+          m.shape[d - 1] = v
+          m.strides[d - 1] = acc
+          acc = acc * v
+        end
+        m.count = acc
+        m.is_contig = 1
+      else
+        return nil
+      end
+      metas[i] = m
+    end
+    local ok, outs = pcall(mf._infer, op, rec, metas, #metas)
+    if not ok then
+      if has_unknown then return nil end
+      error(outs, 0)
+    end
+    local res = {}
+    for i, m in ipairs(outs) do
+      local s = {}
+      for d = 1, m.ndim do
+        local v = tonumber(m.shape[d - 1])
+        s[d] = (has_unknown and v >= UNKNOWN / 2) and -1 or v
+      end
+      res[i] = {shape = s, dtype = m.dtype_id}
+    end
+    return res
+  end
+
+  local function same_known_shape(a, b)
+    if not a.shape or not b.shape or #a.shape ~= #b.shape then return false end
+    for i = 1, #a.shape do if a.shape[i] < 0 or a.shape[i] ~= b.shape[i] then return false end end
+    return true
+  end
+
+  -- Called by every op function when an input is a symbol.
+  function mf._graph_call(op, ins, nin, ptable)
+    local g
+    for i = 1, nin do if is_symbol(ins[i]) then g = ins[i].graph break end end
+    local like
+    for i = 1, nin do
+      if is_symbol(ins[i]) and (like == nil or like == 4) then like = ins[i].dtype_id end
+    end
+    local syms = {}
+    for i = 1, nin do
+      local x = ins[i]
+      if is_symbol(x) then
+        if x.graph ~= g then raise(op.name .. ': inputs come from different graphs') end
+      elseif is_tensor(x) then
+        x = mf.constant(x)
+      elseif type(x) == 'number' or type(x) == 'boolean' then
+        if type(x) == 'boolean' then x = x and 1 or 0 end
+        x = mf.constant(mf.full({}, x, {dtype = DTYPE_NAME[like or 0]}))
+      else
+        raise(('%s: input %d is a %s; expected a symbol, a tensor or a number'):format(op.name, i, type(x)))
+      end
+      syms[i] = x
+    end
+    -- gradients add sum_to / broadcast_like everywhere; skip them where shapes already agree
+    if (op.name == 'sum_to' or op.name == 'broadcast_like') and same_known_shape(syms[1], syms[2]) then
+      return syms[1]
+    end
+    local rec = mf._params_record(op, ptable)
+    local outs = static_infer(op, rec, syms)
+    local nout = outs and #outs or (op.multi and nil or 1)
+    if not nout then
+      raise(('%s: the number of outputs depends on shapes that are unknown when the graph is built'):format(op.name))
+    end
+    local text = ffi.string(C.mf_params_canonical(rec.h))
+    local name = g:unique_name(op.name)
+    local id = g:add_node(KIND_OP, op, text, syms, nout, name, {params = rec.p, rec = rec, outs = outs})
+    local res = {}
+    for i = 1, nout do
+      res[i] = new_symbol(g, id, i, outs and outs[i].shape or nil, outs and outs[i].dtype or syms[1].dtype_id)
+    end
+    g.nodes[id].out_syms = res
+    if nout == 0 then return setmetatable({graph = g, node = id}, Operation) end
+    if op.multi then return res end
+    return unpack(res, 1, nout)
+  end
+
+  -- mf.group{...}: one target that runs all of them
+  function mf.group(list, name)
+    if type(list) ~= 'table' then raise('group: expected a list of symbols or operations') end
+    local g = default_graph
+    for _, x in ipairs(list) do
+      if not (is_symbol(x) or is_operation(x)) then raise('group: every element must be a symbol or an operation') end
+      g = x.graph
+    end
+    local id = g:add_node(KIND_OP, ops.no_op, '', {}, 0, g:unique_name(name or 'group'), {params = {}})
+    for _, x in ipairs(list) do
+      if C.mf_graph_add_control(g.h, id, x.node) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    end
+    return setmetatable({graph = g, node = id}, Operation)
+  end
+
+  function mf.global_variables_initializer()
+    local g = default_graph
+    local assigns = {}
+    for i, v in ipairs(g.variables) do
+      assigns[i] = mf.assign(v, mf.constant(g.nodes[v.node].init, v:name() .. '/initial_value'))
+    end
+    return mf.group(assigns, 'init')
+  end
+end

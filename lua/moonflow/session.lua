@@ -1,0 +1,312 @@
+-- Sessions and executors. A session keeps variable storage across runs and caches one bound
+-- executor per (fetch set, feed signature). Binding orders the needed nodes, infers shapes node by
+-- node through the registry, plans memory (src/graph/graph.cc) and evaluates each op's kernel
+-- factory once; a run copies feed headers into their slots and calls the prepared closures in order.
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+
+return function(mf)
+  local K, T, SZ, raise = mf.kernels, mf._T, mf._SZ, mf._raise
+  local is_symbol, is_operation, is_tensor = mf.is_symbol, mf.is_operation, mf.is_tensor
+  local DTYPE_NAME, shape_text = mf._DTYPE_NAME, mf._shape_text
+  local OPF_WRITES, OPF_INPLACE = 16, 32
+  local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = 0, 1, 2, 3
+  local r_node, r_index = ffi.new('int32_t[1]'), ffi.new('int32_t[1]')
+
+  local Session = {}
+  Session.__index = Session
+
+  function mf.Session(opts)
+    opts = opts or {}
+    if type(opts) ~= 'table' then raise('Session: expected an options table, e.g. {device = "cpu"}') end
+    local device = opts.device or 'cpu'
+    if device ~= 'cpu' then raise(("Session: device '%s' is not available in this build (no CUDA backend)"):format(tostring(device))) end
+    return setmetatable({graph = opts.graph or mf.get_default_graph(), device = device, vars = {}, initialized = {},
+                         cache = {}, ncache = 0, counters = {binds = 0, cache_hits = 0, runs = 0}, plan = nil}, Session)
+  end
+
+  -- fetches: a symbol, an operation, or a (nested) table of them; results mirror the structure
+  local function flatten(f, list)
+    if is_symbol(f) or is_operation(f) then
+      list[#list + 1] = f
+      return #list
+    elseif type(f) == 'table' and not is_tensor(f) then
+      local shape = {}
+      for k, v in pairs(f) do shape[k] = flatten(v, list) end
+      return shape
+    end
+    raise(('Session.run: a fetch is a %s; expected a symbol, an operation or a table of them'):format(
+      is_tensor(f) and 'tensor' or type(f)))
+  end
+
+  local function rebuild(shape, values)
+    if type(shape) == 'number' then return values[shape] end
+    local out = {}
+    for k, v in pairs(shape) do out[k] = rebuild(v, values) end
+    return out
+  end
+
+  local function resolve(g, node, index)
+    if C.mf_graph_resolve(g.h, node, index, r_node, r_index) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    return r_node[0], r_index[0]
+  end
+
+  -- A feed value as a tensor of the placeholder's dtype and a shape its static shape allows.
+  local function check_feed(sym, info, v)
+    local name = info.name
+    if not is_tensor(v) then
+      if type(v) == 'number' or type(v) == 'table' then v = mf.tensor(v, DTYPE_NAME[info.dtype])
+      else raise(("Session.run: feed for placeholder '%s' is a %s; expected a tensor"):format(name, type(v))) end
+    end
+    local want = info.shape
+    local ok = v.dtype_id == info.dtype
+    if ok and want then
+      ok = v.ndim == #want
+      for d = 1, ok and #want or 0 do
+        if want[d] >= 0 and tonumber(v.shape[d - 1]) ~= want[d] then ok = false end
+      end
+    end
+    if not ok then
+      raise(("Session.run: feed for placeholder '%s' is %s %s; expected %s %s"):format(name, v:shape_str(),
+        DTYPE_NAME[v.dtype_id], shape_text(want), DTYPE_NAME[info.dtype]))
+    end
+    return v
+  end
+
+  local function struct_of(t)
+    local s = T()
+    ffi.copy(s, t, SZ)
+    s.owns = 0
+    return s
+  end
+
+  -- Binds an executor: order, shapes, memory plan, closures.
+  function Session:bind(targets, feed_of)
+    local g = self.graph
+    g:run_passes()
+    local n_t = #targets
+    local tbuf = ffi.new('int32_t[?]', math.max(n_t, 1))
+    for i, t in ipairs(targets) do tbuf[i - 1] = t end
+    local maxn = C.mf_graph_size(g.h)
+    local obuf = ffi.new('int32_t[?]', maxn)
+    local n = C.mf_graph_order(g.h, n_t, tbuf, obuf, maxn)
+    if n < 0 then raise(ffi.string(C.mf_last_error())) end
+    local ex = {steps = {}, feeds = {}, writes = {}, needs_init = {}, keep = {}, entries = {}}
+    local ent = {}          -- node -> list of entry records {s = struct, step, plan index ...}
+    local pentries = {}     -- plan entries (op outputs)
+    local written = {}
+    for step = 1, n do
+      local id = obuf[step - 1]
+      local info = g.nodes[id]
+      local kind = info.kind
+      if kind == KIND_PLACEHOLDER then
+        local t = feed_of[id]
+        if not t then
+          raise(("Session.run: placeholder '%s' (%s %s) must be fed"):format(info.name, shape_text(info.shape),
+            DTYPE_NAME[info.dtype]))
+        end
+        local e = {s = struct_of(t), external = true}
+        ent[id] = {e}
+        ex.feeds[#ex.feeds + 1] = {node = id, s = e.s}
+      elseif kind == KIND_VARIABLE then
+        local v = self.vars[id]
+        if not v then
+          v = mf._new_tensor(info.shape, info.dtype)
+          self.vars[id] = v
+        end
+        ent[id] = {{s = struct_of(v), external = true, var = id}}
+      elseif kind == KIND_CONSTANT then
+        ent[id] = {{s = struct_of(info.value), external = true}}
+        ex.keep[#ex.keep + 1] = info.value
+      else
+        local op = mf._ops_by_index[C.mf_graph_node_op(g.h, id)]  -- simplification may have rewritten it
+        local ins = {}
+        for k = 1, C.mf_graph_node_num_inputs(g.h, id) do
+          if C.mf_graph_node_input(g.h, id, k - 1, r_node, r_index) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+          local e = ent[r_node[0]][r_index[0] + 1]
+          e.last_use = step
+          ins[k] = e
+          if e.var and bit.band(op.flags, OPF_WRITES) == 0 and not written[e.var] then ex.needs_init[e.var] = true end
+          if e.var and bit.band(op.flags, OPF_WRITES) ~= 0 then
+            if op.name ~= 'assign' and not written[e.var] then ex.needs_init[e.var] = true end
+            written[e.var] = true
+            ex.writes[#ex.writes + 1] = e.var
+          end
+        end
+        local rec = mf._params_record_text(op, ffi.string(C.mf_graph_node_params(g.h, id)))
+        local in_structs = {}
+        for k, e in ipairs(ins) do in_structs[k] = e.s end
+        local ok, metas, alias = pcall(mf._infer, op, rec, in_structs, #in_structs)
+        if not ok then raise(('Session.run: node %s: %s'):format(info.name, tostring(metas):gsub('^.-:%d+: ', ''))) end
+        local outs = {}
+        for k, m in ipairs(metas) do
+          local e = {s = m, step = step, last_use = step, node = id, k = k}
+          if alias[k] then
+            local base = ins[1]
+            if base.external then e.external = true else e.alias_of = base end
+            e.s.store = nil
+          elseif bit.band(op.flags, OPF_INPLACE) ~= 0 then
+            for _, x in ipairs(ins) do
+              if not x.external and not x.alias_of and x.s.dtype_id == m.dtype_id and x.s.count == m.count
+                 and x.s.ndim == m.ndim and x.s.is_contig == 1 then
+                e.inplace_of = x
+                break
+              end
+            end
+          end
+          pentries[#pentries + 1] = e
+          outs[k] = e
+        end
+        ent[id] = outs
+        ex.steps[#ex.steps + 1] = {op = op, rec = rec, ins = in_structs, outs = outs, name = info.name}
+      end
+    end
+    ex.ent = ent
+    return ex, pentries
+  end
+
+  -- Plans memory for the op outputs and allocates the slots.
+  local function plan(ex, pentries)
+    local np = #pentries
+    local arr = ffi.new('mf_plan_entry[?]', math.max(np, 1))
+    for i, e in ipairs(pentries) do e.pi = i - 1 end
+    for i, e in ipairs(pentries) do
+      local a = arr[i - 1]
+      a.nbytes = tonumber(e.s.count) * C.mf_dtype_size(e.s.dtype_id)
+      a.step, a.last_use = e.step, e.last_use
+      a.alias_of = e.alias_of and e.alias_of.pi or -1
+      a.inplace_of = e.inplace_of and e.inplace_of.pi or -1
+      a.external = e.external and 1 or 0
+    end
+    local slots = ffi.new('int32_t[?]', math.max(np, 1))
+    local sbytes = ffi.new('int64_t[?]', math.max(np, 1))
+    local nslots, planned, naive, inplace = ffi.new('int32_t[1]'), ffi.new('int64_t[1]'), ffi.new('int64_t[1]'), ffi.new('int32_t[1]')
+    if C.mf_plan_memory(np, arr, slots, sbytes, nslots, planned, naive, inplace) ~= 0 then
+      raise(ffi.string(C.mf_last_error()))
+    end
+    ex.slots = {}
+    for s = 1, nslots[0] do ex.slots[s] = mf._new_tensor({math.max(tonumber(sbytes[s - 1]), 1)}, 4) end
+    for i, e in ipairs(pentries) do
+      local sl = slots[i - 1]
+      if sl >= 0 then
+        local st = ex.slots[sl + 1]
+        e.s.ptr, e.s.store, e.s.owns = st.ptr, st.store, 0
+      end
+    end
+    ex.plan = {planned_bytes = tonumber(planned[0]), naive_bytes = tonumber(naive[0]), slots = nslots[0],
+               inplace = inplace[0], entries = np}
+  end
+
+  -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage.
+  local function fetch_value(e)
+    if e.fresh then return e.fresh end
+    local t = mf._new_like_meta(e.s, 'Session.run')
+    K.copy(t, e.s)
+    return t
+  end
+
+  function Session:run(fetches, feeds)
+    if getmetatable(self) ~= Session then raise('Session.run: call it as sess:run(fetches, feeds)') end
+    local list = {}
+    local shape = flatten(fetches, list)
+    feeds = feeds or {}
+    if type(feeds) ~= 'table' then raise('Session.run: feeds must be a table {[placeholder] = tensor}') end
+    local g = self.graph
+    -- feeds: validated, and keyed into the cache signature
+    local feed_of, fkeys = {}, {}
+    for k, v in pairs(feeds) do
+      if not is_symbol(k) then raise(('Session.run: a feed key is a %s; expected a placeholder symbol'):format(type(k))) end
+      if k.graph ~= g then raise("Session.run: a fed placeholder belongs to another graph") end
+      local info = g.nodes[k.node]
+      if info.kind ~= KIND_PLACEHOLDER then raise(("Session.run: '%s' is not a placeholder; only placeholders are fed"):format(info.name)) end
+      v = check_feed(k, info, v)
+      feed_of[k.node] = v
+      fkeys[#fkeys + 1] = k.node .. ':' .. v.dtype_id .. ':' .. v:shape_str()
+    end
+    table.sort(fkeys)
+    local tkeys, targets, seen = {}, {}, {}
+    for i, f in ipairs(list) do
+      if f.graph ~= g then raise(('Session.run: fetch %d belongs to another graph'):format(i)) end
+      tkeys[i] = f.node .. '.' .. (f.index or 0)
+      if not seen[f.node] then seen[f.node] = true; targets[#targets + 1] = f.node end
+    end
+    local key = table.concat(tkeys, ',') .. '|' .. table.concat(fkeys, ',') .. '|' .. g.version
+    local ex = self.cache[key]
+    if ex then
+      self.counters.cache_hits = self.counters.cache_hits + 1
+    else
+      local pentries
+      ex, pentries = self:bind(targets, feed_of)
+      -- fetched op outputs get a fresh tensor every run instead of a planned slot
+      ex.fetch = {}
+      for i, f in ipairs(list) do
+        if is_symbol(f) then
+          local node, index = resolve(g, f.node, f.index - 1)
+          local e = ex.ent[node][index + 1]
+          if e.step and not e.alias_of and not e.external then e.external, e.per_run = true, true end
+          ex.fetch[i] = e
+        end
+      end
+      plan(ex, pentries)
+      for _, e in ipairs(pentries) do
+        if e.per_run then
+          local t = mf._new_like_meta(e.s, 'Session.run')
+          e.s.ptr, e.s.store = t.ptr, t.store
+          e.fresh = t
+        end
+      end
+      ex.closures = {}
+      for i, st in ipairs(ex.steps) do
+        local out_structs = {}
+        for k, e in ipairs(st.outs) do out_structs[k] = e.s end
+        local ok, f = pcall(mf._factory(st.op, 'cpu'), st.ins, out_structs, st.rec.p)
+        if not ok then raise(('Session.run: node %s: kernel factory failed: %s'):format(st.name, tostring(f))) end
+        ex.closures[i] = f
+      end
+      if self.ncache >= 64 then self.cache, self.ncache = {}, 0 end
+      self.cache[key] = ex
+      self.ncache = self.ncache + 1
+      self.counters.binds = self.counters.binds + 1
+      self.plan = ex.plan
+    end
+    -- run
+    for var in pairs(ex.needs_init) do
+      if not self.initialized[var] then
+        raise(("Session.run: variable '%s' is not initialized; run mf.global_variables_initializer() first")
+          :format(g.nodes[var].name))
+      end
+    end
+    for _, f in ipairs(ex.feeds) do
+      ffi.copy(f.s, feed_of[f.node], SZ)
+      f.s.owns = 0
+    end
+    for _, e in ipairs(ex.fetch) do
+      if e.per_run and e.fresh_used then
+        local t = mf._new_like_meta(e.s, 'Session.run')
+        e.s.ptr, e.s.store = t.ptr, t.store
+        e.fresh = t
+      end
+    end
+    local closures = ex.closures
+    for i = 1, #closures do closures[i]() end
+    for _, var in ipairs(ex.writes) do self.initialized[var] = true end
+    self.counters.runs = self.counters.runs + 1
+    local values = {}
+    for i, e in pairs(ex.fetch) do
+      values[i] = fetch_value(e)
+      if e.per_run then e.fresh_used = true; e.fresh = nil end
+    end
+    local res = type(shape) == 'number' and values[shape] or rebuild(shape, values)
+    if type(shape) == 'table' and #shape > 0 and next(shape, #shape) == nil then return unpack(res, 1, #shape) end
+    return res
+  end
+
+  -- {binds, cache_hits, runs, planned_bytes, naive_bytes, slots, inplace} (plan of the last bind)
+  function Session:stats()
+    local s = {binds = self.counters.binds, cache_hits = self.counters.cache_hits, runs = self.counters.runs}
+    for k, v in pairs(self.plan or {}) do s[k] = v end
+    return s
+  end
+
+  function Session:close() self.cache, self.vars = {}, {} end
+end

@@ -1,0 +1,97 @@
+-- mf.train: optimizers as graph rewrites. compute_gradients builds the gradient nodes;
+-- apply_gradients adds one fused update op per variable (sgd_update, momentum_update,
+-- adam_update: each a single pass over the parameter), grouped into one target.
+return function(mf)
+  local raise = mf._raise
+  mf.train = mf.train or {}
+
+  local Optimizer = {}
+  Optimizer.__index = Optimizer
+
+  local function check_lr(what, lr)
+    if type(lr) ~= 'number' or lr < 0 then raise(('%s: learning rate must be a non-negative number'):format(what)) end
+  end
+
+  -- {{grad, var}, ...} for the variables (default: every trainable variable of loss's graph)
+  function Optimizer:compute_gradients(loss, var_list)
+    if not mf.is_symbol(loss) then raise(self.name .. ':compute_gradients: loss must be a symbol') end
+    var_list = var_list or loss.graph.trainable
+    if #var_list == 0 then raise(self.name .. ': no variables to optimise') end
+    for i, v in ipairs(var_list) do
+      if not mf.is_symbol(v) or loss.graph.nodes[v.node].kind ~= 2 then
+        raise(('%s: var_list[%d] is not a Variable'):format(self.name, i))
+      end
+    end
+    local grads = mf.gradients(loss, var_list)
+    local pairs_ = {}
+    for i, v in ipairs(var_list) do pairs_[i] = {grads[i], v} end
+    return pairs_
+  end
+
+  -- One update op per (grad, var) with a gradient; returns the group that runs them all.
+  function Optimizer:apply_gradients(grads_and_vars, name)
+    local updates = {}
+    for _, gv in ipairs(grads_and_vars) do
+      if gv[1] ~= nil then updates[#updates + 1] = self:update(gv[2], gv[1]) end
+    end
+    if #updates == 0 then raise(self.name .. ': no variable has a gradient') end
+    return mf.group(updates, name or self.name)
+  end
+
+  function Optimizer:minimize(loss, var_list)
+    return self:apply_gradients(self:compute_gradients(loss, var_list))
+  end
+
+  local function slot_like(var, suffix)
+    local info = var.graph.nodes[var.node]
+    return mf.Variable(mf.zeros(var:size(), {dtype = var:dtype()}), info.name .. '/' .. suffix, {trainable = false})
+  end
+
+  local function new(name, fields)
+    fields.name = name
+    return setmetatable(fields, Optimizer)
+  end
+
+  function mf.train.GradientDescentOptimizer(lr)
+    check_lr('GradientDescentOptimizer', lr)
+    local o = new('GradientDescent', {lr = lr})
+    function o:update(var, grad) return mf.sgd_update(var, grad, {lr = self.lr}) end
+    return o
+  end
+
+  function mf.train.MomentumOptimizer(lr, momentum, opts)
+    check_lr('MomentumOptimizer', lr)
+    if type(momentum) ~= 'number' or momentum < 0 then raise('MomentumOptimizer: momentum must be a non-negative number') end
+    local o = new('Momentum', {lr = lr, momentum = momentum, nesterov = opts and opts.nesterov or false})
+    function o:update(var, grad)
+      return mf.momentum_update(var, slot_like(var, 'Momentum'), grad,
+        {lr = self.lr, momentum = self.momentum, nesterov = self.nesterov})
+    end
+    return o
+  end
+
+  function mf.train.AdamOptimizer(lr, opts)
+    lr = lr or 0.001
+    check_lr('AdamOptimizer', lr)
+    opts = opts or {}
+    local o = new('Adam', {lr = lr, beta1 = opts.beta1 or 0.9, beta2 = opts.beta2 or 0.999, epsilon = opts.epsilon or 1e-8})
+    function o:apply_gradients(grads_and_vars, name)
+      -- one step counter for the optimizer: incremented first, then read by every update
+      local first = grads_and_vars[1] and grads_and_vars[1][2]
+      if not first then raise('Adam: no variables') end
+      self.step = self.step or mf.Variable(mf.zeros({}, {dtype = first:dtype()}), 'Adam/step', {trainable = false})
+      local t = mf.assign_add(self.step, 1)
+      local updates = {}
+      for _, gv in ipairs(grads_and_vars) do
+        local grad, var = gv[1], gv[2]
+        if grad ~= nil then
+          updates[#updates + 1] = mf.adam_update(var, slot_like(var, 'Adam_m'), slot_like(var, 'Adam_v'), grad, t,
+            {lr = self.lr, beta1 = self.beta1, beta2 = self.beta2, epsilon = self.epsilon})
+        end
+      end
+      if #updates == 0 then raise('Adam: no variable has a gradient') end
+      return mf.group(updates, name or 'Adam')
+    end
+    return o
+  end
+end

@@ -1,0 +1,166 @@
+// extern "C" entry points for graphs, the memory planner and the graph-mode kernels; like capi.cc,
+// nothing throws across.
+#include <functional>
+
+#include "../core/error.h"
+#include "../graph/graph.h"
+#include "../kernels/cpu/kernels.h"
+#include "capi.h"
+
+using namespace mf;
+
+struct mf_graph {
+  Graph g;
+};
+
+namespace {
+
+template <typename F>
+int guarded_int(F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    set_last_error(e.what());
+    return -1;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+mf_graph* mf_graph_new(void) {
+  try {
+    return new mf_graph();
+  } catch (const std::exception& e) {
+    set_last_error(e.what());
+    return nullptr;
+  }
+}
+
+void mf_graph_free(mf_graph* g) { delete g; }
+
+int mf_graph_add(mf_graph* g, int kind, int op, const char* params, int n_in, const int32_t* in_nodes,
+                 const int32_t* in_index, int n_out, const char* name) {
+  return guarded_int([&] {
+    std::vector<NodeEntry> ins;
+    for (int i = 0; i < n_in; ++i) ins.push_back({in_nodes[i], in_index[i]});
+    return int(g->g.add(kind, op, params ? params : "", ins, n_out, name ? name : ""));
+  });
+}
+
+int mf_graph_add_control(mf_graph* g, int node, int before) {
+  return guarded_int([&] {
+    g->g.add_control(node, before);
+    return 0;
+  });
+}
+
+int mf_graph_size(const mf_graph* g) { return g->g.size(); }
+int mf_graph_node_kind(const mf_graph* g, int node) { return guarded_int([&] { return g->g.node(node).kind; }); }
+int mf_graph_node_op(const mf_graph* g, int node) { return guarded_int([&] { return g->g.node(node).op; }); }
+int mf_graph_node_num_inputs(const mf_graph* g, int node) {
+  return guarded_int([&] { return int(g->g.node(node).inputs.size()); });
+}
+int mf_graph_node_num_outputs(const mf_graph* g, int node) {
+  return guarded_int([&] { return int(g->g.node(node).num_outputs); });
+}
+
+const char* mf_graph_node_params(const mf_graph* g, int node) {
+  try {
+    return g->g.node(node).params.c_str();
+  } catch (const std::exception& e) {
+    set_last_error(e.what());
+    return nullptr;
+  }
+}
+
+const char* mf_graph_node_name(const mf_graph* g, int node) {
+  try {
+    return g->g.node(node).name.c_str();
+  } catch (const std::exception& e) {
+    set_last_error(e.what());
+    return nullptr;
+  }
+}
+
+int mf_graph_node_input(const mf_graph* g, int node, int i, int32_t* in_node, int32_t* in_index) {
+  return guarded_int([&] {
+    const Node& n = g->g.node(node);
+    if (i < 0 || size_t(i) >= n.inputs.size()) fail("graph: node ", node, " has no input ", i);
+    NodeEntry e = g->g.resolve(n.inputs[size_t(i)]);
+    *in_node = e.node;
+    *in_index = e.index;
+    return 0;
+  });
+}
+
+int mf_graph_resolve(const mf_graph* g, int node, int index, int32_t* out_node, int32_t* out_index) {
+  return guarded_int([&] {
+    g->g.node(node);
+    NodeEntry e = g->g.resolve({node, index});
+    *out_node = e.node;
+    *out_index = e.index;
+    return 0;
+  });
+}
+
+int mf_graph_order(const mf_graph* g, int n_targets, const int32_t* targets, int32_t* out, int max_out) {
+  return guarded_int([&] {
+    std::vector<int32_t> t(targets, targets + n_targets);
+    for (int32_t x : t) g->g.node(x);
+    std::vector<int32_t> order = g->g.order(t);
+    if (int(order.size()) > max_out) fail("graph: order has ", order.size(), " nodes; buffer holds ", max_out);
+    for (size_t i = 0; i < order.size(); ++i) out[i] = order[i];
+    return int(order.size());
+  });
+}
+
+int mf_graph_cse(mf_graph* g) { return guarded_int([&] { return int(g->g.cse()); }); }
+int mf_graph_simplify(mf_graph* g) { return guarded_int([&] { return int(g->g.simplify()); }); }
+
+int mf_plan_memory(int n, const mf_plan_entry* entries, int32_t* slot_out, int64_t* slot_bytes_out, int32_t* n_slots,
+                   int64_t* planned_bytes, int64_t* naive_bytes, int32_t* inplace_count) {
+  return guarded_int([&] {
+    MemoryPlan p = plan_memory(std::vector<PlanEntry>(entries, entries + n));
+    for (int i = 0; i < n; ++i) slot_out[i] = p.slot[size_t(i)];
+    for (size_t s = 0; s < p.slot_bytes.size(); ++s) slot_bytes_out[s] = p.slot_bytes[s];
+    *n_slots = int32_t(p.slot_bytes.size());
+    *planned_bytes = p.planned_bytes;
+    *naive_bytes = p.naive_bytes;
+    *inplace_count = p.inplace;
+    return 0;
+  });
+}
+
+// -- graph-mode kernels ------------------------------------------------------------------------
+static int kernel_status(const std::function<void()>& f) {
+  try {
+    f();
+    return MF_OK;
+  } catch (const std::exception& e) {
+    set_last_error(e.what());
+    return MF_ERR_ARG;
+  }
+}
+
+int mf_k_sum_to(mf_tensor* out, const mf_tensor* g) { return kernel_status([&] { sum_to_cpu(*out, *g); }); }
+int mf_k_pad_like(mf_tensor* out, const mf_tensor* g, int32_t dim, int64_t start, int64_t step) {
+  return kernel_status([&] { pad_like_cpu(*out, *g, dim, start, step); });
+}
+int mf_k_sgd_update(mf_tensor* var, const mf_tensor* grad, double lr) {
+  return kernel_status([&] { sgd_update_cpu(*var, *grad, lr); });
+}
+int mf_k_momentum_update(mf_tensor* var, mf_tensor* accum, const mf_tensor* grad, double lr, double momentum,
+                         int32_t nesterov) {
+  return kernel_status([&] { momentum_update_cpu(*var, *accum, *grad, lr, momentum, nesterov != 0); });
+}
+int mf_k_adam_update(mf_tensor* var, mf_tensor* m, mf_tensor* v, const mf_tensor* grad, double lr_t, double beta1,
+                     double beta2, double epsilon) {
+  return kernel_status([&] { adam_update_cpu(*var, *m, *v, *grad, lr_t, beta1, beta2, epsilon); });
+}
+int mf_k_softmax_xent(mf_tensor* loss, const mf_tensor* logits, const mf_tensor* labels, int32_t dim) {
+  return kernel_status([&] { softmax_xent_cpu(*loss, *logits, *labels, dim); });
+}
+
+}  // extern "C"

@@ -1,0 +1,177 @@
+-- Gradient mode of the op tests: for every op with a gradient rule, mf.gradients of
+-- L = sum(op(inputs) * W) (W fixed, so no symmetry hides an error) is compared in float64 with
+-- central finite differences of L computed through the session. Inputs avoid kinks (0 for relu
+-- and abs, ties for max/min, clamp bounds). Error: |analytic - numeric| / max(1, |numeric|) <= 1e-6.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+local only = arg[1]
+
+-- deterministic inputs in [lo, hi], spread so no two are equal
+local seed = 1
+local function values(n, lo, hi)
+  local out = {}
+  for i = 1, n do
+    seed = (seed * 1103515245 + 12345) % 2147483648
+    local u = (seed / 2147483648 + i * 0.6180339887) % 1
+    out[i] = lo + (hi - lo) * (0.05 + 0.9 * u)
+  end
+  return out
+end
+
+local function make(shape, lo, hi)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  local t = mf.zeros(shape, {dtype = 'float64'})
+  local flat = t:reshape(math.max(n, 1))
+  for i, v in ipairs(values(n, lo or -1, hi or 1)) do flat:set(i, v) end
+  return t
+end
+
+local POS = {0.5, 2}
+-- case: {name, op, inputs = {{shape, lo, hi[, const = true]}, ...}, call = function(syms...) -> symbol(s)};
+-- const inputs are fed but not differentiated
+local cases = {}
+local function case(name, op, ins, call) cases[#cases + 1] = {name = name, op = op, ins = ins, call = call} end
+local function unary(op, lo, hi, extra)
+  case(op, op, {{{2, 3}, lo, hi}}, function(x) return mf[op](x, extra) end)
+end
+
+for _, op in ipairs{'neg', 'exp', 'sigmoid', 'tanh', 'sin', 'cos', 'square'} do unary(op, -1, 1) end
+for _, op in ipairs{'log', 'log1p', 'sqrt', 'rsqrt'} do unary(op, POS[1], POS[2]) end
+-- kinked ops: values in [0.1, 1] with random signs keep clear of 0
+case('abs', 'abs', {{{2, 3}, 0.1, 1}}, function(x) return mf.abs(x * mf.tensor({1, -1, 1}, 'float64')) end)
+case('relu', 'relu', {{{2, 3}, 0.1, 1}}, function(x) return mf.relu(x * mf.tensor({1, -1, 1}, 'float64')) end)
+for _, op in ipairs{'sign', 'floor', 'ceil', 'round'} do unary(op, 0.1, 0.4) end
+case('clamp', 'clamp', {{{2, 3}, -1, 1}}, function(x) return mf.clamp(x, -0.33, 0.41) end)
+
+case('add broadcast', 'add', {{{2, 3}}, {{3}}}, function(a, b) return a + b end)
+case('sub broadcast', 'sub', {{{2, 1, 3}}, {{4, 1}}}, function(a, b) return a - b end)
+case('mul broadcast', 'mul', {{{2, 3}}, {{2, 1}}}, function(a, b) return a * b end)
+case('div broadcast', 'div', {{{2, 3}}, {{3}, POS[1], POS[2]}}, function(a, b) return a / b end)
+case('pow', 'pow', {{{2, 3}, POS[1], POS[2]}, {{2, 3}, -1, 1}}, function(a, b) return mf.pow(a, b) end)
+case('maximum', 'maximum', {{{2, 3}}, {{3}}}, function(a, b) return mf.maximum(a, b) end)
+case('minimum', 'minimum', {{{2, 3}}, {{3}}}, function(a, b) return mf.minimum(a, b) end)
+case('where', 'where', {{{2, 3}}, {{3}}}, function(a, b)
+  return mf.where(mf.tensor({{1, 0, 1}, {0, 0, 1}}, 'uint8'), a, b) end)
+case('cast', 'cast', {{{2, 3}}}, function(x) return mf.cast(x, 'float64') end)
+
+case('matmul', 'matmul', {{{3, 4}}, {{4, 2}}}, function(a, b) return mf.matmul(a, b) end)
+case('matmul transpose_a', 'matmul', {{{4, 3}}, {{4, 2}}}, function(a, b) return mf.matmul(a, b, true, false) end)
+case('matmul transpose_b', 'matmul', {{{3, 4}}, {{2, 4}}}, function(a, b) return mf.matmul(a, b, false, true) end)
+case('matmul batched broadcast', 'matmul', {{{2, 3, 4}}, {{4, 2}}}, function(a, b) return mf.matmul(a, b) end)
+
+case('sum over dims 1,3', 'sum', {{{2, 3, 4}}}, function(x) return mf.sum(x, {1, 3}) end)
+case('sum keepdim', 'sum', {{{2, 3, 4}}}, function(x) return mf.sum(x, 2, true) end)
+case('sum all', 'sum', {{{2, 3}}}, function(x) return mf.sum(x) end)
+case('mean over dims', 'mean', {{{2, 3, 4}}}, function(x) return mf.mean(x, {2, 3}) end)
+case('max', 'max', {{{3, 4}}}, function(x) return mf.max(x, 2) end)
+case('min keepdim', 'min', {{{3, 4}}}, function(x) return mf.min(x, 1, true) end)
+case('prod', 'prod', {{{2, 3}, POS[1], POS[2]}}, function(x) return mf.prod(x, 2) end)
+case('softmax', 'softmax', {{{3, 4}}}, function(x) return mf.softmax(x, 2) end)
+case('log_softmax dim 1', 'log_softmax', {{{3, 4}}}, function(x) return mf.log_softmax(x, 1) end)
+case('softmax_cross_entropy', 'softmax_cross_entropy', {{{3, 4}}, {{3, 4}, 0, 1}},
+  function(x, l) return mf.softmax_cross_entropy(x, l, 2) end)
+
+case('reshape', 'reshape', {{{2, 3}}}, function(x) return mf.reshape(x, 3, 2) end)
+case('transpose', 'transpose', {{{2, 3, 4}}}, function(x) return mf.transpose(x, 1, 3) end)
+case('permute', 'permute', {{{2, 3, 4}}}, function(x) return mf.permute(x, 3, 1, 2) end)
+case('narrow', 'narrow', {{{4, 3}}}, function(x) return mf.narrow(x, 1, 2, 2) end)
+case('slice', 'slice', {{{5, 3}}}, function(x) return mf.slice(x, 1, 1, 5, 2) end)
+case('select', 'select', {{{4, 3}}}, function(x) return mf.select(x, 2, -1) end)
+case('expand', 'expand', {{{2, 1}}}, function(x) return mf.expand(x, 3, 2, 4) end)
+case('squeeze', 'squeeze', {{{2, 1, 3}}}, function(x) return mf.squeeze(x) end)
+case('unsqueeze', 'unsqueeze', {{{2, 3}}}, function(x) return mf.unsqueeze(x, 2) end)
+case('contiguous', 'contiguous', {{{2, 3}}}, function(x) return mf.contiguous(mf.transpose(x, 1, 2)) end)
+case('split', 'split', {{{5, 2}}}, function(x) return mf.split(x, 2, 1) end)
+case('concat', 'concat', {{{2, 3}}, {{1, 3}}}, function(a, b) return mf.concat({a, b, a}, 1) end)
+-- the like input only lends its shape: no gradient flows to it
+case('sum_to', 'sum_to', {{{2, 3}}, {{3}, const = true}}, function(g, like) return mf.sum_to(g, like) end)
+case('broadcast_like', 'broadcast_like', {{{3}}, {{2, 3}, const = true}}, function(x, like) return mf.broadcast_like(x, like) end)
+case('unreduce_like', 'unreduce_like', {{{3}}, {{2, 3}, const = true}}, function(x, like) return mf.unreduce_like(x, like, 1) end)
+case('reshape_as', 'reshape_as', {{{2, 3}}, {{6}, const = true}}, function(x, like) return mf.reshape_as(x, like) end)
+
+local function flat_index_set(t, i, v)
+  local f = t:reshape(t:numel())
+  f:set(i, v)
+end
+
+local function check(c)
+  mf.reset_default_graph()
+  local tensors, syms, feeds = {}, {}, {}
+  for i, spec in ipairs(c.ins) do
+    tensors[i] = make(spec[1], spec[2], spec[3])
+    syms[i] = mf.placeholder('float64', tensors[i]:size(), 'x' .. i)
+  end
+  local outs = c.call(unpack(syms))
+  if mf.is_symbol(outs) then outs = {outs} end
+  -- L = sum_k sum(out_k * W_k), W_k fixed per output
+  local terms = {}
+  for k, o in ipairs(outs) do
+    local w = make(o:size(), -1, 1)
+    terms[k] = mf.sum(o * w)
+  end
+  local L = terms[1]
+  for k = 2, #terms do L = L + terms[k] end
+  local wrt = {}
+  for i, spec in ipairs(c.ins) do if not spec.const then wrt[#wrt + 1] = i end end
+  local xs = {}
+  for k, i in ipairs(wrt) do xs[k] = syms[i] end
+  local grads = mf.gradients(L, xs)
+  local sess = mf.Session()
+  local function feed()
+    local f = {}
+    for i, s in ipairs(syms) do f[s] = tensors[i] end
+    return f
+  end
+  local fetch = {}
+  for k = 1, #grads do fetch[k] = grads[k] end
+  local analytic = {sess:run(fetch, feed())}
+  local h, worst = 1e-6, 0
+  for k, i in ipairs(wrt) do
+    local x = tensors[i]
+    assert(analytic[k], ('no gradient for input %d'):format(i))
+    local a = analytic[k]:contiguous():reshape(x:numel())
+    local flat = x:reshape(x:numel())
+    for j = 1, x:numel() do
+      local v = flat:get(j)
+      flat:set(j, v + h)
+      local lp = sess:run(L, feed()):item()
+      flat:set(j, v - h)
+      local lm = sess:run(L, feed()):item()
+      flat:set(j, v)
+      local num = (lp - lm) / (2 * h)
+      local err = math.abs(a:get(j) - num) / math.max(1, math.abs(num))
+      if err > worst then worst = err end
+      if err > 1e-6 then
+        error(('%s: d/dx%d[%d]: analytic %.12g, numeric %.12g (error %.3g)'):format(c.name, i, j, a:get(j), num, err))
+      end
+    end
+  end
+  return worst
+end
+
+local covered = {}
+for _, c in ipairs(cases) do
+  covered[c.op] = true
+  if not only or c.op == only or c.name == only then
+    T.test('gradient of ' .. c.name, function() check(c) end)
+  end
+end
+
+T.test('every op with a gradient rule has a gradient case', function()
+  local missing = {}
+  for _, name in ipairs(mf.list_ops()) do
+    local op = mf._ops[name]
+    if (op.gradient_src and op.gradient_src ~= '') and not covered[name] then missing[#missing + 1] = name end
+  end
+  T.eq(table.concat(missing, ', '), '', 'ops with gradients but no case')
+end)
+
+T.test('a gradient through an op without one is a clear error', function()
+  mf.reset_default_graph()
+  local x = mf.placeholder('float64', {3}, 'x')
+  local y = mf.sum(mf.cast(mf.argmax(x * 2, 1), 'float64'))
+  T.errors(function() mf.gradients(y, {x}) end, 'argmax', 'has no gradient')
+end)
+
+T.finish()
