@@ -33,8 +33,7 @@ local accuracy = mf.reduce_mean(mf.cast(correct, 'float32'))
 local sess = mf.Session()
 sess:run(mf.global_variables_initializer())
 local steps = smoke and 20 or math.floor(n_train / batch) * epochs
-local perm = nil
-local t0 = os.clock()
+local t0 = mf.clock()
 for step = 1, steps do
   local at = ((step - 1) * batch) % (n_train - batch + 1) + 1
   local bx, by = train_x:narrow(1, at, batch), train_y:narrow(1, at, batch)
@@ -42,7 +41,7 @@ for step = 1, steps do
   if step % 600 == 0 or (smoke and step % 10 == 0) then print(('step %5d  loss %.4f'):format(step, l:item())) end
 end
 local acc = sess:run(accuracy, {[x] = test_x, [y_] = test_y}):item()
-print(('test accuracy %.4f  (%d steps of %d, %.1f s)'):format(acc, steps, batch, os.clock() - t0))
+print(('test accuracy %.4f  (%d steps of %d, %.1f s)'):format(acc, steps, batch, mf.clock() - t0))
 local s = sess:stats()
 print(('session: %d binds, %d cache hits, %d runs'):format(s.binds, s.cache_hits, s.runs))
 if not smoke and acc < 0.82 then error(('softmax_regression: accuracy %.4f is below 0.82'):format(acc)) end

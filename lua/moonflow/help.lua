@@ -10,6 +10,7 @@ return function(mf)
     empty_cache = 'mf.empty_cache([device]): collects garbage and returns wholly free cached regions to the system.',
     set_num_threads = 'mf.set_num_threads(n): threads for OpenMP kernels and OpenBLAS (also MF_NUM_THREADS).',
     get_num_threads = 'mf.get_num_threads(): the current thread count.',
+    clock = 'mf.clock(): seconds on a monotonic wall clock, for timing.',
     manual_seed = 'mf.manual_seed(seed): reseeds the counter-based generator behind rand/randn; same seed, same numbers.',
     initial_seed = 'mf.initial_seed(): the seed last set.',
     get_rng_state = 'mf.get_rng_state(): {seed, offset} of the generator, for checkpoints.',

@@ -161,7 +161,7 @@ return function(mf)
         ex.steps[#ex.steps + 1] = {op = op, rec = rec, ins = in_structs, outs = outs, name = info.name}
       end
     end
-    ex.ent = ent
+    ex.ent, ex.written = ent, written
     return ex, pentries
   end
 
@@ -194,7 +194,7 @@ return function(mf)
       end
     end
     ex.plan = {planned_bytes = tonumber(planned[0]), naive_bytes = tonumber(naive[0]), slots = nslots[0],
-               inplace = inplace[0], entries = np}
+               inplace = inplace[0], entries = np, steps = #ex.steps}
   end
 
   -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage.
@@ -244,6 +244,7 @@ return function(mf)
           local node, index = resolve(g, f.node, f.index - 1)
           local e = ex.ent[node][index + 1]
           if e.step and not e.alias_of and not e.external then e.external, e.per_run = true, true end
+          if e.var and not ex.written[e.var] then ex.needs_init[e.var] = true end
           ex.fetch[i] = e
         end
       end
@@ -301,7 +302,8 @@ return function(mf)
     return res
   end
 
-  -- {binds, cache_hits, runs, planned_bytes, naive_bytes, slots, inplace} (plan of the last bind)
+  -- {binds, cache_hits, runs} and the last bind's plan: {steps (op nodes run), entries (their outputs),
+  -- planned_bytes, naive_bytes (one buffer per output), slots, inplace (outputs that reused an input)}
   function Session:stats()
     local s = {binds = self.counters.binds, cache_hits = self.counters.cache_hits, runs = self.counters.runs}
     for k, v in pairs(self.plan or {}) do s[k] = v end

@@ -406,6 +406,7 @@ return function(mf)
     K.check(C.mf_set_num_threads(n))
   end
   function mf.get_num_threads() return C.mf_get_num_threads() end
+  function mf.clock() return C.mf_clock() end
 
   -- the state's generator --------------------------------------------------------------------
   K.rng = ffi.gc(C.mf_rng_new(0), C.mf_rng_free)

@@ -19,12 +19,7 @@ while arg[i] do
   i = i + 1
 end
 
-ffi.cdef 'int clock_gettime(int clk, struct timespec_mf *ts); struct timespec_mf { long s; long ns; };'
-local ts = ffi.new('struct timespec_mf')
-local function clock()
-  C.clock_gettime(1, ts)  -- CLOCK_MONOTONIC
-  return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
-end
+local clock = mf.clock
 
 local function median(xs)
   table.sort(xs)

@@ -102,7 +102,8 @@ std::vector<int32_t> Graph::order(const std::vector<int32_t>& targets) const {
       }
     }
   }
-  // 3. Kahn's algorithm, smallest id first, so the order follows construction where it can
+  // 3. Kahn's algorithm: writers (optimizer updates) as soon as they are ready, so the gradient
+  //    buffers they consume die early; otherwise smallest id first, following construction order
   std::vector<int32_t> indeg(static_cast<size_t>(size()), 0);
   std::vector<std::vector<int32_t>> succs(static_cast<size_t>(size()));
   for (int32_t id = 0; id < size(); ++id) {
@@ -112,16 +113,17 @@ std::vector<int32_t> Graph::order(const std::vector<int32_t>& targets) const {
       indeg[size_t(id)]++;
     }
   }
-  std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> ready;
+  auto key = [&](int32_t id) { return int64_t(op_has_flag(nodes_[size_t(id)], MF_OPF_WRITES) ? 0 : 1) << 32 | id; };
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> ready;
   for (int32_t id = 0; id < size(); ++id)
-    if (need[size_t(id)] && indeg[size_t(id)] == 0) ready.push(id);
+    if (need[size_t(id)] && indeg[size_t(id)] == 0) ready.push(key(id));
   std::vector<int32_t> out;
   while (!ready.empty()) {
-    int32_t id = ready.top();
+    int32_t id = int32_t(ready.top() & 0xffffffff);
     ready.pop();
     out.push_back(id);
     for (int32_t s : succs[size_t(id)])
-      if (--indeg[size_t(s)] == 0) ready.push(s);
+      if (--indeg[size_t(s)] == 0) ready.push(key(s));
   }
   size_t total = 0;
   for (char c : need) total += size_t(c);

@@ -49,6 +49,8 @@ const char *mf_last_error(void);
 /* The interrupt flag a host (the REPL's Ctrl-C) sets; eager calls check it and raise "interrupted". */
 volatile int32_t *mf_interrupt_flag(void);
 const char *mf_version(void);
+/* seconds on a monotonic clock (for timing; the origin is arbitrary) */
+double mf_clock(void);
 
 /* tensors */
 int mf_tensor_init(mf_tensor *t, int32_t ndim, const int64_t *shape, int32_t dtype, int32_t device);

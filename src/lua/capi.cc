@@ -2,6 +2,7 @@
 // a status code plus mf_last_error(), so no C++ exception ever crosses the FFI.
 #include "capi.h"
 
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -69,6 +70,10 @@ volatile int32_t* mf_interrupt_flag(void) {
   return &flag;
 }
 const char* mf_version(void) { return "0.1.0"; }
+
+double mf_clock(void) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // -- tensors ---------------------------------------------------------------------------------
 int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dtype, int32_t device) {
