@@ -548,6 +548,13 @@ return function(mf)
   mf.nn = mf.nn or {}
   mf.nn.softmax, mf.nn.log_softmax, mf.nn.relu, mf.nn.sigmoid, mf.nn.tanh =
     mf.softmax, mf.log_softmax, mf.relu, mf.sigmoid, mf.tanh
+  -- TensorFlow's spelling: softmax_cross_entropy_with_logits{labels =, logits =[, dim =]}
+  function mf.nn.softmax_cross_entropy_with_logits(args)
+    if type(args) ~= 'table' or args.labels == nil or args.logits == nil then
+      raise('softmax_cross_entropy_with_logits: expected {labels = ..., logits = ...}')
+    end
+    return mf.softmax_cross_entropy(args.logits, args.labels, args.dim or -1)
+  end
 
   -- registering ops from Lua -----------------------------------------------------------------
   local PARAM_KINDS = {boolean = true, integer = true, number = true, dtype = true, ['integer list'] = true}
