@@ -27,6 +27,7 @@ return function(mf)
   local default_graph = mf.Graph()
   function mf.get_default_graph() return default_graph end
   function mf.reset_default_graph() default_graph = mf.Graph() return default_graph end
+  function mf._set_default_graph(g) default_graph = g end
 
   function Graph:unique_name(base)
     base = base or 'node'
@@ -172,8 +173,10 @@ return function(mf)
     local g = default_graph
     name = g:unique_name(name or 'Variable')
     local shape = static_shape(init)
+    -- bind = true: the variable's storage is init itself (modules' parameters), always initialized
+    local bound = opts and opts.bind and init or nil
     local id = g:add_node(KIND_VARIABLE, nil, '', {}, 1, name,
-      {shape = shape, dtype = init.dtype_id, init = init:clone()})
+      {shape = shape, dtype = init.dtype_id, init = not bound and init:clone() or nil, bound = bound})
     local s = new_symbol(g, id, 1, shape, init.dtype_id)
     g.variables[#g.variables + 1] = s
     if not (opts and opts.trainable == false) then g.trainable[#g.trainable + 1] = s end
@@ -302,11 +305,21 @@ return function(mf)
     return setmetatable({graph = g, node = id}, Operation)
   end
 
+  -- Side effects that training must run with each step (batch-norm running statistics):
+  -- optimizers' minimize groups them with the update.
+  function mf.add_update_op(op)
+    local g = op.graph
+    g.update_ops = g.update_ops or {}
+    g.update_ops[#g.update_ops + 1] = op
+  end
+  function mf.update_ops(g) return (g or default_graph).update_ops or {} end
+
   function mf.global_variables_initializer()
     local g = default_graph
     local assigns = {}
-    for i, v in ipairs(g.variables) do
-      assigns[i] = mf.assign(v, mf.constant(g.nodes[v.node].init, v:name() .. '/initial_value'))
+    for _, v in ipairs(g.variables) do
+      local init = g.nodes[v.node].init
+      if init then assigns[#assigns + 1] = mf.assign(v, mf.constant(init, v:name() .. '/initial_value')) end
     end
     return mf.group(assigns, 'init')
   end

@@ -33,6 +33,15 @@ return function(mf)
     list_ops = 'mf.list_ops(): sorted names of every registered op.',
     op_doc = 'mf.op_doc(name): the docs of a registered op as text (nil for an unknown name).',
     eager_stats = 'mf.eager_stats(): {calls, binds, factories}: eager op calls, shape-inference + bind events, kernel strings evaluated.',
+    save = 'mf.save(path, tensors[, metadata]): writes a (nested) table of tensors as safetensors, names joined with "."; atomic (temp file + rename).',
+    load = 'mf.load(path): reads a safetensors file; returns {name = tensor} (flat names) and its string metadata table.',
+    ['data.read_idx'] = 'mf.data.read_idx(path): an IDX file (gzip or plain, unsigned bytes) as a uint8 tensor of its declared shape.',
+    ['data.fashion_mnist_raw'] = "mf.data.fashion_mnist_raw('train'|'test'): Fashion-MNIST images (N x 28 x 28 uint8) and labels (N uint8, 0..9).",
+    ['data.fashion_mnist'] = 'mf.data.fashion_mnist(): train and test datasets (60000, 10000) from the Debian package dataset-fashion-mnist.',
+    ['data.TensorDataset'] = 'mf.data.TensorDataset(inputs[, targets]): a dataset over the rows (dim 1) of tensors.',
+    ['data.Dataset'] = 'a dataset: #ds, ds:get(i) -> input, label (1-based), ds:tensors() -> all inputs, all labels, ds:loader{...} -> a loader.',
+    ['data.loader'] = 'ds:loader{batch = 1, shuffle = false, drop_last = false, seed = 0}: #loader batches; for bx, by in loader:iter() do ... end runs one epoch.',
+    ['data.set_epoch'] = 'loader:set_epoch(n): the epoch the next iter() runs (its shuffle order comes from seed and epoch); iter() advances it by one.',
   }
   mf._docs = DOCS
 

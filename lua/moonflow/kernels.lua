@@ -32,7 +32,7 @@ K.U = {neg = C.MF_U_NEG, abs = C.MF_U_ABS, exp = C.MF_U_EXP, log = C.MF_U_LOG, l
        sqrt = C.MF_U_SQRT, rsqrt = C.MF_U_RSQRT, sigmoid = C.MF_U_SIGMOID, tanh = C.MF_U_TANH,
        relu = C.MF_U_RELU, sin = C.MF_U_SIN, cos = C.MF_U_COS, square = C.MF_U_SQUARE,
        sign = C.MF_U_SIGN, floor = C.MF_U_FLOOR, ceil = C.MF_U_CEIL, round = C.MF_U_ROUND,
-       clamp = C.MF_U_CLAMP}
+       clamp = C.MF_U_CLAMP, erf = C.MF_U_ERF, gelu = C.MF_U_GELU, leaky_relu = C.MF_U_LEAKY_RELU}
 K.B = {add = C.MF_B_ADD, sub = C.MF_B_SUB, mul = C.MF_B_MUL, div = C.MF_B_DIV, pow = C.MF_B_POW,
        maximum = C.MF_B_MAXIMUM, minimum = C.MF_B_MINIMUM, eq = C.MF_B_EQ, ne = C.MF_B_NE,
        lt = C.MF_B_LT, le = C.MF_B_LE, gt = C.MF_B_GT, ge = C.MF_B_GE}
@@ -63,6 +63,29 @@ function K.sgd_update(var, g, lr) check(C.mf_k_sgd_update(var, g, lr)) end
 function K.momentum_update(var, acc, g, lr, mu, nesterov) check(C.mf_k_momentum_update(var, acc, g, lr, mu, nesterov)) end
 function K.adam_update(var, m, v, g, lr_t, b1, b2, eps) check(C.mf_k_adam_update(var, m, v, g, lr_t, b1, b2, eps)) end
 function K.softmax_xent(y, x, labels, dim0) check(C.mf_k_softmax_xent(y, x, labels, dim0)) end
+-- convolution and pooling (NCHW): conv routines take the bind-time workspace ws (K.conv2d_workspace)
+function K.conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw) check(C.mf_k_conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw)) end
+function K.conv2d_backward_input(gx, gy, w, ws, sh, sw, ph, pw, dh, dw)
+  check(C.mf_k_conv2d_backward_input(gx, gy, w, ws, sh, sw, ph, pw, dh, dw))
+end
+function K.conv2d_backward_weight(gw, gy, x, ws, sh, sw, ph, pw, dh, dw)
+  check(C.mf_k_conv2d_backward_weight(gw, gy, x, ws, sh, sw, ph, pw, dh, dw))
+end
+function K.max_pool2d(y, x, kh, kw, sh, sw, ph, pw) check(C.mf_k_max_pool2d(y, x, kh, kw, sh, sw, ph, pw)) end
+function K.max_pool2d_backward(gx, gy, x, kh, kw, sh, sw, ph, pw)
+  check(C.mf_k_max_pool2d_backward(gx, gy, x, kh, kw, sh, sw, ph, pw))
+end
+function K.avg_pool2d(y, x, kh, kw, sh, sw, ph, pw, inc) check(C.mf_k_avg_pool2d(y, x, kh, kw, sh, sw, ph, pw, inc)) end
+function K.avg_pool2d_backward(gx, gy, kh, kw, sh, sw, ph, pw, inc)
+  check(C.mf_k_avg_pool2d_backward(gx, gy, kh, kw, sh, sw, ph, pw, inc))
+end
+function K.adaptive_avg_pool2d(y, x) check(C.mf_k_adaptive_avg_pool2d(y, x)) end
+function K.adaptive_avg_pool2d_backward(gx, gy) check(C.mf_k_adaptive_avg_pool2d_backward(gx, gy)) end
+function K.index_select(y, x, idx, dim0) check(C.mf_k_index_select(y, x, idx, dim0)) end
+function K.index_add_like(y, g, idx, dim0) check(C.mf_k_index_add_like(y, g, idx, dim0)) end
+function K.one_hot(y, labels) check(C.mf_k_one_hot(y, labels)) end
+function K.batch_norm(y, x, w, b, eps) check(C.mf_k_batch_norm(y, x, w, b, eps)) end
+function K.dropout_mask(m, p) check(C.mf_k_dropout_mask(m, K.rng, p)) end
 -- rand draws from the state's generator, installed by the tensor module as K.rng
 function K.rand(t, normal, a, b) check(C.mf_k_rand(t, K.rng, normal, a, b)) end
 
@@ -96,6 +119,21 @@ function K.header(y, x)
   end
   h.is_contig = 1
   return h
+end
+
+-- the (h, w) pair of a 1- or 2-value integer-list param; an empty list gives (dh, dw)
+function K.pair(list, dh, dw)
+  local n = #list
+  if n == 0 then return dh, dw end
+  return list[1], list[n]
+end
+
+-- bytes of the scratch a conv routine needs (kind 0 conv2d, 1 backward_input, 2 backward_weight),
+-- at least 1: the factory allocates it once per bind
+local bytes_buf = ffi.new('int64_t[1]')
+function K.conv2d_workspace(kind, out, a, b, sh, sw, ph, pw, dh, dw)
+  check(C.mf_k_conv2d_workspace(kind, out, a, b, sh, sw, ph, pw, dh, dw, bytes_buf))
+  return math.max(tonumber(bytes_buf[0]), 1)
 end
 
 -- a C array of pointers to the given tensors (kept alive by the caller's closure)

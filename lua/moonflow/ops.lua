@@ -281,6 +281,7 @@ return function(mf)
       return results
     end
     if nout == 1 then return r1 end
+    if nout == 0 then return end
     return unpack(results, 1, nout)
   end
 

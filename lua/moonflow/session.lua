@@ -111,8 +111,9 @@ return function(mf)
       elseif kind == KIND_VARIABLE then
         local v = self.vars[id]
         if not v then
-          v = mf._new_tensor(info.shape, info.dtype)
+          v = info.bound or mf._new_tensor(info.shape, info.dtype)
           self.vars[id] = v
+          if info.bound then self.initialized[id] = true end
         end
         ent[id] = {{s = struct_of(v), external = true, var = id}}
       elseif kind == KIND_CONSTANT then

@@ -216,6 +216,17 @@ return function(mf)
     if t.is_contig ~= 1 then raise('view: tensor is not contiguous; use reshape (copies) or :contiguous() first') end
     return mf.reshape(t, ...)
   end
+  -- in place, as Torch7: copy src's values (broadcast to t's shape, converted to t's dtype) into t
+  function methods.copy(t, src)
+    if not is_tensor(src) then raise('copy: expected a source tensor') end
+    K.copy(t, src)
+    return t
+  end
+  function methods.fill(t, v)
+    if type(v) ~= 'number' then raise('fill: expected a number') end
+    K.fill(t, v)
+    return t
+  end
   function methods.cpu(t) return t end
   function methods.cuda(t) raise('cuda: this build has no CUDA backend') end
   function methods.totable(t)

@@ -5,7 +5,7 @@
 namespace mf {
 
 // Elements below which a loop stays on one thread: forking costs more than it saves.
-constexpr int64_t kGrain = 32768;
+constexpr int64_t kGrain = 131072;
 
 void set_num_threads(int n);  // also sets OpenBLAS's count
 int get_num_threads();

@@ -8,6 +8,7 @@ typedef enum { MF_OK = 0, MF_ERR_ARG = 1, MF_ERR_SHAPE = 2, MF_ERR_MEMORY = 3, M
 typedef enum {
   MF_U_NEG, MF_U_ABS, MF_U_EXP, MF_U_LOG, MF_U_LOG1P, MF_U_SQRT, MF_U_RSQRT, MF_U_SIGMOID, MF_U_TANH,
   MF_U_RELU, MF_U_SIN, MF_U_COS, MF_U_SQUARE, MF_U_SIGN, MF_U_FLOOR, MF_U_CEIL, MF_U_ROUND, MF_U_CLAMP,
+  MF_U_ERF, MF_U_GELU, MF_U_LEAKY_RELU,
   MF_U_COUNT
 } mf_unary_code;
 typedef enum {
@@ -136,6 +137,11 @@ int mf_k_softmax(mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log);
 int mf_k_matmul(mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b);
 int mf_k_alias(mf_tensor *view, const mf_tensor *base, int64_t offset);
 int mf_k_concat(mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim);
+int mf_k_index_select(mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, int32_t dim);
+int mf_k_index_add_like(mf_tensor *out, const mf_tensor *g, const mf_tensor *idx, int32_t dim);
+int mf_k_one_hot(mf_tensor *out, const mf_tensor *labels);
+int mf_k_batch_norm(mf_tensor *y, const mf_tensor *x, const mf_tensor *w, const mf_tensor *b, double eps);
+int mf_k_dropout_mask(mf_tensor *mask, mf_rng *g, double p);
 
 /* graphs: node kinds 0 op, 1 placeholder, 2 variable, 3 constant; ids and output indices 0-based */
 mf_graph *mf_graph_new(void);
@@ -180,3 +186,26 @@ int mf_k_momentum_update(mf_tensor *var, mf_tensor *accum, const mf_tensor *grad
 int mf_k_adam_update(mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, double lr_t, double beta1,
                      double beta2, double epsilon);
 int mf_k_softmax_xent(mf_tensor *loss, const mf_tensor *logits, const mf_tensor *labels, int32_t dim);
+/* convolution and pooling, NCHW. Conv routines take stride h, w, padding h, w, dilation h, w and ws,
+   a uint8 workspace that mf_k_conv2d_workspace sizes at bind time (kind 0 conv2d, 1 backward_input,
+   2 backward_weight; out, a, b as that routine takes them); a null or smaller ws makes the routine
+   borrow temporary memory. Pooling takes kernel h, w, stride h, w, padding h, w; output sizes come
+   from the output (or gy) shape. */
+int mf_k_conv2d_workspace(int32_t kind, const mf_tensor *out, const mf_tensor *a, const mf_tensor *b, int32_t sh,
+                          int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw, int64_t *bytes);
+int mf_k_conv2d(mf_tensor *y, const mf_tensor *x, const mf_tensor *w, mf_tensor *ws, int32_t sh, int32_t sw, int32_t ph,
+                int32_t pw, int32_t dh, int32_t dw);
+int mf_k_conv2d_backward_input(mf_tensor *gx, const mf_tensor *gy, const mf_tensor *w, mf_tensor *ws, int32_t sh,
+                               int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw);
+int mf_k_conv2d_backward_weight(mf_tensor *gw, const mf_tensor *gy, const mf_tensor *x, mf_tensor *ws, int32_t sh,
+                                int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw);
+int mf_k_max_pool2d(mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph,
+                    int32_t pw);
+int mf_k_max_pool2d_backward(mf_tensor *gx, const mf_tensor *gy, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh,
+                             int32_t sw, int32_t ph, int32_t pw);
+int mf_k_avg_pool2d(mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph,
+                    int32_t pw, int32_t count_include_pad);
+int mf_k_avg_pool2d_backward(mf_tensor *gx, const mf_tensor *gy, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
+                             int32_t ph, int32_t pw, int32_t count_include_pad);
+int mf_k_adaptive_avg_pool2d(mf_tensor *y, const mf_tensor *x);
+int mf_k_adaptive_avg_pool2d_backward(mf_tensor *gx, const mf_tensor *gy);

@@ -308,5 +308,16 @@ int mf_k_alias(mf_tensor* view, const mf_tensor* base, int64_t offset) {
 int mf_k_concat(mf_tensor* out, int32_t n, const mf_tensor* const* ins, int32_t dim) {
   return guarded([&] { concat_cpu(*out, n, ins, dim); });
 }
+int mf_k_index_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, int32_t dim) {
+  return guarded([&] { index_select_cpu(*out, *x, *idx, dim); });
+}
+int mf_k_index_add_like(mf_tensor* out, const mf_tensor* g, const mf_tensor* idx, int32_t dim) {
+  return guarded([&] { index_add_like_cpu(*out, *g, *idx, dim); });
+}
+int mf_k_one_hot(mf_tensor* out, const mf_tensor* labels) { return guarded([&] { one_hot_cpu(*out, *labels); }); }
+int mf_k_batch_norm(mf_tensor* y, const mf_tensor* x, const mf_tensor* w, const mf_tensor* b, double eps) {
+  return guarded([&] { batch_norm_cpu(*y, *x, *w, *b, eps); });
+}
+int mf_k_dropout_mask(mf_tensor* mask, mf_rng* g, double p) { return guarded([&] { dropout_mask_cpu(*mask, *g, p); }); }
 
 }  // extern "C"

@@ -163,4 +163,53 @@ int mf_k_softmax_xent(mf_tensor* loss, const mf_tensor* logits, const mf_tensor*
   return kernel_status([&] { softmax_xent_cpu(*loss, *logits, *labels, dim); });
 }
 
+
+// -- convolution and pooling -------------------------------------------------------------------
+int mf_k_conv2d_workspace(int32_t kind, const mf_tensor* out, const mf_tensor* a, const mf_tensor* b, int32_t sh,
+                          int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw, int64_t* bytes) {
+  const int32_t hp[6] = {sh, sw, ph, pw, dh, dw};
+  return kernel_status([&] { *bytes = conv2d_workspace_cpu(kind, *out, *a, *b, hp); });
+}
+int mf_k_conv2d(mf_tensor* y, const mf_tensor* x, const mf_tensor* w, mf_tensor* ws, int32_t sh, int32_t sw, int32_t ph,
+                int32_t pw, int32_t dh, int32_t dw) {
+  const int32_t hp[6] = {sh, sw, ph, pw, dh, dw};
+  return kernel_status([&] { conv2d_cpu(*y, *x, *w, ws, hp); });
+}
+int mf_k_conv2d_backward_input(mf_tensor* gx, const mf_tensor* gy, const mf_tensor* w, mf_tensor* ws, int32_t sh,
+                               int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw) {
+  const int32_t hp[6] = {sh, sw, ph, pw, dh, dw};
+  return kernel_status([&] { conv2d_backward_input_cpu(*gx, *gy, *w, ws, hp); });
+}
+int mf_k_conv2d_backward_weight(mf_tensor* gw, const mf_tensor* gy, const mf_tensor* x, mf_tensor* ws, int32_t sh,
+                                int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw) {
+  const int32_t hp[6] = {sh, sw, ph, pw, dh, dw};
+  return kernel_status([&] { conv2d_backward_weight_cpu(*gw, *gy, *x, ws, hp); });
+}
+int mf_k_max_pool2d(mf_tensor* y, const mf_tensor* x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph,
+                    int32_t pw) {
+  const int32_t kp[6] = {kh, kw, sh, sw, ph, pw};
+  return kernel_status([&] { max_pool2d_cpu(*y, *x, kp); });
+}
+int mf_k_max_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, const mf_tensor* x, int32_t kh, int32_t kw, int32_t sh,
+                             int32_t sw, int32_t ph, int32_t pw) {
+  const int32_t kp[6] = {kh, kw, sh, sw, ph, pw};
+  return kernel_status([&] { max_pool2d_backward_cpu(*gx, *gy, *x, kp); });
+}
+int mf_k_avg_pool2d(mf_tensor* y, const mf_tensor* x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph,
+                    int32_t pw, int32_t count_include_pad) {
+  const int32_t kp[6] = {kh, kw, sh, sw, ph, pw};
+  return kernel_status([&] { avg_pool2d_cpu(*y, *x, kp, count_include_pad != 0); });
+}
+int mf_k_avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
+                             int32_t ph, int32_t pw, int32_t count_include_pad) {
+  const int32_t kp[6] = {kh, kw, sh, sw, ph, pw};
+  return kernel_status([&] { avg_pool2d_backward_cpu(*gx, *gy, kp, count_include_pad != 0); });
+}
+int mf_k_adaptive_avg_pool2d(mf_tensor* y, const mf_tensor* x) {
+  return kernel_status([&] { adaptive_avg_pool2d_cpu(*y, *x); });
+}
+int mf_k_adaptive_avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy) {
+  return kernel_status([&] { adaptive_avg_pool2d_backward_cpu(*gx, *gy); });
+}
+
 }  // extern "C"

@@ -10,8 +10,8 @@ void first_type(InferCtx& c) { c.out[0].dtype_id = c.input(0).dtype_id; }
 
 void sum_to_shape(InferCtx& c) {
   Shape g = c.in_shape(0), like = c.in_shape(1);
-  Shape b = broadcast_shapes("sum_to", g, like, "gradient", "like");
-  if (b != g) fail("sum_to: gradient is ", shape_str(g), ", like is ", shape_str(like), "; like must broadcast to the gradient");
+  Shape b = broadcast_shapes("sum_to", g, like, "x", "like");
+  if (b != g) fail("sum_to: x is ", shape_str(g), ", like is ", shape_str(like), "; like must broadcast to x");
   c.set_out(0, like);
 }
 

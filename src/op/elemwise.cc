@@ -96,6 +96,10 @@ void register_elemwise_ops() {
       {"sign", "SIGN", "-1, 0 or 1 by the sign of x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
       {"floor", "FLOOR", "Largest integer not above x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
       {"ceil", "CEIL", "Smallest integer not below x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
+      {"erf", "ERF", "Error function, elementwise.", true,
+       "function(x, y, gy) return {gy * mf.exp(-(x * x)) * 1.1283791670955126} end"},
+      {"gelu", "GELU", "Gaussian error linear unit x * Phi(x) (exact, with erf), elementwise.", true,
+       "function(x, y, gy) return {gy * (mf.erf(x * 0.7071067811865476) * 0.5 + 0.5 + x * mf.exp(x * x * -0.5) * 0.3989422804014327)} end"},
       {"round", "ROUND", "Nearest integer, halves to even, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
   };
   for (const UnaryDef& u : unary) {
@@ -109,6 +113,16 @@ void register_elemwise_ops() {
         .lua_compute(MF_CPU, unary_kernel(u.code))
         .gradient(u.grad);
   }
+
+  MF_REGISTER_OP(leaky_relu)
+      .describe("x where x > 0, else negative_slope * x, elementwise.")
+      .inputs({"x"})
+      .param(Field::number("negative_slope", 0.01, "Slope for negative inputs."))
+      .infer_shape(same_shape)
+      .infer_type(float_type)
+      .inplace()
+      .lua_compute(MF_CPU, unary_kernel("LEAKY_RELU", "p.negative_slope"))
+      .gradient("function(x, y, gy, p) return {mf.where(mf.gt(x, 0), gy, gy * p.negative_slope)} end");
 
   MF_REGISTER_OP(clamp)
       .describe("Limits every element to [min, max].")

@@ -1,4 +1,6 @@
 // Neural-network operators: softmax and log_softmax along a dim (max-subtracted, so stable).
+#include <cmath>
+
 #include "registry.h"
 
 namespace mf {
@@ -36,9 +38,67 @@ void xent_type(InferCtx& c) {
   float_type(c);
 }
 
+void batch_norm_shape(InferCtx& c) {
+  const mf_tensor &x = c.input(0), &w = c.input(1), &b = c.input(2);
+  if (x.ndim < 2) fail("batch_norm: x is ", shape_str(x), "; expected N x C x ... (at least 2 dims)");
+  if (w.ndim != 1 || b.ndim != 1 || w.shape[0] != x.shape[1] || b.shape[0] != x.shape[1])
+    fail("batch_norm: x is ", shape_str(x), ", weight ", shape_str(w), ", bias ", shape_str(b), "; weight and bias need ",
+         x.shape[1], " elements (one per channel, dim 2)");
+  same_shape(c);
+}
+
+void batch_norm_type(InferCtx& c) {
+  for (size_t i = 1; i < 3; ++i)
+    if (c.input(i).dtype_id != c.input(0).dtype_id)
+      fail("batch_norm: ", c.op.inputs_[i], " is ", dtype_name(c.input(i).dtype_id), ", x ", dtype_name(c.input(0).dtype_id));
+  float_type(c);
+}
+
+void dropout_shape(InferCtx& c) { same_shape(c); }
+
 }  // namespace
 
 void register_nn_ops() {
+  MF_REGISTER_OP(batch_norm)
+      .describe("Batch normalisation with batch statistics: per channel (dim 2), (x - mean) / sqrt(var + eps) * weight + bias, "
+                "mean and biased var over every other dim.")
+      .inputs({"x", "weight", "bias"})
+      .param(Field::number("eps", 1e-5, "Added to the variance.").range(0, INFINITY))
+      .infer_shape(batch_norm_shape)
+      .infer_type(batch_norm_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p)
+  local K, y, x, w, b, eps = mf.kernels, outs[1], ins[1], ins[2], ins[3], p.eps
+  return function() K.batch_norm(y, x, w, b, eps) end
+end)lua")
+      .gradient(R"lua(
+function(x, w, b, y, gy, p)
+  local dims = {1}
+  for d = 3, x:dim() do dims[#dims + 1] = d end
+  local mean = mf.mean(x, dims, true)
+  local xc = x - mean
+  local rstd = mf.rsqrt(mf.mean(xc * xc, dims, true) + p.eps)
+  local xhat = xc * rstd
+  local shape = {1, -1}
+  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+  local dxhat = gy * mf.reshape(w, shape)
+  local gx = rstd * (dxhat - mf.mean(dxhat, dims, true) - xhat * mf.mean(dxhat * xhat, dims, true))
+  return {gx, mf.sum(gy * xhat, dims), mf.sum(gy, dims)}
+end)lua");
+
+  MF_REGISTER_OP(dropout_mask)
+      .describe("Random mask shaped like x: 0 with probability p, else 1 / (1 - p) (inverted dropout: x * mask).")
+      .inputs({"like"})
+      .param(Field::number("p", 0.5, "Probability of dropping an element.").range(0, 1))
+      .random()
+      .infer_shape(dropout_shape)
+      .infer_type(float_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p)
+  local K, m, prob = mf.kernels, outs[1], p.p
+  return function() K.dropout_mask(m, prob) end
+end)lua");
+
   MF_REGISTER_OP(softmax_cross_entropy)
       .describe("-sum(labels * log_softmax(logits)) along dim: the loss of a softmax classifier, stable for any "
                 "logits; its gradient is the fused softmax(logits) * sum(labels) - labels.")

@@ -1,6 +1,6 @@
 // Stateful operators: assignment to variables and the fused optimizer updates. Each writes the
 // variables among its inputs in place and returns the first one (a view), so it can be fetched.
-// Kernels: src/kernels/cpu/optim_kernels.cc.
+// Kernels: src/kernels/cpu/optim.cc.
 #include <cmath>
 
 #include "registry.h"
@@ -9,15 +9,36 @@ namespace mf {
 
 namespace {
 
-void var_shape(InferCtx& c) {
+// Inputs 1..nstate are the variables the op writes: one shape, and no two elements sharing memory
+// (a stride-0 dim); inputs nstate+1..noperand must broadcast to that shape.
+void check_vars(InferCtx& c, size_t nstate, size_t noperand) {
   const mf_tensor& v = c.input(0);
-  for (size_t i = 1; i < c.in.size(); ++i) {
-    Shape b = broadcast_shapes(c.name(), shape_of(v), c.in_shape(i), c.op.inputs_[0].c_str(), c.op.inputs_[i].c_str());
-    if (b != shape_of(v))
-      fail(c.name(), ": ", c.op.inputs_[i], " is ", shape_str(c.input(i)), "; it must broadcast to ",
-           c.op.inputs_[0], " ", shape_str(v));
+  for (size_t i = 0; i < noperand; ++i) {
+    const mf_tensor& t = c.input(i);
+    const std::string& name = c.op.inputs_[i];
+    if (i >= nstate) {
+      Shape b = broadcast_shapes(c.name(), shape_of(v), shape_of(t), c.op.inputs_[0].c_str(), name.c_str());
+      if (b != shape_of(v))
+        fail(c.name(), ": ", name, " is ", shape_str(t), "; it must broadcast to ", c.op.inputs_[0], " ", shape_str(v));
+      continue;
+    }
+    if (shape_of(t) != shape_of(v))
+      fail(c.name(), ": ", name, " is ", shape_str(t), "; it must have ", c.op.inputs_[0], "'s shape ", shape_str(v));
+    for (int d = 0; d < t.ndim && t.count > 0; ++d)
+      if (t.strides[d] == 0 && t.shape[d] > 1)
+        fail(c.name(), ": ", name, " is an expanded view (stride 0 along dim ", d + 1,
+             "); it cannot be written in place");
   }
   c.set_view(0, shape_of(v), Shape(v.strides, v.strides + v.ndim), 0);
+}
+
+void var_shape(InferCtx& c) { check_vars(c, 1, 2); }
+void momentum_shape(InferCtx& c) { check_vars(c, 2, 3); }
+
+void adam_shape(InferCtx& c) {
+  check_vars(c, 3, 4);
+  if (c.input(4).count != 1)
+    fail("adam_update: step is ", shape_str(c.input(4)), "; expected one element (the step count t)");
 }
 
 void var_type(InferCtx& c) {
@@ -68,7 +89,10 @@ end)lua");
 function(ins, outs, p)
   local K, y, ref, v = mf.kernels, outs[1], ins[1], ins[2]
   local add = K.B.add
-  return function() K.binary(add, ref, ref, v); K.alias(y, ref, 0) end
+  if ref.is_contig ~= 0 then return function() K.binary(add, ref, ref, v); K.alias(y, ref, 0) end end
+  -- K.binary writes its output row-major: a strided ref takes the sum through a scratch buffer
+  local sum = mf._new_like_meta(ref, 'assign_add')
+  return function() K.binary(add, sum, ref, v); K.copy(ref, sum); K.alias(y, ref, 0) end
 end)lua");
 
   MF_REGISTER_OP(sgd_update)
@@ -94,7 +118,7 @@ end)lua");
       .param(Field::boolean("nesterov", false, "Use Nesterov momentum."))
       .view()
       .writes()
-      .infer_shape(var_shape)
+      .infer_shape(momentum_shape)
       .infer_type(float_var_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p)
@@ -113,7 +137,7 @@ end)lua");
       .param(Field::number("epsilon", 1e-8, "Added to sqrt(v).").range(0, INFINITY))
       .view()
       .writes()
-      .infer_shape(var_shape)
+      .infer_shape(adam_shape)
       .infer_type(float_var_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p)

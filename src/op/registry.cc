@@ -60,6 +60,7 @@ void register_builtin_ops() {
     register_init_ops();
     register_autodiff_ops();
     register_optim_ops();
+    register_conv_ops();
   });
 }
 

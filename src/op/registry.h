@@ -83,6 +83,7 @@ void register_shape_ops();
 void register_init_ops();
 void register_autodiff_ops();
 void register_optim_ops();
+void register_conv_ops();
 
 // Common rules.
 void same_shape(InferCtx& c);        // out 1 has input 1's shape

@@ -226,9 +226,84 @@ void concat_shape(InferCtx& c) {
   c.set_out(0, s);
 }
 
+void index_select_shape(InferCtx& c) {
+  const mf_tensor &x = c.input(0), &idx = c.input(1);
+  int d = normalize_dim("index_select", c.p.get_int("dim"), x.ndim);
+  if (idx.ndim != 1) fail("index_select: indices are ", shape_str(idx), "; expected a 1-D int64 tensor");
+  Shape s = shape_of(x);
+  s[size_t(d)] = idx.shape[0];
+  c.set_out(0, s);
+}
+
+void index_type(InferCtx& c) {
+  if (c.input(1).dtype_id != MF_INT64)
+    fail(c.name(), ": indices are ", dtype_name(c.input(1).dtype_id), "; expected int64 (1-based)");
+  c.out[0].dtype_id = c.input(0).dtype_id;
+}
+
+void index_add_like_shape(InferCtx& c) {
+  const mf_tensor &g = c.input(0), &idx = c.input(1), &like = c.input(2);
+  int d = normalize_dim("index_add_like", c.p.get_int("dim"), like.ndim);
+  bool ok = idx.ndim == 1 && g.ndim == like.ndim && g.shape[d] == idx.shape[0];
+  for (int k = 0; ok && k < like.ndim; ++k) ok = k == d || g.shape[k] == like.shape[k];
+  if (!ok)
+    fail("index_add_like: x is ", shape_str(g), ", indices ", shape_str(idx), ", like ", shape_str(like),
+         "; x must be like with dim ", d + 1, " sized by the indices");
+  c.set_out(0, shape_of(like));
+}
+
+void one_hot_shape(InferCtx& c) {
+  Shape s = c.in_shape(0);
+  s.push_back(c.p.get_int("num_classes"));
+  c.set_out(0, s);
+}
+
+void one_hot_type(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); }
+
 }  // namespace
 
 void register_shape_ops() {
+  MF_REGISTER_OP(index_select)
+      .describe("The slices of x at the given 1-based int64 indices along dim (a gather; indices may repeat).")
+      .inputs({"x", "indices"})
+      .param(Field::integer("dim", 1, "Dim to index, 1-based."))
+      .infer_shape(index_select_shape)
+      .infer_type(index_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p)
+  local K, y, x, idx = mf.kernels, outs[1], ins[1], ins[2]
+  local dim = K.dim0(p.dim, x.ndim)
+  return function() K.index_select(y, x, idx, dim) end
+end)lua")
+      .gradient("function(x, idx, y, gy, p) return {mf.index_add_like(gy, idx, x, p.dim)} end");
+
+  MF_REGISTER_OP(index_add_like)
+      .describe("Zeros of like's shape with slice j of x added at index indices[j] along dim (the gradient of index_select).")
+      .inputs({"x", "indices", "like"})
+      .param(Field::integer("dim", 1, "Dim the indices address, 1-based."))
+      .infer_shape(index_add_like_shape)
+      .infer_type(index_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p)
+  local K, y, g, idx = mf.kernels, outs[1], ins[1], ins[2]
+  local dim = K.dim0(p.dim, y.ndim)
+  return function() K.index_add_like(y, g, idx, dim) end
+end)lua")
+      .gradient("function(x, idx, like, y, gy, p) return {mf.index_select(gy, idx, p.dim)} end");
+
+  MF_REGISTER_OP(one_hot)
+      .describe("A trailing dim of num_classes with 1 at each (1-based) label and 0 elsewhere.")
+      .inputs({"labels"})
+      .param(Field::integer("num_classes", 1, "Number of classes.").range(1, 1e9).mandatory())
+      .param(Field::dtype("dtype", "float32", "Element type of the result."))
+      .infer_shape(one_hot_shape)
+      .infer_type(one_hot_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p)
+  local K, y, labels = mf.kernels, outs[1], ins[1]
+  return function() K.one_hot(y, labels) end
+end)lua");
+
   MF_REGISTER_OP(reshape)
       .describe("Same elements in a new shape (one size may be -1); a view when x is contiguous, else a copy.")
       .inputs({"x"})

@@ -13,7 +13,11 @@
 --   dtype_param creation ops: the run's dtype is passed as the dtype param
 --   out_dtype   dtype of the outputs: a name or function(dtype, params); default the run's dtype
 --   ref         function(ins, params, dtype) -> array or list of arrays {shape=, data=[, scale=]}:
---               plain Lua on the input values (already rounded to the dtype); never calls mf
+--               plain Lua on the input values (already rounded to the dtype); never calls mf.
+--               With writes, the list also carries written = {[i] = array}: input i's new value
+--   writes      inputs the op writes in place (the stateful ops), by index: each must then hold
+--               the reference's written[i] and nothing outside its view may change, where other
+--               inputs must come back unmodified; a written input never takes the expanded layout
 --   exact       compare exactly (default: relative 1e-5 for float32, 1e-12 for float64, taken of
 --               the reference's scale, else |value|, never below 1e-6)
 --   rtol        per-dtype relative tolerance overriding the default (say why)
@@ -24,7 +28,7 @@
 --               T holds the harness's op-free readers: T.read(t), T.shape(t), T.dtype(t)
 local dir, L = ...
 local cases = {}
-for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init'} do
+for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph'} do
   local chunk = assert(loadfile(dir .. '/cases_' .. family .. '.lua'))
   for _, c in ipairs(chunk(L)) do cases[#cases + 1] = c end
 end

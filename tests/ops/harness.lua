@@ -81,7 +81,8 @@ end
 -- 1 before and 2 after (a 0-dim tensor: the middle of 3 elements). strided: every other element
 -- along the last dim. expanded: stride 0 along the first dim longer than 1 (its values are made
 -- equal along that dim). Padding holds NaN (or 99 for integers), so reading outside the view
--- shows up in the result. Inputs a layout does not apply to (too few dims) stay contiguous.
+-- shows up in the result, and writing outside it (ops that write inputs) is caught by
+-- padding_intact. Inputs a layout does not apply to (too few dims) stay contiguous.
 local LAYOUTS = {'contiguous', 'transposed', 'permuted', 'narrowed', 'strided', 'expanded'}
 
 local function expand_dim(shape)
@@ -140,8 +141,21 @@ local function make_input(shape, dtype, values, layout)
   if layout == 'strided' then st[nd] = st[nd] * 2 end
   if layout == 'expanded' then st[expand_dim(shape)] = 0 end
   L.walk(shape, {st}, function(i, o) p[offset + o[1]] = values[i] end)
-  if layout == 'contiguous' then return base, layout end
-  return strided_view(base, shape, st, offset), layout
+  local mem = {base = base, numel = total, pad = pad, offset = offset, strides = st}
+  if layout == 'contiguous' then return base, layout, mem end
+  return strided_view(base, shape, st, offset), layout, mem
+end
+
+-- nil when every element of make_input's buffer outside the view still holds the padding
+local function padding_intact(mem, shape, dtype)
+  local p, inside = ffi.cast(PTR[CODE[dtype]], mem.base.ptr), {}
+  L.walk(shape, {mem.strides}, function(_, o) inside[mem.offset + o[1]] = true end)
+  for k = 0, mem.numel - 1 do
+    local v = tonumber(p[k])
+    if not inside[k] and not (v == mem.pad or (v ~= v and mem.pad ~= mem.pad)) then
+      return ('wrote %.17g outside the view, at element %d of its buffer'):format(v, k + 1)
+    end
+  end
 end
 
 -- inputs -------------------------------------------------------------------------------------------
@@ -266,15 +280,20 @@ local function reference_for(c, dtype, shapes, run, expanded)
     end
     return r.out
   end
+  function r.written(i) return r.want().written[i] end
   return r
+end
+
+local function rtol_of(c, dtype)
+  if c.exact or not IS_FLOAT[dtype] then return 0 end
+  return c.rtol and c.rtol[dtype] or RTOL[dtype]
 end
 
 -- Compares the op's outputs with the reference's.
 local function check_outputs(c, dtype, outs, r, what)
   local want = r.want()
   if #outs ~= #want then return ('%s: %d outputs, want %d'):format(what, #outs, #want) end
-  local rtol = 0
-  if not c.exact and IS_FLOAT[dtype] then rtol = c.rtol and c.rtol[dtype] or RTOL[dtype] end
+  local rtol = rtol_of(c, dtype)
   local out_dtype = c.out_dtype
   if type(out_dtype) == 'function' then out_dtype = out_dtype(dtype, c.params or {}) end
   for k = 1, #want do
@@ -287,15 +306,17 @@ end
 -- One call of the op on r's inputs in one layout, compared with the reference; also returns the
 -- outputs.
 local function run_once(c, dtype, layout, r, what)
-  local ins, used = {}, 'contiguous'
+  local ins, mems, written, used = {}, {}, {}, 'contiguous'
+  for _, i in ipairs(c.writes or {}) do written[i] = true end
   for i, spec in ipairs(c.inputs or {}) do
     local a = r.ins[i]
     if spec.number then
       assert(#a.shape == 0, 'a number input has shape {}')
       ins[i] = a.data[1]
     else
-      local lay
-      ins[i], lay = make_input(a.shape, spec.dtype or dtype, a.data, layout)
+      -- a written input is never expanded: elements sharing memory cannot be written in place
+      local lay, in_layout = nil, (written[i] and layout == 'expanded') and 'contiguous' or layout
+      ins[i], lay, mems[i] = make_input(a.shape, spec.dtype or dtype, a.data, in_layout)
       if lay ~= 'contiguous' then used = lay end
     end
   end
@@ -315,9 +336,16 @@ local function run_once(c, dtype, layout, r, what)
     local err = c.check_out(outs, ins)
     if err then return ('%s: %s'):format(what, err) end
   end
-  -- inputs must come back untouched
+  -- written inputs must hold the reference's new values and nothing outside their view may
+  -- change; the other inputs must come back untouched
   for i, t in ipairs(ins) do
-    if mf.is_tensor(t) then
+    if written[i] then
+      local idt = c.inputs[i].dtype or dtype
+      local err = compare(('%s: written input %d'):format(what, i), t, r.written(i), idt, rtol_of(c, dtype))
+      if err then return err end
+      err = padding_intact(mems[i], r.ins[i].shape, idt)
+      if err then return ('%s: written input %d %s'):format(what, i, err) end
+    elseif mf.is_tensor(t) then
       local got, orig = read(t), r.ins[i].data
       for j = 1, #orig do
         if not (got[j] == orig[j] or (got[j] ~= got[j] and orig[j] ~= orig[j])) then

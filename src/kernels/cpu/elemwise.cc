@@ -15,7 +15,8 @@ using Acc = std::conditional_t<std::is_same<T, float>::value, float, double>;
 
 const char* unary_name(int code) {
   static const char* names[] = {"neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "sigmoid", "tanh",
-                                "relu", "sin", "cos", "square", "sign", "floor", "ceil", "round", "clamp"};
+                                "relu", "sin", "cos", "square", "sign", "floor", "ceil", "round", "clamp",
+                                "erf", "gelu", "leaky_relu"};
   return code >= 0 && code < MF_U_COUNT ? names[code] : "unary?";
 }
 
@@ -49,6 +50,9 @@ static inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
     case MF_U_CEIL: return T(std::ceil(x));
     case MF_U_ROUND: return T(std::nearbyint(x));  // half to even, as NumPy and PyTorch
     case MF_U_CLAMP: return T(x < lo ? lo : x > hi ? hi : x);
+    case MF_U_ERF: return T(std::erf(x));
+    case MF_U_GELU: return T(A(0.5) * x * (A(1) + std::erf(x * A(0.7071067811865476))));  // exact, as PyTorch's default
+    case MF_U_LEAKY_RELU: return T(x > 0 ? x : x * lo);
   }
   return v;
 }

@@ -19,6 +19,11 @@ void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log);
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b);
 void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim);
 void sum_to_cpu(mf_tensor& out, const mf_tensor& g);
+void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim);
+void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx, int dim);
+void one_hot_cpu(mf_tensor& out, const mf_tensor& labels);
+void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps);
+void dropout_mask_cpu(mf_tensor& mask, mf_rng& g, double p);
 void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, int64_t step);
 void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr);
 void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, double lr, double momentum,
@@ -26,6 +31,22 @@ void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad
 void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, double lr_t, double beta1,
                      double beta2, double epsilon);
 void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& logits, const mf_tensor& labels, int dim);
+
+// Convolution and pooling, NCHW (src/kernels/cpu/conv.cc). hp: stride h, w, padding h, w, dilation h, w.
+// ws is the bind-time uint8 workspace sized by conv2d_workspace_cpu (kind 0 forward, 1 input
+// gradient, 2 weight gradient; out, a, b as the routine takes them); a smaller or null one makes the
+// routine borrow temporary memory. Strided inputs are packed into it; outputs must be contiguous.
+int64_t conv2d_workspace_cpu(int kind, const mf_tensor& out, const mf_tensor& a, const mf_tensor& b, const int32_t* hp);
+void conv2d_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, mf_tensor* ws, const int32_t* hp);
+void conv2d_backward_input_cpu(mf_tensor& gx, const mf_tensor& gy, const mf_tensor& w, mf_tensor* ws, const int32_t* hp);
+void conv2d_backward_weight_cpu(mf_tensor& gw, const mf_tensor& gy, const mf_tensor& x, mf_tensor* ws, const int32_t* hp);
+// kp: kernel h, w, stride h, w, padding h, w; output sizes come from the output (or gy) shape.
+void max_pool2d_cpu(mf_tensor& y, const mf_tensor& x, const int32_t* kp);
+void max_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const mf_tensor& x, const int32_t* kp);
+void avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x, const int32_t* kp, bool count_include_pad);
+void avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const int32_t* kp, bool count_include_pad);
+void adaptive_avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x);
+void adaptive_avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy);
 
 const char* unary_name(int code);
 const char* binary_name(int code);

@@ -42,6 +42,12 @@ void check_update(const char* op, const mf_tensor& var, const mf_tensor& grad) {
   broadcast_shapes(op, dims(var), dims(grad), "variable", "gradient");
 }
 
+// a slot the update writes beside the variable (accum, m, v): the loops index it by var's shape
+void check_slot(const char* op, const mf_tensor& var, const mf_tensor& slot) {
+  if (dims(slot) != dims(var))
+    fail(op, ": slot is ", shape_str(slot), ", variable ", shape_str(var), "; expected one shape");
+}
+
 }  // namespace
 
 void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr) {
@@ -62,6 +68,7 @@ void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad
                          bool nesterov) {
   check_update("momentum_update", var, grad);
   check_update("momentum_update", accum, grad);
+  check_slot("momentum_update", var, accum);
   Shape s = dims(var);
   StridedIter<3> it(s, {strides(var), strides(accum), broadcast_strides(grad, s)});
   MF_DISPATCH_FLOAT(var.dtype_id, T, "momentum_update", {
@@ -84,10 +91,13 @@ void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad
 void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, double lr_t, double beta1,
                      double beta2, double epsilon) {
   check_update("adam_update", var, grad);
+  check_slot("adam_update", var, m);
+  check_slot("adam_update", var, v);
   Shape s = dims(var);
   StridedIter<4> it(s, {strides(var), strides(m), strides(v), broadcast_strides(grad, s)});
   MF_DISPATCH_FLOAT(var.dtype_id, T, "adam_update", {
-    T a = T(lr_t), b1 = T(beta1), b2 = T(beta2), eps = T(epsilon);
+    // 1 - beta in double, then rounded: 1 - float(0.999) is 1.3e-5 off in float32
+    T a = T(lr_t), b1 = T(beta1), b2 = T(beta2), c1 = T(1 - beta1), c2 = T(1 - beta2), eps = T(epsilon);
     int es = int(sizeof(T));
     it.run({(char*)var.ptr, (char*)m.ptr, (char*)v.ptr, (char*)grad.ptr}, {es, es, es, es}, 8,
            [&](auto p, int64_t n, auto st) {
@@ -97,8 +107,8 @@ void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor
              const T* g = (const T*)p[3];
              for (int64_t i = 0; i < n; ++i) {
                T gi = g[i * st[3]];
-               T mi = b1 * mp[i * st[1]] + (1 - b1) * gi;
-               T vi = b2 * vp[i * st[2]] + (1 - b2) * gi * gi;
+               T mi = b1 * mp[i * st[1]] + c1 * gi;
+               T vi = b2 * vp[i * st[2]] + c2 * gi * gi;
                mp[i * st[1]] = mi;
                vp[i * st[2]] = vi;
                w[i * st[0]] -= a * mi / (std::sqrt(vi) + eps);

@@ -1,0 +1,706 @@
+// -- conv2d / pooling ----------------------------------------------------------------------------
+// 2-D convolution (NCHW) as im2col + GEMM and its two gradients (GEMM + col2im, GEMM against the
+// columns), and max / average / adaptive average pooling with their gradients over (N, C) planes.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "../../core/allocator.h"
+#include "../../core/error.h"
+#include "../../core/threads.h"
+#include "kernels.h"
+
+namespace mf {
+
+namespace {
+
+// -- shared helpers --------------------------------------------------------------------------------
+
+void need_4d(const char* op, const char* what, const mf_tensor& t) {
+  if (t.ndim != 4) fail(op, ": ", what, " is ", shape_str(t), "; expected 4 dims (N x C x H x W)");
+}
+
+void need_contiguous_out(const char* op, const mf_tensor& t) {
+  if (!t.is_contig) fail(op, ": the output must be contiguous (it is ", shape_str(t), " with other strides)");
+}
+
+// ow in [lo, hi) are the outputs whose input column ow * s + off lies in [0, n).
+inline void valid_range(int64_t off, int64_t s, int64_t n, int64_t outs, int64_t* lo, int64_t* hi) {
+  int64_t l = off >= 0 ? 0 : (-off + s - 1) / s;
+  int64_t h = n - 1 - off < 0 ? 0 : (n - 1 - off) / s + 1;
+  *lo = std::min(l, outs);
+  *hi = std::max(*lo, std::min(h, outs));
+}
+
+inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
+}
+
+// Scratch memory carved from the bind-time workspace, 64-byte aligned pieces; when the workspace
+// is missing or too small (a caller that did not size it) the routine borrows from the allocator.
+class Scratch {
+ public:
+  Scratch(mf_tensor* ws, size_t need) {
+    size_t have = ws && ws->ptr ? size_t(tensor_nbytes(*ws)) : 0;
+    if (need <= have) {
+      base_ = (char*)ws->ptr;
+    } else if (need > 0) {
+      owned_ = cpu_allocator().allocate(need);
+      base_ = (char*)owned_;
+    }
+  }
+  ~Scratch() { cpu_allocator().free(owned_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <typename T>
+  T* take(int64_t n) {
+    T* p = (T*)(base_ + used_);
+    used_ += round(size_t(n) * sizeof(T));
+    return p;
+  }
+  static size_t round(size_t b) { return (b + 63) / 64 * 64; }
+
+ private:
+  char* base_ = nullptr;
+  size_t used_ = 0;
+  void* owned_ = nullptr;
+};
+
+// A contiguous view of t: t itself, or a copy packed into scratch.
+template <typename T>
+const T* packed(const mf_tensor& t, Scratch& s) {
+  if (t.is_contig) return (const T*)t.ptr;
+  T* p = s.take<T>(t.count);
+  mf_tensor dst{};
+  set_meta(dst, shape_of(t), t.dtype_id, MF_CPU);
+  dst.ptr = p;
+  copy_cpu(dst, t);
+  return p;
+}
+
+size_t pack_bytes(const mf_tensor& t) { return t.is_contig ? 0 : Scratch::round(size_t(tensor_nbytes(t))); }
+
+// Runs f(slot, begin, end) over images [0, n): one contiguous range per thread when nt > 1.
+template <typename F>
+void for_images(int64_t n, int nt, F&& f) {
+  if (nt <= 1) {
+    f(0, int64_t(0), n);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    int t = omp_get_thread_num(), team = omp_get_num_threads();
+    int64_t chunk = (n + team - 1) / team;
+    int64_t b = std::min(n, int64_t(t) * chunk), e = std::min(n, b + chunk);
+    f(t, b, e);
+  }
+}
+
+// -- convolution geometry ----------------------------------------------------------------------------
+struct Conv {
+  const char* op;
+  int64_t N, C, H, W, O, kh, kw, Ho, Wo;
+  int64_t sh, sw, ph, pw, dh, dw;
+  int64_t K() const { return C * kh * kw; }  // rows of the column matrix
+  int64_t P() const { return Ho * Wo; }      // its columns: output positions of one image
+  int64_t HW() const { return H * W; }
+  int64_t g_cols(int64_t g) const { return g * P(); }
+  // a 1x1 kernel at stride 1 without padding reads x as it is: no columns to build
+  bool direct() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
+};
+
+Conv conv_geom(const char* op, const int64_t* xs, const int64_t* ws, const int32_t* hp) {
+  Conv g{op, xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], 0, 0, hp[0], hp[1], hp[2], hp[3], hp[4], hp[5]};
+  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0) fail(op, ": bad stride, padding or dilation");
+  int64_t eh = g.dh * (g.kh - 1) + 1, ew = g.dw * (g.kw - 1) + 1;
+  if (g.kh < 1 || g.kw < 1 || eh > g.H + 2 * g.ph || ew > g.W + 2 * g.pw)
+    fail(op, ": the kernel does not fit the padded input (x ", g.N, "x", g.C, "x", g.H, "x", g.W, ", kernel ", g.kh, "x", g.kw, ")");
+  g.Ho = (g.H + 2 * g.ph - eh) / g.sh + 1;
+  g.Wo = (g.W + 2 * g.pw - ew) / g.sw + 1;
+  return g;
+}
+
+void check_dims(const Conv& g, const mf_tensor& t, const char* what, int64_t a, int64_t b, int64_t c, int64_t d) {
+  if (t.shape[0] != a || t.shape[1] != b || t.shape[2] != c || t.shape[3] != d)
+    fail(g.op, ": ", what, " is ", shape_str(t), "; expected ", a, "x", b, "x", c, "x", d);
+}
+
+void check_float(const char* op, const mf_tensor& a, const mf_tensor& b, const mf_tensor& out) {
+  if (a.dtype_id != b.dtype_id || out.dtype_id != a.dtype_id)
+    fail(op, ": inputs and output must share one dtype (got ", dtype_name(a.dtype_id), ", ", dtype_name(b.dtype_id),
+         " -> ", dtype_name(out.dtype_id), ")");
+  if (!dtype_is_float(a.dtype_id)) fail(op, ": dtype ", dtype_name(a.dtype_id), " not supported; expected float32 or float64");
+}
+
+// How a conv routine splits its work: nt threads take contiguous ranges of the batch (each with
+// its own scratch slot), and each thread handles its images g at a time: their columns side by
+// side in one K x (g*P) matrix, so one GEMM covers g images (small per-image GEMMs waste half
+// of OpenBLAS's speed). g keeps a slot within about half of a core's L2. When the batch is
+// smaller than the thread count, images run one chunk at a time and the threads go to
+// im2col/col2im (over channels) and to OpenBLAS's own GEMM threads.
+struct ConvPlan {
+  int nt;        // threads splitting the batch (1: none)
+  int64_t g;     // images per GEMM
+  int64_t cols;  // elements of the column matrix (K x g*P), 0 for a direct 1x1 conv
+  int64_t buf;   // elements of the gathered gy / the GEMM result before it is scattered (O x g*P)
+  int64_t acc;   // elements of a per-thread weight-gradient accumulator (O x K)
+  size_t slot_bytes(int es) const { return Scratch::round(size_t(cols + buf + acc) * size_t(es)); }
+};
+
+constexpr int64_t kSlotBudget = int64_t(1) << 20;  // bytes
+
+ConvPlan conv_plan(int kind, const Conv& g, int es) {
+  ConvPlan pl{};
+  int threads = get_num_threads();
+  pl.nt = threads > 1 && g.N >= threads ? threads : 1;
+  int64_t per_thread = pl.nt > 1 ? (g.N + pl.nt - 1) / pl.nt : g.N;
+  int64_t per_image = (g.K() + g.O) * g.P() * es;
+  pl.g = g.direct() ? 1 : std::max<int64_t>(1, std::min(per_thread, kSlotBudget / std::max<int64_t>(per_image, 1)));
+  pl.cols = g.direct() ? 0 : g.K() * g.g_cols(pl.g);
+  pl.buf = pl.g > 1 ? g.O * g.g_cols(pl.g) : 0;
+  pl.acc = kind == 2 && pl.nt > 1 ? g.O * g.K() : 0;
+  return pl;
+}
+
+// Columns of one image x (C x H x W, contiguous) into col, a matrix with row stride ld: row
+// (c, i, j) holds x[c][oh*sh - ph + i*dh][ow*sw - pw + j*dw] for every output position (oh, ow),
+// 0 where that falls in the padding.
+template <typename T>
+void im2col(const T* x, T* col, int64_t ld, const Conv& g, bool par) {
+  auto rows = [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c)
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          T* dst = col + ((c * g.kh + i) * g.kw + j) * ld;
+          int64_t off = j * g.dw - g.pw, lo, hi;
+          valid_range(off, g.sw, g.W, g.Wo, &lo, &hi);
+          for (int64_t oh = 0; oh < g.Ho; ++oh, dst += g.Wo) {
+            int64_t ih = oh * g.sh - g.ph + i * g.dh;
+            if (ih < 0 || ih >= g.H) {
+              for (int64_t ow = 0; ow < g.Wo; ++ow) dst[ow] = T(0);
+              continue;
+            }
+            const T* src = x + (c * g.H + ih) * g.W;  // input column ow * sw + off
+            // rows are short (often under 32 elements): plain loops beat memcpy/memset calls
+            for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = T(0);
+            if (g.sw == 1) {
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow + off];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * g.sw + off];
+            }
+            for (int64_t ow = hi; ow < g.Wo; ++ow) dst[ow] = T(0);
+          }
+        }
+  };
+  if (par) parallel_for(g.C, g.kh * g.kw * g.P(), rows);
+  else rows(0, g.C);
+}
+
+// The adjoint of im2col: gx (one image, C x H x W) = the sum of every column entry at the input
+// position it was read from.
+template <typename T>
+void col2im(const T* col, int64_t ld, T* gx, const Conv& g, bool par) {
+  auto planes = [&](int64_t cb, int64_t ce) {
+    std::fill(gx + cb * g.HW(), gx + ce * g.HW(), T(0));
+    for (int64_t c = cb; c < ce; ++c)
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const T* src = col + ((c * g.kh + i) * g.kw + j) * ld;
+          int64_t off = j * g.dw - g.pw, lo, hi;
+          valid_range(off, g.sw, g.W, g.Wo, &lo, &hi);
+          for (int64_t oh = 0; oh < g.Ho; ++oh, src += g.Wo) {
+            int64_t ih = oh * g.sh - g.ph + i * g.dh;
+            if (ih < 0 || ih >= g.H) continue;
+            T* dst = gx + (c * g.H + ih) * g.W;
+            if (g.sw == 1) {
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow + off] += src[ow];
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.sw + off] += src[ow];
+            }
+          }
+        }
+  };
+  if (par) parallel_for(g.C, g.kh * g.kw * g.P(), planes);
+  else planes(0, g.C);
+}
+
+// Moves images [n, n + cnt) between the batch layout (cnt x O x P, contiguous) and a chunk
+// matrix (O x cnt*P): gathering gy before a GEMM, scattering a GEMM's result into y.
+template <typename T>
+void to_chunk(const T* batch, T* chunk, int64_t cnt, int64_t O, int64_t P) {
+  for (int64_t i = 0; i < cnt; ++i)
+    for (int64_t o = 0; o < O; ++o) std::memcpy(chunk + o * cnt * P + i * P, batch + (i * O + o) * P, size_t(P) * sizeof(T));
+}
+template <typename T>
+void from_chunk(const T* chunk, T* batch, int64_t cnt, int64_t O, int64_t P) {
+  for (int64_t i = 0; i < cnt; ++i)
+    for (int64_t o = 0; o < O; ++o) std::memcpy(batch + (i * O + o) * P, chunk + o * cnt * P + i * P, size_t(P) * sizeof(T));
+}
+
+// kind 0: y = conv2d(x, w); 1: gx = conv2d_backward_input(gy, w); 2: gw = conv2d_backward_weight(gy, x).
+// a and b are the routine's two data inputs in that order.
+template <typename T>
+void conv_run(int kind, const Conv& g, mf_tensor& out, const mf_tensor& a, const mf_tensor& b, mf_tensor* ws) {
+  const int64_t K = g.K(), P = g.P(), O = g.O, CHW = g.C * g.HW(), OP = O * P;
+  T* op = (T*)out.ptr;
+  bool empty = kind == 0 ? (K == 0 || O == 0) : kind == 1 ? (O == 0 || K == 0) : (g.N == 0 || O == 0 || K == 0);
+  if (empty) {  // nothing to sum: zeros (or an empty output)
+    std::fill(op, op + out.count, T(0));
+    return;
+  }
+  ConvPlan pl = conv_plan(kind, g, int(sizeof(T)));
+  int nt = pl.nt;
+  bool par = nt == 1 && get_num_threads() > 1;
+  size_t slot_bytes = pl.slot_bytes(int(sizeof(T)));
+  Scratch s(ws, pack_bytes(a) + pack_bytes(b) + slot_bytes * size_t(nt));
+  const T* ap = packed<T>(a, s);
+  const T* bp = packed<T>(b, s);
+  T* slots = s.take<T>(int64_t(slot_bytes / sizeof(T)) * nt);
+  const int64_t slot = int64_t(slot_bytes / sizeof(T));
+  for_images(g.N, nt, [&](int t, int64_t nb, int64_t ne) {
+    T* col = slots + t * slot;
+    T* buf = col + pl.cols;
+    T* acc = kind == 2 && nt > 1 ? buf + pl.buf : op;
+    if (kind == 2 && nb >= ne) std::fill(acc, acc + O * K, T(0));
+    for (int64_t n0 = nb; n0 < ne; n0 += pl.g) {
+      const int64_t cnt = std::min(pl.g, ne - n0), ld = cnt * P;
+      if (kind == 0) {  // y_chunk (O x cnt*P) = w (O x K) * cols (K x cnt*P)
+        const T* cm = ap + n0 * CHW;  // a direct conv reads x as its own columns
+        if (!g.direct()) {
+          for (int64_t i = 0; i < cnt; ++i) im2col(ap + (n0 + i) * CHW, col + i * P, ld, g, par);
+          cm = col;
+        }
+        T* dst = cnt > 1 ? buf : op + n0 * OP;
+        gemm(CblasNoTrans, CblasNoTrans, O, ld, K, bp, K, cm, ld, T(0), dst, ld);
+        if (cnt > 1) from_chunk(buf, op + n0 * OP, cnt, O, P);
+      } else {
+        const T* gyc = ap + n0 * OP;  // gy of the chunk as O x cnt*P
+        if (cnt > 1) {
+          to_chunk(gyc, buf, cnt, O, P);
+          gyc = buf;
+        }
+        if (kind == 1) {  // cols (K x cnt*P) = w^T (K x O) * gy_chunk, then col2im image by image
+          if (g.direct()) {
+            gemm(CblasTrans, CblasNoTrans, K, P, O, bp, K, gyc, P, T(0), op + n0 * CHW, P);
+          } else {
+            gemm(CblasTrans, CblasNoTrans, K, ld, O, bp, K, gyc, ld, T(0), col, ld);
+            for (int64_t i = 0; i < cnt; ++i) col2im(col + i * P, ld, op + (n0 + i) * CHW, g, par);
+          }
+        } else {  // acc (O x K) += gy_chunk (O x cnt*P) * cols^T (cnt*P x K)
+          const T* cm = bp + n0 * CHW;
+          if (!g.direct()) {
+            for (int64_t i = 0; i < cnt; ++i) im2col(bp + (n0 + i) * CHW, col + i * P, ld, g, par);
+            cm = col;
+          }
+          gemm(CblasNoTrans, CblasTrans, O, K, ld, gyc, ld, cm, ld, n0 == nb ? T(0) : T(1), acc, K);
+        }
+      }
+    }
+  });
+  if (kind == 2 && nt > 1) {  // sum the per-thread accumulators
+    const int64_t at = pl.cols + pl.buf;
+    parallel_for(O * K, nt, [&](int64_t ib, int64_t ie) {
+      for (int64_t i = ib; i < ie; ++i) {
+        T v = 0;
+        for (int t = 0; t < nt; ++t) v += slots[t * slot + at + i];
+        op[i] = v;
+      }
+    });
+  }
+}
+
+// The geometry of one conv routine from its tensors; checks what the shape rules checked, so a
+// direct caller of the C ABI gets an error rather than a stray write.
+Conv conv_of(int kind, const mf_tensor& out, const mf_tensor& a, const mf_tensor& b, const int32_t* hp) {
+  static const char* names[] = {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"};
+  const char* op = names[kind];
+  need_4d(op, "output", out);
+  need_4d(op, "input 1", a);
+  need_4d(op, "input 2", b);
+  // x and w shapes as the forward conv saw them
+  const int64_t* xs = kind == 0 ? a.shape : kind == 1 ? out.shape : b.shape;
+  const int64_t* wsh = kind == 0 ? b.shape : kind == 1 ? b.shape : out.shape;
+  Conv g = conv_geom(op, xs, wsh, hp);
+  if (xs[1] != wsh[1]) fail(op, ": x has ", xs[1], " channels, w expects ", wsh[1]);
+  const mf_tensor& y = kind == 0 ? out : a;
+  check_dims(g, y, kind == 0 ? "the output" : "gy", g.N, g.O, g.Ho, g.Wo);
+  return g;
+}
+
+}  // namespace
+
+int64_t conv2d_workspace_cpu(int kind, const mf_tensor& out, const mf_tensor& a, const mf_tensor& b, const int32_t* hp) {
+  if (kind < 0 || kind > 2) fail("conv2d: bad routine code ", kind);
+  Conv g = conv_of(kind, out, a, b, hp);
+  int es = dtype_size(out.dtype_id);
+  ConvPlan pl = conv_plan(kind, g, es);
+  return int64_t(pack_bytes(a) + pack_bytes(b) + pl.slot_bytes(es) * size_t(pl.nt));
+}
+
+void conv2d_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, mf_tensor* ws, const int32_t* hp) {
+  check_float("conv2d", x, w, y);
+  need_contiguous_out("conv2d", y);
+  Conv g = conv_of(0, y, x, w, hp);
+  MF_DISPATCH_FLOAT(x.dtype_id, T, "conv2d", conv_run<T>(0, g, y, x, w, ws));
+}
+
+void conv2d_backward_input_cpu(mf_tensor& gx, const mf_tensor& gy, const mf_tensor& w, mf_tensor* ws, const int32_t* hp) {
+  check_float("conv2d_backward_input", gy, w, gx);
+  need_contiguous_out("conv2d_backward_input", gx);
+  Conv g = conv_of(1, gx, gy, w, hp);
+  MF_DISPATCH_FLOAT(gy.dtype_id, T, "conv2d_backward_input", conv_run<T>(1, g, gx, gy, w, ws));
+}
+
+void conv2d_backward_weight_cpu(mf_tensor& gw, const mf_tensor& gy, const mf_tensor& x, mf_tensor* ws, const int32_t* hp) {
+  check_float("conv2d_backward_weight", gy, x, gw);
+  need_contiguous_out("conv2d_backward_weight", gw);
+  Conv g = conv_of(2, gw, gy, x, hp);
+  MF_DISPATCH_FLOAT(gy.dtype_id, T, "conv2d_backward_weight", conv_run<T>(2, g, gw, gy, x, ws));
+}
+
+// -- pooling -----------------------------------------------------------------------------------------
+// One (N, C) plane per task: inputs are read through their strides, outputs are contiguous.
+namespace {
+
+struct Pool {
+  int64_t N, C, H, W, Ho, Wo;
+  int64_t kh, kw, sh, sw, ph, pw;
+  int64_t xs[4];  // strides of the strided operand (x forward, gy backward)
+};
+
+// The plane geometry from the big (input-sized) and small (output-sized) tensors.
+Pool pool_of(const char* op, const mf_tensor& big, const mf_tensor& small, const mf_tensor& strided, const int32_t* kp) {
+  need_4d(op, "input", big);
+  need_4d(op, "output", small);
+  Pool g{big.shape[0], big.shape[1], big.shape[2], big.shape[3], small.shape[2], small.shape[3], 0, 0, 0, 0, 0, 0, {}};
+  if (small.shape[0] != g.N || small.shape[1] != g.C)
+    fail(op, ": ", shape_str(small), " and ", shape_str(big), " disagree in batch or channels");
+  if (kp) {
+    g.kh = kp[0], g.kw = kp[1], g.sh = kp[2], g.sw = kp[3], g.ph = kp[4], g.pw = kp[5];
+    if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0 || 2 * g.ph > g.kh || 2 * g.pw > g.kw)
+      fail(op, ": bad kernel_size, stride or padding");
+    if (g.H + 2 * g.ph < g.kh || g.W + 2 * g.pw < g.kw ||
+        (g.H + 2 * g.ph - g.kh) / g.sh + 1 != g.Ho || (g.W + 2 * g.pw - g.kw) / g.sw + 1 != g.Wo)
+      fail(op, ": ", shape_str(small), " is not the pooled size of ", shape_str(big));
+  } else if (g.Ho < 1 || g.Wo < 1 || g.H < 1 || g.W < 1) {
+    if (g.N * g.C > 0) fail(op, ": cannot pool ", shape_str(big), " to ", shape_str(small));
+  }
+  for (int d = 0; d < 4; ++d) g.xs[d] = strided.strides[d];
+  return g;
+}
+
+template <typename F>
+void for_planes(const Pool& g, int64_t cost, F&& f) {
+  parallel_for(g.N * g.C, cost, [&](int64_t b, int64_t e) {
+    for (int64_t pl = b; pl < e; ++pl) f(pl, pl / g.C, pl % g.C);
+  });
+}
+
+// the window of output (oh, ow), clipped to the input: rows [h0, h1), columns [w0, w1)
+struct Win {
+  int64_t h0, h1, w0, w1, div;
+};
+inline Win window(const Pool& g, int64_t oh, int64_t ow, bool include_pad) {
+  int64_t h0 = oh * g.sh - g.ph, w0 = ow * g.sw - g.pw;
+  int64_t h1 = std::min(h0 + g.kh, g.H), w1 = std::min(w0 + g.kw, g.W);
+  // PyTorch's divisor with padding counted: the window clipped to the padded input
+  int64_t pad_div = (std::min(h0 + g.kh, g.H + g.ph) - h0) * (std::min(w0 + g.kw, g.W + g.pw) - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  return {h0, h1, w0, w1, include_pad ? pad_div : (h1 - h0) * (w1 - w0)};
+}
+
+template <typename T>
+inline T max_nan(T a, T b) { return (a > b || a != a) ? a : b; }
+
+template <typename T>
+void max_pool_typed(mf_tensor& y, const mf_tensor& x, const Pool& g) {
+  const T* xp = (const T*)x.ptr;
+  T* yp = (T*)y.ptr;
+  const int64_t s2 = g.xs[2], s3 = g.xs[3];
+  bool fast = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && s3 == 1;
+  for_planes(g, g.Ho * g.Wo * g.kh * g.kw, [&](int64_t pl, int64_t n, int64_t c) {
+    const T* xpl = xp + n * g.xs[0] + c * g.xs[1];
+    T* out = yp + pl * g.Ho * g.Wo;
+    if (fast) {
+      for (int64_t oh = 0; oh < g.Ho; ++oh, out += g.Wo) {
+        const T* r0 = xpl + 2 * oh * s2;
+        const T* r1 = r0 + s2;
+        for (int64_t ow = 0; ow < g.Wo; ++ow)
+          out[ow] = max_nan(max_nan(r0[2 * ow], r0[2 * ow + 1]), max_nan(r1[2 * ow], r1[2 * ow + 1]));
+      }
+      return;
+    }
+    for (int64_t oh = 0; oh < g.Ho; ++oh)
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        Win w = window(g, oh, ow, false);
+        T m = -std::numeric_limits<T>::infinity();
+        for (int64_t h = w.h0; h < w.h1; ++h)
+          for (int64_t k = w.w0; k < w.w1; ++k) m = max_nan(xpl[h * s2 + k * s3], m);
+        out[oh * g.Wo + ow] = m;
+      }
+  });
+}
+
+// gx = 0, then each gy element goes to the first maximum of its window (the first NaN, if any)
+// The 2x2 / stride 2 max-pool gradient, a vector of windows at a time (GCC/Clang vector
+// extensions: AVX with -march=native, SSE otherwise): random data makes each window's winner
+// unpredictable, so selects on comparison masks instead of branches. Rows r0, r1 hold the n
+// windows' top and bottom pairs, g their gradients; writes all four outputs of each window.
+template <typename T>
+struct Simd {
+  static constexpr int L = 32 / int(sizeof(T));
+  typedef T V __attribute__((vector_size(32)));
+  typedef std::conditional_t<sizeof(T) == 4, int32_t, int64_t> I;
+  typedef I M __attribute__((vector_size(32)));
+};
+
+inline void deinterleave(const float* p, Simd<float>::V& even, Simd<float>::V& odd) {
+  Simd<float>::V lo, hi;
+  std::memcpy(&lo, p, 32);
+  std::memcpy(&hi, p + 8, 32);
+  even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+  odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
+}
+inline void interleave(float* p, Simd<float>::V even, Simd<float>::V odd) {
+  Simd<float>::V lo = __builtin_shufflevector(even, odd, 0, 8, 1, 9, 2, 10, 3, 11);
+  Simd<float>::V hi = __builtin_shufflevector(even, odd, 4, 12, 5, 13, 6, 14, 7, 15);
+  std::memcpy(p, &lo, 32);
+  std::memcpy(p + 8, &hi, 32);
+}
+inline void deinterleave(const double* p, Simd<double>::V& even, Simd<double>::V& odd) {
+  Simd<double>::V lo, hi;
+  std::memcpy(&lo, p, 32);
+  std::memcpy(&hi, p + 4, 32);
+  even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
+  odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7);
+}
+inline void interleave(double* p, Simd<double>::V even, Simd<double>::V odd) {
+  Simd<double>::V lo = __builtin_shufflevector(even, odd, 0, 4, 1, 5);
+  Simd<double>::V hi = __builtin_shufflevector(even, odd, 2, 6, 3, 7);
+  std::memcpy(p, &lo, 32);
+  std::memcpy(p + 4, &hi, 32);
+}
+
+template <typename T>
+void pool2x2_backward_simd(const T* r0, const T* r1, const T* g, T* o0, T* o1, int64_t n) {
+  using V = typename Simd<T>::V;
+  using M = typename Simd<T>::M;
+  constexpr int L = Simd<T>::L;
+  // v displaces the winner m (scanning in row-major order): larger, or the first NaN
+  auto beats_v = [](V v, V m) -> M { return (v > m) | ((v != v) & (m == m)); };
+  auto pick = [](M m, V a, V b) -> V { return (V)(((M)a & m) | ((M)b & ~m)); };
+  auto keep = [](M m, V a) -> V { return (V)((M)a & m); };
+  auto step = [&](const T* p0, const T* p1, const T* pg, T* q0, T* q1) {
+    V a0, a1, b0, b1, gv;
+    deinterleave(p0, a0, a1);
+    deinterleave(p1, b0, b1);
+    std::memcpy(&gv, pg, sizeof gv);
+    M t1 = beats_v(a1, a0), t2 = beats_v(b1, b0);
+    M bt = beats_v(pick(t2, b1, b0), pick(t1, a1, a0));
+    interleave(q0, keep(~bt & ~t1, gv), keep(~bt & t1, gv));
+    interleave(q1, keep(bt & ~t2, gv), keep(bt & t2, gv));
+  };
+  int64_t ow = 0;
+  for (; ow + L <= n; ow += L) step(r0 + 2 * ow, r1 + 2 * ow, g + ow, o0 + 2 * ow, o1 + 2 * ow);
+  if (ow < n) {  // the last few windows, through zero-padded copies
+    size_t rem = size_t(n - ow);
+    T a[2 * L] = {}, b[2 * L] = {}, gg[L] = {}, q0[2 * L], q1[2 * L];
+    std::memcpy(a, r0 + 2 * ow, 2 * rem * sizeof(T));
+    std::memcpy(b, r1 + 2 * ow, 2 * rem * sizeof(T));
+    std::memcpy(gg, g + ow, rem * sizeof(T));
+    step(a, b, gg, q0, q1);
+    std::memcpy(o0 + 2 * ow, q0, 2 * rem * sizeof(T));
+    std::memcpy(o1 + 2 * ow, q1, 2 * rem * sizeof(T));
+  }
+}
+
+template <typename T>
+void max_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const mf_tensor& x, const Pool& g) {
+  const T* xp = (const T*)x.ptr;
+  const T* gp = (const T*)gy.ptr;
+  T* op = (T*)gx.ptr;
+  const int64_t s2 = x.strides[2], s3 = x.strides[3];
+  const int64_t* gs = gy.strides;
+  bool fast = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && s3 == 1 && gs[3] == 1;
+  for_planes(g, g.Ho * g.Wo * g.kh * g.kw + g.H * g.W, [&](int64_t pl, int64_t n, int64_t c) {
+    const T* xpl = xp + n * x.strides[0] + c * x.strides[1];
+    const T* gpl = gp + n * gs[0] + c * gs[1];
+    T* out = op + pl * g.H * g.W;
+    if (fast) {
+      // windows tile the plane: write every element once (a zero fill followed by scattered
+      // adds stalls on store forwarding), then zero the rows and columns no window covers
+      for (int64_t oh = 0; oh < g.Ho; ++oh) {
+        const T* r0 = xpl + 2 * oh * s2;
+        const T* r1 = r0 + s2;
+        const T* grow = gpl + oh * gs[2];
+        T* o0 = out + 2 * oh * g.W;
+        T* o1 = o0 + g.W;
+        pool2x2_backward_simd(r0, r1, grow, o0, o1, g.Wo);
+        if (g.W > 2 * g.Wo) {
+          std::fill(o0 + 2 * g.Wo, o0 + g.W, T(0));
+          std::fill(o1 + 2 * g.Wo, o1 + g.W, T(0));
+        }
+      }
+      std::fill(out + 2 * g.Ho * g.W, out + g.H * g.W, T(0));
+      return;
+    }
+    std::fill(out, out + g.H * g.W, T(0));
+    for (int64_t oh = 0; oh < g.Ho; ++oh)
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        Win w = window(g, oh, ow, false);
+        int64_t best = w.h0 * g.W + w.w0;
+        T m = xpl[w.h0 * s2 + w.w0 * s3];
+        for (int64_t h = w.h0; h < w.h1 && m == m; ++h)
+          for (int64_t k = w.w0; k < w.w1; ++k) {
+            T v = xpl[h * s2 + k * s3];
+            if (v > m || v != v) {
+              m = v;
+              best = h * g.W + k;
+              if (v != v) break;
+            }
+          }
+        out[best] += gpl[oh * gs[2] + ow * gs[3]];
+      }
+  });
+}
+
+template <typename T>
+void avg_pool_typed(mf_tensor& y, const mf_tensor& x, const Pool& g, bool include_pad) {
+  const T* xp = (const T*)x.ptr;
+  T* yp = (T*)y.ptr;
+  const int64_t s2 = g.xs[2], s3 = g.xs[3];
+  for_planes(g, g.Ho * g.Wo * g.kh * g.kw, [&](int64_t pl, int64_t n, int64_t c) {
+    const T* xpl = xp + n * g.xs[0] + c * g.xs[1];
+    T* out = yp + pl * g.Ho * g.Wo;
+    for (int64_t oh = 0; oh < g.Ho; ++oh)
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        Win w = window(g, oh, ow, include_pad);
+        T s = 0;
+        for (int64_t h = w.h0; h < w.h1; ++h)
+          for (int64_t k = w.w0; k < w.w1; ++k) s += xpl[h * s2 + k * s3];
+        out[oh * g.Wo + ow] = s / T(w.div);
+      }
+  });
+}
+
+template <typename T>
+void avg_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool& g, bool include_pad) {
+  const T* gp = (const T*)gy.ptr;
+  T* op = (T*)gx.ptr;
+  for_planes(g, g.Ho * g.Wo * g.kh * g.kw + g.H * g.W, [&](int64_t pl, int64_t n, int64_t c) {
+    const T* gpl = gp + n * g.xs[0] + c * g.xs[1];
+    T* out = op + pl * g.H * g.W;
+    std::fill(out, out + g.H * g.W, T(0));
+    for (int64_t oh = 0; oh < g.Ho; ++oh)
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        Win w = window(g, oh, ow, include_pad);
+        T v = gpl[oh * g.xs[2] + ow * g.xs[3]] / T(w.div);
+        for (int64_t h = w.h0; h < w.h1; ++h)
+          for (int64_t k = w.w0; k < w.w1; ++k) out[h * g.W + k] += v;
+      }
+  });
+}
+
+// adaptive windows (PyTorch's rule): rows [floor(i*H/Ho), ceil((i+1)*H/Ho))
+inline int64_t ad_start(int64_t i, int64_t in, int64_t out) { return i * in / out; }
+inline int64_t ad_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
+
+template <typename T>
+void adaptive_avg_typed(mf_tensor& y, const mf_tensor& x, const Pool& g) {
+  const T* xp = (const T*)x.ptr;
+  T* yp = (T*)y.ptr;
+  int64_t kh = (g.H + g.Ho - 1) / g.Ho + 1, kw = (g.W + g.Wo - 1) / g.Wo + 1;
+  for_planes(g, g.Ho * g.Wo * kh * kw, [&](int64_t pl, int64_t n, int64_t c) {
+    const T* xpl = xp + n * g.xs[0] + c * g.xs[1];
+    T* out = yp + pl * g.Ho * g.Wo;
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      int64_t h0 = ad_start(oh, g.H, g.Ho), h1 = ad_end(oh, g.H, g.Ho);
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        int64_t w0 = ad_start(ow, g.W, g.Wo), w1 = ad_end(ow, g.W, g.Wo);
+        T s = 0;
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t k = w0; k < w1; ++k) s += xpl[h * g.xs[2] + k * g.xs[3]];
+        out[oh * g.Wo + ow] = s / T((h1 - h0) * (w1 - w0));
+      }
+    }
+  });
+}
+
+template <typename T>
+void adaptive_avg_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool& g) {
+  const T* gp = (const T*)gy.ptr;
+  T* op = (T*)gx.ptr;
+  int64_t kh = (g.H + g.Ho - 1) / g.Ho + 1, kw = (g.W + g.Wo - 1) / g.Wo + 1;
+  for_planes(g, g.Ho * g.Wo * kh * kw + g.H * g.W, [&](int64_t pl, int64_t n, int64_t c) {
+    const T* gpl = gp + n * g.xs[0] + c * g.xs[1];
+    T* out = op + pl * g.H * g.W;
+    std::fill(out, out + g.H * g.W, T(0));
+    for (int64_t oh = 0; oh < g.Ho; ++oh) {
+      int64_t h0 = ad_start(oh, g.H, g.Ho), h1 = ad_end(oh, g.H, g.Ho);
+      for (int64_t ow = 0; ow < g.Wo; ++ow) {
+        int64_t w0 = ad_start(ow, g.W, g.Wo), w1 = ad_end(ow, g.W, g.Wo);
+        T v = gpl[oh * g.xs[2] + ow * g.xs[3]] / T((h1 - h0) * (w1 - w0));
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t k = w0; k < w1; ++k) out[h * g.W + k] += v;
+      }
+    }
+  });
+}
+
+void check_pool_types(const char* op, const mf_tensor& out, const mf_tensor& a, const mf_tensor* b) {
+  if (out.dtype_id != a.dtype_id || (b && b->dtype_id != a.dtype_id))
+    fail(op, ": inputs and output must share one dtype");
+  need_contiguous_out(op, out);
+}
+
+}  // namespace
+
+void max_pool2d_cpu(mf_tensor& y, const mf_tensor& x, const int32_t* kp) {
+  check_pool_types("max_pool2d", y, x, nullptr);
+  Pool g = pool_of("max_pool2d", x, y, x, kp);
+  MF_DISPATCH_FLOAT(x.dtype_id, T, "max_pool2d", max_pool_typed<T>(y, x, g));
+}
+
+void max_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const mf_tensor& x, const int32_t* kp) {
+  check_pool_types("max_pool2d_backward", gx, gy, &x);
+  Pool g = pool_of("max_pool2d_backward", x, gy, gy, kp);
+  if (shape_of(gx) != shape_of(x)) fail("max_pool2d_backward: the output is ", shape_str(gx), ", x ", shape_str(x));
+  MF_DISPATCH_FLOAT(x.dtype_id, T, "max_pool2d_backward", max_pool_backward_typed<T>(gx, gy, x, g));
+}
+
+void avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x, const int32_t* kp, bool count_include_pad) {
+  check_pool_types("avg_pool2d", y, x, nullptr);
+  Pool g = pool_of("avg_pool2d", x, y, x, kp);
+  MF_DISPATCH_FLOAT(x.dtype_id, T, "avg_pool2d", avg_pool_typed<T>(y, x, g, count_include_pad));
+}
+
+void avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const int32_t* kp, bool count_include_pad) {
+  check_pool_types("avg_pool2d_backward", gx, gy, nullptr);
+  Pool g = pool_of("avg_pool2d_backward", gx, gy, gy, kp);
+  MF_DISPATCH_FLOAT(gy.dtype_id, T, "avg_pool2d_backward", avg_pool_backward_typed<T>(gx, gy, g, count_include_pad));
+}
+
+void adaptive_avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x) {
+  check_pool_types("adaptive_avg_pool2d", y, x, nullptr);
+  Pool g = pool_of("adaptive_avg_pool2d", x, y, x, nullptr);
+  MF_DISPATCH_FLOAT(x.dtype_id, T, "adaptive_avg_pool2d", adaptive_avg_typed<T>(y, x, g));
+}
+
+void adaptive_avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy) {
+  check_pool_types("adaptive_avg_pool2d_backward", gx, gy, nullptr);
+  Pool g = pool_of("adaptive_avg_pool2d_backward", gx, gy, gy, nullptr);
+  MF_DISPATCH_FLOAT(gy.dtype_id, T, "adaptive_avg_pool2d_backward", adaptive_avg_backward_typed<T>(gx, gy, g));
+}
+
+}  // namespace mf

@@ -1,0 +1,85 @@
+// -- batch_norm / dropout_mask -----------------------------------------------------------------
+// Batch normalisation with batch statistics (per channel = dim 2, in float64 accumulators) and the
+// dropout mask drawn from the counter-based generator, so a mask depends only on (seed, offset).
+#include <cmath>
+#include <vector>
+
+#include "../../core/allocator.h"
+#include "../../core/error.h"
+#include "../../core/threads.h"
+#include "kernels.h"
+
+namespace mf {
+
+template <typename T>
+static void batch_norm_typed(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps) {
+  int64_t N = x.shape[0], Cn = x.shape[1], inner = 1;
+  for (int d = 2; d < x.ndim; ++d) inner *= x.shape[d];
+  const T* xp = (const T*)x.ptr;
+  const T* wp = (const T*)w.ptr;
+  const T* bp = (const T*)b.ptr;
+  T* yp = (T*)y.ptr;
+  int64_t ws = w.strides[0], bs = b.strides[0];
+  parallel_for(Cn, N * inner * 4, [&](int64_t cb, int64_t ce) {
+    for (int64_t c = cb; c < ce; ++c) {
+      double sum = 0, sq = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* row = xp + (n * Cn + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) sum += double(row[i]);
+      }
+      double cnt = double(N * inner), mean = cnt > 0 ? sum / cnt : 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* row = xp + (n * Cn + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          double d = double(row[i]) - mean;
+          sq += d * d;
+        }
+      }
+      double var = cnt > 0 ? sq / cnt : 0;  // biased, as normalisation uses
+      double scale = double(wp[c * ws]) / std::sqrt(var + eps), shift = double(bp[c * bs]) - mean * scale;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* row = xp + (n * Cn + c) * inner;
+        T* out = yp + (n * Cn + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) out[i] = T(double(row[i]) * scale + shift);
+      }
+    }
+  });
+}
+
+void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps) {
+  if (x.is_contig) {
+    MF_DISPATCH_FLOAT(x.dtype_id, T, "batch_norm", batch_norm_typed<T>(y, x, w, b, eps));
+    return;
+  }
+  // a strided input is packed first (rare: modules feed contiguous activations)
+  mf_tensor packed = x;
+  set_meta(packed, shape_of(x), x.dtype_id, x.device_id);
+  void* buf = cpu_allocator().allocate(size_t(tensor_nbytes(x)));
+  packed.ptr = buf;
+  try {
+    copy_cpu(packed, x);
+    MF_DISPATCH_FLOAT(x.dtype_id, T, "batch_norm", batch_norm_typed<T>(y, packed, w, b, eps));
+  } catch (...) {
+    cpu_allocator().free(buf);
+    throw;
+  }
+  cpu_allocator().free(buf);
+}
+
+void dropout_mask_cpu(mf_tensor& mask, mf_rng& g, double p) {
+  uint64_t seed = g.seed, base = g.offset;
+  double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
+  MF_DISPATCH_FLOAT(mask.dtype_id, T, "dropout_mask", {
+    T* m = (T*)mask.ptr;
+    parallel_for(mask.count, 20, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        Philox4 r = philox(seed, base + uint64_t(i));
+        double u = u64_to_unit_double(r.v[0], r.v[1]);
+        m[i] = u < p ? T(0) : T(scale);
+      }
+    });
+  });
+  g.offset = base + uint64_t(mask.count);
+}
+
+}  // namespace mf
