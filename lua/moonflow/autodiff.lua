@@ -1,6 +1,7 @@
 -- Reverse-mode autodiff: mf.gradients walks the graph backwards from ys, calling each op's
 -- registered gradient rule (a Lua function building nodes from other registered ops) and summing
--- the contributions where a value feeds several consumers.
+-- the contributions where a value feeds several consumers. Integer outputs (comparisons, argmax)
+-- carry no gradient, so nothing flows back through them.
 return function(mf)
   local raise, ops = mf._raise, mf._ops
   local rules = {}  -- op name -> compiled rule, or false when the op has none
@@ -72,7 +73,8 @@ return function(mf)
     for id = maxid, 0, -1 do
       local gl = grads[id]
       local info = nodes[id]
-      if gl and depends[id] and info.kind == 0 and not is_x[id] then
+      local int_out = info.out_syms and info.out_syms[1] and info.out_syms[1].dtype_id >= 2
+      if gl and depends[id] and info.kind == 0 and not is_x[id] and not int_out then
         local op = info.op
         local rule = rule_of(op)
         if not rule then

@@ -59,9 +59,14 @@ function K.alias(view, base, offset) check(C.mf_k_alias(view, base, offset)) end
 function K.concat(out, n, list, dim0) check(C.mf_k_concat(out, n, list, dim0)) end
 function K.sum_to(y, g) check(C.mf_k_sum_to(y, g)) end
 function K.pad_like(y, g, dim0, start0, step) check(C.mf_k_pad_like(y, g, dim0, start0, step)) end
-function K.sgd_update(var, g, lr) check(C.mf_k_sgd_update(var, g, lr)) end
-function K.momentum_update(var, acc, g, lr, mu, nesterov) check(C.mf_k_momentum_update(var, acc, g, lr, mu, nesterov)) end
-function K.adam_update(var, m, v, g, lr_t, b1, b2, eps) check(C.mf_k_adam_update(var, m, v, g, lr_t, b1, b2, eps)) end
+function K.sgd_update(var, g, lr, wd) check(C.mf_k_sgd_update(var, g, lr, wd)) end
+function K.momentum_update(var, acc, g, lr, mu, damp, wd, nesterov)
+  check(C.mf_k_momentum_update(var, acc, g, lr, mu, damp, wd, nesterov))
+end
+-- adam: per-step scalars (see src/lua/abi.h): step_size, denom_scale, decay
+function K.adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay)
+  check(C.mf_k_adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay))
+end
 function K.softmax_xent(y, x, labels, dim0) check(C.mf_k_softmax_xent(y, x, labels, dim0)) end
 -- convolution and pooling (NCHW): conv routines take the bind-time workspace ws (K.conv2d_workspace)
 function K.conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw) check(C.mf_k_conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw)) end

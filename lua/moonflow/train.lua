@@ -22,6 +22,10 @@ return function(mf)
         raise(('%s: var_list[%d] is not a Variable'):format(self.name, i))
       end
     end
+    -- the learning rate exists before the gradient nodes: graph order runs ready nodes lowest id
+    -- first, so a constant made after them would hold every update (and the gradient buffer it
+    -- frees) back until the whole backward pass had run
+    self:lr_input(var_list[1])
     local grads = mf.gradients(loss, var_list)
     local pairs_ = {}
     for i, v in ipairs(var_list) do pairs_[i] = {grads[i], v} end
@@ -47,6 +51,18 @@ return function(mf)
     return mf.Variable(mf.zeros(var:size(), {dtype = var:dtype()}), info.name .. '/' .. suffix, {trainable = false})
   end
 
+  -- The update ops take the learning rate as an input: one 0-dim constant per optimizer and graph,
+  -- of the first variable's dtype (the ops read lr in any float dtype, whatever the variable's).
+  function Optimizer:lr_input(var)
+    self.lr_nodes = self.lr_nodes or setmetatable({}, {__mode = 'k'})
+    local c = self.lr_nodes[var.graph]
+    if not c then
+      c = mf.constant(mf.tensor(self.lr, var:dtype()), self.name .. '/learning_rate')
+      self.lr_nodes[var.graph] = c
+    end
+    return c
+  end
+
   local function new(name, fields)
     fields.name = name
     return setmetatable(fields, Optimizer)
@@ -55,21 +71,23 @@ return function(mf)
   function mf.train.GradientDescentOptimizer(lr)
     check_lr('GradientDescentOptimizer', lr)
     local o = new('GradientDescent', {lr = lr})
-    function o:update(var, grad) return mf.sgd_update(var, grad, {lr = self.lr}) end
+    function o:update(var, grad) return mf.sgd_update(var, grad, self:lr_input(var)) end
     return o
   end
 
+  -- TensorFlow's rule: accum = momentum * accum + grad; var -= lr * accum (no dampening)
   function mf.train.MomentumOptimizer(lr, momentum, opts)
     check_lr('MomentumOptimizer', lr)
     if type(momentum) ~= 'number' or momentum < 0 then raise('MomentumOptimizer: momentum must be a non-negative number') end
     local o = new('Momentum', {lr = lr, momentum = momentum, nesterov = opts and opts.nesterov or false})
     function o:update(var, grad)
-      return mf.momentum_update(var, slot_like(var, 'Momentum'), grad,
-        {lr = self.lr, momentum = self.momentum, nesterov = self.nesterov})
+      return mf.momentum_update(var, slot_like(var, 'Momentum'), grad, self:lr_input(var),
+        {momentum = self.momentum, nesterov = self.nesterov})
     end
     return o
   end
 
+  -- TensorFlow's Adam: epsilon added to sqrt(v) before bias correction (tf_epsilon)
   function mf.train.AdamOptimizer(lr, opts)
     lr = lr or 0.001
     check_lr('AdamOptimizer', lr)
@@ -86,7 +104,7 @@ return function(mf)
         local grad, var = gv[1], gv[2]
         if grad ~= nil then
           updates[#updates + 1] = mf.adam_update(var, slot_like(var, 'Adam_m'), slot_like(var, 'Adam_v'), grad, t,
-            {lr = self.lr, beta1 = self.beta1, beta2 = self.beta2, epsilon = self.epsilon})
+            self:lr_input(var), {beta1 = self.beta1, beta2 = self.beta2, epsilon = self.epsilon, tf_epsilon = true})
         end
       end
       if #updates == 0 then raise('Adam: no variable has a gradient') end

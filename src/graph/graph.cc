@@ -102,8 +102,8 @@ std::vector<int32_t> Graph::order(const std::vector<int32_t>& targets) const {
       }
     }
   }
-  // 3. Kahn's algorithm: writers (optimizer updates) as soon as they are ready, so the gradient
-  //    buffers they consume die early; otherwise smallest id first, following construction order
+  // 3. Kahn's algorithm: sources and writers (optimizer updates) as soon as they are ready, so the
+  //    gradient buffers updates consume die early; otherwise smallest id first (construction order)
   std::vector<int32_t> indeg(static_cast<size_t>(size()), 0);
   std::vector<std::vector<int32_t>> succs(static_cast<size_t>(size()));
   for (int32_t id = 0; id < size(); ++id) {
@@ -113,7 +113,11 @@ std::vector<int32_t> Graph::order(const std::vector<int32_t>& targets) const {
       indeg[size_t(id)]++;
     }
   }
-  auto key = [&](int32_t id) { return int64_t(op_has_flag(nodes_[size_t(id)], MF_OPF_WRITES) ? 0 : 1) << 32 | id; };
+  auto early = [&](int32_t id) {
+    const Node& n = nodes_[size_t(id)];
+    return n.kind != kOpNode || n.inputs.empty() || op_has_flag(n, MF_OPF_WRITES);
+  };
+  auto key = [&](int32_t id) { return int64_t(early(id) ? 0 : 1) << 32 | id; };
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> ready;
   for (int32_t id = 0; id < size(); ++id)
     if (need[size_t(id)] && indeg[size_t(id)] == 0) ready.push(key(id));

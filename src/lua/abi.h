@@ -123,7 +123,8 @@ uint64_t mf_rng_get_seed(const mf_rng *g);
 uint64_t mf_rng_get_offset(const mf_rng *g);
 void mf_rng_set_offset(mf_rng *g, uint64_t offset);
 
-/* native CPU kernels: out tensors are preallocated, contiguous, of the inferred shape and dtype */
+/* native CPU kernels: out tensors are preallocated, of the inferred shape and dtype; contiguous,
+   except that unary, binary, where and copy write through the output's strides */
 int mf_k_unary(int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b);
 int mf_k_binary(int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y);
 int mf_k_where(mf_tensor *out, const mf_tensor *c, const mf_tensor *a, const mf_tensor *b);
@@ -180,11 +181,14 @@ int mf_plan_memory(int n, const mf_plan_entry *entries, int32_t *slot_out, int64
 /* native kernels of the graph-mode and optimizer ops */
 int mf_k_sum_to(mf_tensor *out, const mf_tensor *g);
 int mf_k_pad_like(mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step);
-int mf_k_sgd_update(mf_tensor *var, const mf_tensor *grad, double lr);
+/* fused updates, one pass each (formulas in src/kernels/cpu/kernels.h); adam_update takes the
+   per-step scalars the op computes from lr and t: var *= decay; g = grad + weight_decay * var;
+   var -= step_size * m / (sqrt(v) * denom_scale + epsilon) */
+int mf_k_sgd_update(mf_tensor *var, const mf_tensor *grad, double lr, double weight_decay);
 int mf_k_momentum_update(mf_tensor *var, mf_tensor *accum, const mf_tensor *grad, double lr, double momentum,
-                         int32_t nesterov);
-int mf_k_adam_update(mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, double lr_t, double beta1,
-                     double beta2, double epsilon);
+                         double dampening, double weight_decay, int32_t nesterov);
+int mf_k_adam_update(mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, double beta1, double beta2,
+                     double step_size, double denom_scale, double epsilon, double weight_decay, double decay);
 int mf_k_softmax_xent(mf_tensor *loss, const mf_tensor *logits, const mf_tensor *labels, int32_t dim);
 /* convolution and pooling, NCHW. Conv routines take stride h, w, padding h, w, dilation h, w and ws,
    a uint8 workspace that mf_k_conv2d_workspace sizes at bind time (kind 0 conv2d, 1 backward_input,

@@ -148,16 +148,18 @@ int mf_k_sum_to(mf_tensor* out, const mf_tensor* g) { return kernel_status([&] {
 int mf_k_pad_like(mf_tensor* out, const mf_tensor* g, int32_t dim, int64_t start, int64_t step) {
   return kernel_status([&] { pad_like_cpu(*out, *g, dim, start, step); });
 }
-int mf_k_sgd_update(mf_tensor* var, const mf_tensor* grad, double lr) {
-  return kernel_status([&] { sgd_update_cpu(*var, *grad, lr); });
+int mf_k_sgd_update(mf_tensor* var, const mf_tensor* grad, double lr, double weight_decay) {
+  return kernel_status([&] { sgd_update_cpu(*var, *grad, lr, weight_decay); });
 }
 int mf_k_momentum_update(mf_tensor* var, mf_tensor* accum, const mf_tensor* grad, double lr, double momentum,
-                         int32_t nesterov) {
-  return kernel_status([&] { momentum_update_cpu(*var, *accum, *grad, lr, momentum, nesterov != 0); });
+                         double dampening, double weight_decay, int32_t nesterov) {
+  return kernel_status(
+      [&] { momentum_update_cpu(*var, *accum, *grad, lr, momentum, dampening, weight_decay, nesterov != 0); });
 }
-int mf_k_adam_update(mf_tensor* var, mf_tensor* m, mf_tensor* v, const mf_tensor* grad, double lr_t, double beta1,
-                     double beta2, double epsilon) {
-  return kernel_status([&] { adam_update_cpu(*var, *m, *v, *grad, lr_t, beta1, beta2, epsilon); });
+int mf_k_adam_update(mf_tensor* var, mf_tensor* m, mf_tensor* v, const mf_tensor* grad, double beta1, double beta2,
+                     double step_size, double denom_scale, double epsilon, double weight_decay, double decay) {
+  AdamScalars k{beta1, beta2, step_size, denom_scale, epsilon, weight_decay, decay};
+  return kernel_status([&] { adam_update_cpu(*var, *m, *v, *grad, k); });
 }
 int mf_k_softmax_xent(mf_tensor* loss, const mf_tensor* logits, const mf_tensor* labels, int32_t dim) {
   return kernel_status([&] { softmax_xent_cpu(*loss, *logits, *labels, dim); });

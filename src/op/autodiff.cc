@@ -76,6 +76,9 @@ void reduced_count_shape(InferCtx& c) { c.set_out(0, {}); }
 
 }  // namespace
 
+// The rule of ops whose inputs only lend their shape: nothing flows back to them.
+const char* const kShapeOnly = "function() return {} end";
+
 void register_autodiff_ops() {
   MF_REGISTER_OP(sum_to)
       .describe("Sums x over the dims where it was broadcast from like's shape (the gradient of broadcasting).")
@@ -166,7 +169,8 @@ function(ins, outs, p)
     if math.floor(mask / 2 ^ d) % 2 == 1 then n = n * tonumber(x.shape[d]) end
   end
   return function() K.fill(y, n) end
-end)lua");
+end)lua")
+      .gradient(kShapeOnly);
 
   MF_REGISTER_OP(ones_like)
       .describe("Ones with x's shape and dtype (the seed of a gradient).")
@@ -177,7 +181,8 @@ end)lua");
 function(ins, outs, p)
   local K, y = mf.kernels, outs[1]
   return function() K.fill(y, 1) end
-end)lua");
+end)lua")
+      .gradient(kShapeOnly);
 
   MF_REGISTER_OP(zeros_like)
       .describe("Zeros with x's shape and dtype.")
@@ -188,7 +193,8 @@ end)lua");
 function(ins, outs, p)
   local K, y = mf.kernels, outs[1]
   return function() K.fill(y, 0) end
-end)lua");
+end)lua")
+      .gradient(kShapeOnly);
 }
 
 }  // namespace mf

@@ -97,7 +97,8 @@ end)lua");
 function(ins, outs, p)
   local K, m, prob = mf.kernels, outs[1], p.p
   return function() K.dropout_mask(m, prob) end
-end)lua");
+end)lua")
+      .gradient(kShapeOnly);
 
   MF_REGISTER_OP(softmax_cross_entropy)
       .describe("-sum(labels * log_softmax(logits)) along dim: the loss of a softmax classifier, stable for any "

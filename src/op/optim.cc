@@ -32,27 +32,51 @@ void check_vars(InferCtx& c, size_t nstate, size_t noperand) {
   c.set_view(0, shape_of(v), Shape(v.strides, v.strides + v.ndim), 0);
 }
 
-void var_shape(InferCtx& c) { check_vars(c, 1, 2); }
-void momentum_shape(InferCtx& c) { check_vars(c, 2, 3); }
-
-void adam_shape(InferCtx& c) {
-  check_vars(c, 3, 4);
-  if (c.input(4).count != 1)
-    fail("adam_update: step is ", shape_str(c.input(4)), "; expected one element (the step count t)");
+// Inputs first.. are run-time scalars (lr, step): one element each, read by the kernel every step.
+void check_scalars(InferCtx& c, size_t first) {
+  for (size_t i = first; i < c.in.size(); ++i)
+    if (c.input(i).count != 1)
+      fail(c.name(), ": ", c.op.inputs_[i], " is ", shape_str(c.input(i)), "; expected one element (",
+           c.op.inputs_[i] == "step" ? "the step count t" : "the learning rate", ")");
 }
 
-void var_type(InferCtx& c) {
-  for (size_t i = 1; i < c.in.size(); ++i)
+void var_shape(InferCtx& c) { check_vars(c, 1, 2); }
+void sgd_shape(InferCtx& c) {
+  check_vars(c, 1, 2);
+  check_scalars(c, 2);
+}
+void momentum_shape(InferCtx& c) {
+  check_vars(c, 2, 3);
+  check_scalars(c, 3);
+}
+void adam_shape(InferCtx& c) {
+  check_vars(c, 3, 4);
+  check_scalars(c, 4);
+}
+
+// Inputs 1..n share input 1's dtype; output 1 takes it.
+void same_dtype(InferCtx& c, size_t n) {
+  for (size_t i = 1; i < n; ++i)
     if (c.input(i).dtype_id != c.input(0).dtype_id)
       fail(c.name(), ": ", c.op.inputs_[i], " is ", dtype_name(c.input(i).dtype_id), ", ", c.op.inputs_[0], " is ",
            dtype_name(c.input(0).dtype_id));
   c.out[0].dtype_id = c.input(0).dtype_id;
 }
 
-void float_var_type(InferCtx& c) {
-  var_type(c);
+void var_type(InferCtx& c) { same_dtype(c, c.in.size()); }
+
+// The updates: var, its slots and grad share one float dtype; the scalars from input first on
+// (lr, step) may be float32 or float64 whatever var's dtype is.
+void update_type(InferCtx& c, size_t first) {
+  same_dtype(c, first);
   float_type(c);
+  for (size_t i = first; i < c.in.size(); ++i)
+    if (!dtype_is_float(c.input(i).dtype_id))
+      fail(c.name(), ": ", c.op.inputs_[i], " is ", dtype_name(c.input(i).dtype_id), "; expected float32 or float64");
 }
+void sgd_type(InferCtx& c) { update_type(c, 2); }
+void momentum_type(InferCtx& c) { update_type(c, 3); }
+void adam_type(InferCtx& c) { update_type(c, 4); }
 
 void no_outputs(InferCtx& c) { c.out.clear(); }
 
@@ -89,64 +113,82 @@ end)lua");
 function(ins, outs, p)
   local K, y, ref, v = mf.kernels, outs[1], ins[1], ins[2]
   local add = K.B.add
-  if ref.is_contig ~= 0 then return function() K.binary(add, ref, ref, v); K.alias(y, ref, 0) end end
-  -- K.binary writes its output row-major: a strided ref takes the sum through a scratch buffer
-  local sum = mf._new_like_meta(ref, 'assign_add')
-  return function() K.binary(add, sum, ref, v); K.copy(ref, sum); K.alias(y, ref, 0) end
+  return function() K.binary(add, ref, ref, v); K.alias(y, ref, 0) end
 end)lua");
 
+  // The updates read lr (and step) as 0-dim tensors when they run, so a schedule changes them
+  // without rebuilding a graph; the per-step scalars go to one native loop over the parameter.
   MF_REGISTER_OP(sgd_update)
-      .describe("Gradient descent in one pass: var -= lr * grad.")
-      .inputs({"var", "grad"})
-      .param(Field::number("lr", 0.01, "Learning rate.").range(0, INFINITY))
+      .describe("SGD in one pass, PyTorch's rule: g = grad + weight_decay * var; var -= lr * g. "
+                "lr is a one-element float tensor read at run time.")
+      .inputs({"var", "grad", "lr"})
+      .param(Field::number("weight_decay", 0, "L2 penalty: weight_decay * var is added to the gradient.")
+                 .range(0, INFINITY))
       .view()
       .writes()
-      .infer_shape(var_shape)
-      .infer_type(float_var_type)
+      .infer_shape(sgd_shape)
+      .infer_type(sgd_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p)
-  local K, y, var, g, lr = mf.kernels, outs[1], ins[1], ins[2], p.lr
-  return function() K.sgd_update(var, g, lr); K.alias(y, var, 0) end
+  local K, y, var, g, lr = mf.kernels, outs[1], ins[1], ins[2], ins[3]
+  local wd = p.weight_decay
+  return function() K.sgd_update(var, g, lr:item(), wd); K.alias(y, var, 0) end
 end)lua");
 
   MF_REGISTER_OP(momentum_update)
-      .describe("Momentum in one pass: accum = momentum * accum + grad; var -= lr * accum "
-                "(nesterov: var -= lr * (grad + momentum * accum)).")
-      .inputs({"var", "accum", "grad"})
-      .param(Field::number("lr", 0.01, "Learning rate.").range(0, INFINITY))
+      .describe("SGD with momentum in one pass, PyTorch's rule: g = grad + weight_decay * var; "
+                "accum = momentum * accum + (1 - dampening) * g; var -= lr * accum "
+                "(nesterov: var -= lr * (g + momentum * accum)). lr is a one-element float tensor read at run time.")
+      .inputs({"var", "accum", "grad", "lr"})
       .param(Field::number("momentum", 0.9, "Momentum factor.").range(0, INFINITY))
+      .param(Field::number("dampening", 0, "Scales the gradient's share of accum by 1 - dampening.").range(0, 1))
+      .param(Field::number("weight_decay", 0, "L2 penalty: weight_decay * var is added to the gradient.")
+                 .range(0, INFINITY))
       .param(Field::boolean("nesterov", false, "Use Nesterov momentum."))
       .view()
       .writes()
       .infer_shape(momentum_shape)
-      .infer_type(float_var_type)
+      .infer_type(momentum_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p)
-  local K, y, var, acc, g = mf.kernels, outs[1], ins[1], ins[2], ins[3]
-  local lr, mu, nest = p.lr, p.momentum, p.nesterov and 1 or 0
-  return function() K.momentum_update(var, acc, g, lr, mu, nest); K.alias(y, var, 0) end
+  local K, y, var, acc, g, lr = mf.kernels, outs[1], ins[1], ins[2], ins[3], ins[4]
+  local mu, damp, wd, nest = p.momentum, p.dampening, p.weight_decay, p.nesterov and 1 or 0
+  return function() K.momentum_update(var, acc, g, lr:item(), mu, damp, wd, nest); K.alias(y, var, 0) end
 end)lua");
 
   MF_REGISTER_OP(adam_update)
-      .describe("Adam in one pass: m, v moving averages of grad and grad^2; var -= lr_t * m / (sqrt(v) + epsilon) "
-                "with lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t), t read from the step variable.")
-      .inputs({"var", "m", "v", "grad", "step"})
-      .param(Field::number("lr", 0.001, "Learning rate.").range(0, INFINITY))
+      .describe("Adam in one pass. t is step's value; decoupled (AdamW): var *= 1 - lr * weight_decay, "
+                "else g = grad + weight_decay * var; m = beta1 * m + (1 - beta1) * g; "
+                "v = beta2 * v + (1 - beta2) * g^2; with bc1 = 1 - beta1^t, bc2 = 1 - beta2^t: "
+                "var -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + epsilon) (PyTorch), or with tf_epsilon "
+                "var -= lr * sqrt(bc2) / bc1 * m / (sqrt(v) + epsilon) (TensorFlow). "
+                "step and lr are one-element float tensors read at run time.")
+      .inputs({"var", "m", "v", "grad", "step", "lr"})
       .param(Field::number("beta1", 0.9, "Decay of the first moment.").range(0, 1))
       .param(Field::number("beta2", 0.999, "Decay of the second moment.").range(0, 1))
-      .param(Field::number("epsilon", 1e-8, "Added to sqrt(v).").range(0, INFINITY))
+      .param(Field::number("epsilon", 1e-8, "Added to the denominator.").range(0, INFINITY))
+      .param(Field::number("weight_decay", 0, "L2 penalty on the gradient, or with decoupled the AdamW decay rate.")
+                 .range(0, INFINITY))
+      .param(Field::boolean("decoupled", false, "AdamW: decay var by lr * weight_decay instead of an L2 gradient."))
+      .param(Field::boolean("tf_epsilon", false, "TensorFlow's form: epsilon added to sqrt(v) before bias correction."))
       .view()
       .writes()
       .infer_shape(adam_shape)
-      .infer_type(float_var_type)
+      .infer_type(adam_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p)
-  local K, y, var, m, v, g, step = mf.kernels, outs[1], ins[1], ins[2], ins[3], ins[4], ins[5]
-  local lr, b1, b2, eps = p.lr, p.beta1, p.beta2, p.epsilon
+  local K, y, var, m, v, g, step, lr = mf.kernels, outs[1], ins[1], ins[2], ins[3], ins[4], ins[5], ins[6]
+  local b1, b2, eps, wd, decoupled, tf = p.beta1, p.beta2, p.epsilon, p.weight_decay, p.decoupled, p.tf_epsilon
+  local sqrt = math.sqrt
   return function()
-    local t = step:item()
-    local lr_t = lr * math.sqrt(1 - b2 ^ t) / (1 - b1 ^ t)
-    K.adam_update(var, m, v, g, lr_t, b1, b2, eps)
+    local t, a = step:item(), lr:item()
+    if not (t >= 1) then K.raise(('adam_update: step is %g; expected t >= 1 (count the step first)'):format(t)) end
+    local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
+    local step_size, denom_scale = a / bc1, 1 / sqrt(bc2)
+    if tf then step_size, denom_scale = a * sqrt(bc2) / bc1, 1 end
+    local l2, decay = wd, 1
+    if decoupled then l2, decay = 0, 1 - a * wd end
+    K.adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, l2, decay)
     K.alias(y, var, 0)
   end
 end)lua");

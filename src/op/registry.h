@@ -85,6 +85,9 @@ void register_autodiff_ops();
 void register_optim_ops();
 void register_conv_ops();
 
+// Gradient rule of ops whose inputs only lend their shape (zeros_like, dropout_mask, ...).
+extern const char* const kShapeOnly;
+
 // Common rules.
 void same_shape(InferCtx& c);        // out 1 has input 1's shape
 void same_type(InferCtx& c);         // every output has input 1's dtype

@@ -302,7 +302,8 @@ end)lua")
 function(ins, outs, p)
   local K, y, labels = mf.kernels, outs[1], ins[1]
   return function() K.one_hot(y, labels) end
-end)lua");
+end)lua")
+      .gradient(kShapeOnly);
 
   MF_REGISTER_OP(reshape)
       .describe("Same elements in a new shape (one size may be -1); a view when x is contiguous, else a copy.")

@@ -287,127 +287,210 @@ for _, o in ipairs{{'assign', assign_ref}, {'assign_add', assign_add_ref}} do
 end
 
 -- sgd_update, momentum_update, adam_update ------------------------------------------------------------
--- Each reference gives an error scale: the sum of the magnitudes the result is computed from (what
--- one rounding per operation, in float32, is measured against where terms cancel).
+-- lr (and adam's step) are inputs: one-element float tensors of either float dtype, whatever var's
+-- is, read when the op runs. Each reference follows the op's documented formula in float64 and
+-- gives an error scale: the sum of the magnitudes the result is computed from (what one rounding
+-- per operation, in float32, is measured against where terms cancel).
 local function scaled(shape, data, scale)
   local a = L.array(L.copy(shape), data)
   a.scale = scale
   return a
 end
+-- g = grad + weight_decay * var; var -= lr * g
 local function sgd_ref(ins, p)
-  local w, g, lr = ins[1], spread(ins[2], ins[1].shape), p.lr or 0.01
+  local w, g, lr, wd = ins[1], spread(ins[2], ins[1].shape), ins[3].data[1], p.weight_decay or 0
   local out, sc = {}, {}
   for i = 1, #w.data do
-    out[i] = w.data[i] - lr * g[i]
-    sc[i] = abs(w.data[i]) + abs(lr * g[i])
+    local wi = w.data[i]
+    out[i] = wi - lr * (g[i] + wd * wi)
+    sc[i] = abs(wi) + lr * (abs(g[i]) + wd * abs(wi))
   end
   return updated{scaled(w.shape, out, sc)}
 end
+-- g = grad + wd * var; accum = momentum * accum + (1 - dampening) * g;
+-- var -= lr * (nesterov ? g + momentum * accum : accum)
 local function momentum_ref(ins, p)
-  local w, a, g = ins[1], ins[2], spread(ins[3], ins[1].shape)
-  local lr, mu = p.lr or 0.01, p.momentum or 0.9
+  local w, a, g, lr = ins[1], ins[2], spread(ins[3], ins[1].shape), ins[4].data[1]
+  local mu, damp, wd = p.momentum or 0.9, p.dampening or 0, p.weight_decay or 0
   local nw, na, sw, sa = {}, {}, {}, {}
   for i = 1, #w.data do
-    na[i] = mu * a.data[i] + g[i]
-    sa[i] = mu * abs(a.data[i]) + abs(g[i])
+    local wi = w.data[i]
+    local gi, sg = g[i] + wd * wi, abs(g[i]) + wd * abs(wi)
+    na[i] = mu * a.data[i] + (1 - damp) * gi
+    sa[i] = mu * abs(a.data[i]) + (1 - damp) * sg
     if p.nesterov then
-      nw[i] = w.data[i] - lr * (g[i] + mu * na[i])
-      sw[i] = abs(w.data[i]) + lr * (abs(g[i]) + mu * sa[i])
+      nw[i] = wi - lr * (gi + mu * na[i])
+      sw[i] = abs(wi) + lr * (sg + mu * sa[i])
     else
-      nw[i] = w.data[i] - lr * na[i]
-      sw[i] = abs(w.data[i]) + lr * sa[i]
+      nw[i] = wi - lr * na[i]
+      sw[i] = abs(wi) + lr * sa[i]
     end
   end
   return updated{scaled(w.shape, nw, sw), scaled(w.shape, na, sa)}
 end
+-- t = step; decoupled: var *= 1 - lr * wd, else g = grad + wd * var; m, v moving averages of g,
+-- g^2; bc1 = 1 - beta1^t, bc2 = 1 - beta2^t; PyTorch: var -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps),
+-- TensorFlow (tf_epsilon): var -= lr * sqrt(bc2) / bc1 * m / (sqrt(v) + eps)
 local function adam_ref(ins, p)
-  local w, m, v, g, t = ins[1], ins[2], ins[3], spread(ins[4], ins[1].shape), ins[5].data[1]
-  local lr, b1, b2, eps = p.lr or 0.001, p.beta1 or 0.9, p.beta2 or 0.999, p.epsilon or 1e-8
-  local lr_t = lr * sqrt(1 - b2 ^ t) / (1 - b1 ^ t)
-  local nw, nm, nv, sw, sm = {}, {}, {}, {}, {}
+  local w, m, v, g = ins[1], ins[2], ins[3], spread(ins[4], ins[1].shape)
+  local t, lr = ins[5].data[1], ins[6].data[1]
+  local b1, b2, eps, wd = p.beta1 or 0.9, p.beta2 or 0.999, p.epsilon or 1e-8, p.weight_decay or 0
+  local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
+  local nw, nm, nv, sw, sm, sv = {}, {}, {}, {}, {}, {}
   for i = 1, #w.data do
-    nm[i] = b1 * m.data[i] + (1 - b1) * g[i]
-    sm[i] = b1 * abs(m.data[i]) + (1 - b1) * abs(g[i])
-    nv[i] = b2 * v.data[i] + (1 - b2) * g[i] * g[i]  -- no cancellation: v >= 0
-    local den = sqrt(nv[i]) + eps
-    nw[i] = w.data[i] - lr_t * nm[i] / den
-    sw[i] = abs(w.data[i]) + lr_t * sm[i] / den
+    local wi, gi, sg = w.data[i], g[i], abs(g[i])
+    if p.decoupled then
+      wi = wi * (1 - lr * wd)
+    else
+      gi, sg = gi + wd * wi, sg + wd * abs(wi)
+    end
+    nm[i] = b1 * m.data[i] + (1 - b1) * gi
+    sm[i] = b1 * abs(m.data[i]) + (1 - b1) * sg
+    nv[i] = b2 * v.data[i] + (1 - b2) * gi * gi
+    sv[i] = b2 * v.data[i] + (1 - b2) * sg * sg
+    local step, den
+    if p.tf_epsilon then
+      step, den = lr * sqrt(bc2) / bc1, sqrt(nv[i]) + eps
+    else
+      step, den = lr / bc1, sqrt(nv[i]) / sqrt(bc2) + eps
+    end
+    nw[i] = wi - step * nm[i] / den
+    sw[i] = abs(wi) + step * sm[i] / den
   end
-  return updated{scaled(w.shape, nw, sw), scaled(w.shape, nm, sm), L.array(L.copy(w.shape), nv)}
+  return updated{scaled(w.shape, nw, sw), scaled(w.shape, nm, sm), scaled(w.shape, nv, sv)}
 end
 
 local function update(c)
   c.check_out, c.dtypes = views_input1, c.dtypes or FLOATS
   add(c)
 end
-update{name = 'sgd_update', op = 'sgd_update', inputs = {input({3, 4}), input({3, 4})}, writes = {1},
-       params = {lr = 0.1}, ref = sgd_ref, empty = {{{0, 4}, {0, 4}}, {{3, 0}, {1, 0}}}}
-update{name = 'sgd_update_positional', op = 'sgd_update', inputs = {input({2, 3, 4}), input({2, 3, 4})}, writes = {1},
-       params = {lr = 0.5}, args = {0.5}, ref = sgd_ref}
-update{name = 'sgd_update_default_lr', op = 'sgd_update', inputs = {input({4, 3}), input({4, 3})}, writes = {1},
-       ref = sgd_ref}
-update{name = 'sgd_update_bcast', op = 'sgd_update', inputs = {input({3, 4}), input({4})}, writes = {1},
-       params = {lr = 0.3}, ref = sgd_ref}
-update{name = 'sgd_update_scalar', op = 'sgd_update', inputs = {input({}), input({})}, writes = {1},
-       params = {lr = 0.25}, ref = sgd_ref}
-update{name = 'sgd_update_threads', op = 'sgd_update', inputs = {input({300, 200}), input({300, 200})}, writes = {1},
-       params = {lr = 0.1}, ref = sgd_ref}
-add{name = 'sgd_update_bad_shapes', op = 'sgd_update', inputs = {input({2, 3}), input({3, 2})},
-    error = 'sgd_update: var is 2x3, grad is 3x2'}
-add{name = 'sgd_update_mixed_dtypes', op = 'sgd_update',
-    inputs = {input({2}, {dtype = 'float32'}), input({2}, {dtype = 'float64'})},
-    error = 'sgd_update: grad is float64, var is float32'}
-add{name = 'sgd_update_int', op = 'sgd_update', inputs = {input({2}), input({2})}, dtypes = {'int32'},
-    error = 'expected float32 or float64'}
+-- a run-time scalar input holding value: 0-dim unless shape says otherwise; more fixes its dtype
+-- (else the run's) or makes it a Lua number
+local function scalar(value, more, shape) return input(shape or {}, {values = {value}}, more) end
+local F32, F64, NUMBER = {dtype = 'float32'}, {dtype = 'float64'}, {number = true}
 
-local ACCUM = {lo = -1, hi = 1}
-local function momentum(name, sv, sg, params, args, empty)
-  update{name = name, op = 'momentum_update', inputs = {input(sv), input(sv, ACCUM), input(sg)}, writes = {1, 2},
-         params = params, args = args, ref = momentum_ref, empty = empty}
-end
-momentum('momentum_update', {3, 4}, {3, 4}, {lr = 0.1, momentum = 0.9}, nil, {{{0, 4}, {0, 4}, {0, 4}}})
-momentum('momentum_update_default', {2, 3, 4}, {2, 3, 4})
-momentum('momentum_update_nesterov', {4, 3}, {4, 3}, {lr = 0.1, momentum = 0.8, nesterov = true})
-momentum('momentum_update_positional', {3, 4}, {3, 4}, {lr = 0.05, momentum = 0.5, nesterov = true}, {0.05, 0.5, true})
-momentum('momentum_update_bcast', {3, 4}, {1, 4}, {lr = 0.2})
-momentum('momentum_update_scalar', {}, {}, {lr = 0.2, nesterov = true})
-momentum('momentum_update_threads', {300, 200}, {300, 200}, {lr = 0.1})
-add{name = 'momentum_update_bad_accum', op = 'momentum_update', inputs = {input({2, 3}), input({3}), input({2, 3})},
-    error = "momentum_update: accum is 3; it must have var's shape 2x3"}
-add{name = 'momentum_update_bad_grad', op = 'momentum_update', inputs = {input({2, 3}), input({2, 3}), input({2})},
-    error = 'momentum_update: var is 2x3, grad is 2'}
-add{name = 'momentum_update_mixed_dtypes', op = 'momentum_update',
-    inputs = {input({2}, {dtype = 'float64'}), input({2}, {dtype = 'float32'}), input({2}, {dtype = 'float64'})},
-    error = 'momentum_update: accum is float32, var is float64'}
-
--- m, v and grad; step is a 0-dim tensor holding t
-local MOM, VAR = {lo = -0.5, hi = 0.5}, {lo = 0, hi = 1}
-local function adam(name, sv, sg, t, params, args, more)
-  local c = {name = name, op = 'adam_update', writes = {1, 2, 3}, params = params, args = args, ref = adam_ref,
-             inputs = {input(sv), input(sv, MOM), input(sv, VAR), input(sg), input({}, {values = {t}})}}
+local function sgd(name, sv, sg, lr, params, args, more)
+  local c = {name = name, op = 'sgd_update', inputs = {input(sv), input(sg), lr}, writes = {1}, params = params,
+             args = args, ref = sgd_ref}
   for k, v in pairs(more or {}) do c[k] = v end
   update(c)
 end
-adam('adam_update', {3, 4}, {3, 4}, 3, {lr = 0.01}, nil, {empty = {{{0, 4}, {0, 4}, {0, 4}, {0, 4}, {}}}})
-adam('adam_update_default', {2, 3, 4}, {2, 3, 4}, 7)
-adam('adam_update_params', {4, 3}, {4, 3}, 10, {lr = 0.05, beta1 = 0.8, beta2 = 0.99, epsilon = 1e-6})
-adam('adam_update_positional', {3, 4}, {3, 4}, 2, {lr = 0.02, beta1 = 0.5, beta2 = 0.9, epsilon = 1e-4},
-     {0.02, 0.5, 0.9, 1e-4})
-adam('adam_update_bcast', {3, 4}, {4}, 5, {lr = 0.1})
+sgd('sgd_update', {3, 4}, {3, 4}, scalar(0.1), nil, nil, {empty = {{{0, 4}, {0, 4}, {}}, {{3, 0}, {1, 0}, {}}}})
+sgd('sgd_update_weight_decay', {2, 3, 4}, {2, 3, 4}, scalar(0.5), {weight_decay = 0.1})
+sgd('sgd_update_positional', {3, 4}, {3, 4}, scalar(0.25), {weight_decay = 0.05}, {0.05})
+sgd('sgd_update_bcast', {3, 4}, {4}, scalar(0.3), {weight_decay = 0.2})
+sgd('sgd_update_scalar', {}, {}, scalar(0.25), {weight_decay = 0.5})
+-- lr's dtype is its own: float64 beside a float32 variable, float32 beside a float64 one
+sgd('sgd_update_lr_float64', {4, 3}, {4, 3}, scalar(0.1, F64), {weight_decay = 0.01})
+sgd('sgd_update_lr_float32', {4, 3}, {4, 3}, scalar(0.1, F32))
+-- a 1x1 lr takes the transposed, strided and narrowed layouts too
+sgd('sgd_update_lr_1x1', {3, 4}, {3, 4}, scalar(0.2, nil, {1, 1}), {weight_decay = 0.1})
+sgd('sgd_update_lr_number', {2, 3}, {2, 3}, scalar(0.1, NUMBER))
+sgd('sgd_update_threads', {300, 200}, {300, 200}, scalar(0.1), {weight_decay = 0.01})
+add{name = 'sgd_update_bad_shapes', op = 'sgd_update', inputs = {input({2, 3}), input({3, 2}), scalar(0.1)},
+    error = 'sgd_update: var is 2x3, grad is 3x2'}
+add{name = 'sgd_update_mixed_dtypes', op = 'sgd_update',
+    inputs = {input({2}, F32), input({2}, F64), scalar(0.1)},
+    error = 'sgd_update: grad is float64, var is float32'}
+add{name = 'sgd_update_int', op = 'sgd_update', inputs = {input({2}), input({2}), scalar(0.1, F32)},
+    dtypes = {'int32'}, error = 'sgd_update: input var is int32; expected float32 or float64'}
+add{name = 'sgd_update_lr_elements', op = 'sgd_update', inputs = {input({2, 3}), input({2, 3}), input({3})},
+    error = 'sgd_update: lr is 3; expected one element (the learning rate)'}
+add{name = 'sgd_update_lr_int', op = 'sgd_update',
+    inputs = {input({2, 3}), input({2, 3}), input({}, {dtype = 'int32'})},
+    error = 'sgd_update: lr is int32; expected float32 or float64'}
+
+local ACCUM = {lo = -1, hi = 1}
+local function momentum(name, sv, sg, lr, params, args, empty)
+  update{name = name, op = 'momentum_update', inputs = {input(sv), input(sv, ACCUM), input(sg), lr}, writes = {1, 2},
+         params = params, args = args, ref = momentum_ref, empty = empty}
+end
+momentum('momentum_update', {3, 4}, {3, 4}, scalar(0.1), {momentum = 0.9}, nil, {{{0, 4}, {0, 4}, {0, 4}, {}}})
+momentum('momentum_update_default', {2, 3, 4}, {2, 3, 4}, scalar(0.01))
+momentum('momentum_update_nesterov', {4, 3}, {4, 3}, scalar(0.1), {momentum = 0.8, nesterov = true})
+momentum('momentum_update_dampening', {3, 4}, {3, 4}, scalar(0.1),
+         {momentum = 0.9, dampening = 0.5, weight_decay = 0.05})
+momentum('momentum_update_nesterov_wd', {2, 3, 4}, {2, 3, 4}, scalar(0.05),
+         {momentum = 0.7, weight_decay = 0.1, nesterov = true})
+momentum('momentum_update_positional', {3, 4}, {3, 4}, scalar(0.05),
+         {momentum = 0.5, dampening = 0.1, weight_decay = 0.01, nesterov = true}, {0.5, 0.1, 0.01, true})
+momentum('momentum_update_bcast', {3, 4}, {1, 4}, scalar(0.2), {weight_decay = 0.1})
+momentum('momentum_update_scalar', {}, {}, scalar(0.2), {nesterov = true, weight_decay = 0.3})
+momentum('momentum_update_lr_float64', {4, 3}, {4, 3}, scalar(0.1, F64), {dampening = 0.2})
+momentum('momentum_update_lr_float32', {4, 3}, {4, 3}, scalar(0.1, F32), {nesterov = true})
+momentum('momentum_update_lr_1x1', {3, 4}, {3, 4}, scalar(0.1, nil, {1, 1}), {weight_decay = 0.1})
+momentum('momentum_update_lr_number', {2, 3}, {2, 3}, scalar(0.1, NUMBER))
+momentum('momentum_update_threads', {300, 200}, {300, 200}, scalar(0.1),
+         {momentum = 0.9, dampening = 0.1, weight_decay = 0.01, nesterov = false})
+add{name = 'momentum_update_bad_accum', op = 'momentum_update',
+    inputs = {input({2, 3}), input({3}), input({2, 3}), scalar(0.1)},
+    error = "momentum_update: accum is 3; it must have var's shape 2x3"}
+add{name = 'momentum_update_bad_grad', op = 'momentum_update',
+    inputs = {input({2, 3}), input({2, 3}), input({2}), scalar(0.1)},
+    error = 'momentum_update: var is 2x3, grad is 2'}
+add{name = 'momentum_update_mixed_dtypes', op = 'momentum_update',
+    inputs = {input({2}, F64), input({2}, F32), input({2}, F64), scalar(0.1)},
+    error = 'momentum_update: accum is float32, var is float64'}
+add{name = 'momentum_update_lr_elements', op = 'momentum_update',
+    inputs = {input({2}), input({2}), input({2}), input({2, 1})},
+    error = 'momentum_update: lr is 2x1; expected one element (the learning rate)'}
+add{name = 'momentum_update_lr_int', op = 'momentum_update',
+    inputs = {input({2}), input({2}), input({2}), input({}, {dtype = 'int64'})},
+    error = 'momentum_update: lr is int64; expected float32 or float64'}
+
+-- m, v and grad; step holds t
+local MOM, VAR = {lo = -0.5, hi = 0.5}, {lo = 0, hi = 1}
+local function adam(name, sv, sg, step, lr, params, args, more)
+  local c = {name = name, op = 'adam_update', writes = {1, 2, 3}, params = params, args = args, ref = adam_ref,
+             inputs = {input(sv), input(sv, MOM), input(sv, VAR), input(sg), step, lr}}
+  for k, v in pairs(more or {}) do c[k] = v end
+  update(c)
+end
+adam('adam_update', {3, 4}, {3, 4}, scalar(3), scalar(0.01), nil, nil,
+     {empty = {{{0, 4}, {0, 4}, {0, 4}, {0, 4}, {}, {}}}})
+adam('adam_update_default', {2, 3, 4}, {2, 3, 4}, scalar(7), scalar(0.001))
+adam('adam_update_params', {4, 3}, {4, 3}, scalar(10), scalar(0.05), {beta1 = 0.8, beta2 = 0.99, epsilon = 1e-6})
+adam('adam_update_tf_epsilon', {3, 4}, {3, 4}, scalar(4), scalar(0.02), {epsilon = 1e-3, tf_epsilon = true})
+adam('adam_update_weight_decay', {3, 4}, {3, 4}, scalar(5), scalar(0.01), {weight_decay = 0.1})
+adam('adam_update_decoupled', {2, 3, 4}, {2, 3, 4}, scalar(6), scalar(0.05), {weight_decay = 0.1, decoupled = true})
+adam('adam_update_decoupled_tf', {4, 3}, {4, 3}, scalar(2), scalar(0.1),
+     {weight_decay = 0.2, decoupled = true, tf_epsilon = true, epsilon = 1e-4})
+adam('adam_update_positional', {3, 4}, {3, 4}, scalar(2), scalar(0.02),
+     {beta1 = 0.5, beta2 = 0.9, epsilon = 1e-4, weight_decay = 0.05, decoupled = true, tf_epsilon = false},
+     {0.5, 0.9, 1e-4, 0.05, true, false})
+adam('adam_update_bcast', {3, 4}, {4}, scalar(5), scalar(0.1), {weight_decay = 0.01})
 -- the first step: m = v = 0, so v becomes (1 - beta2) g^2 alone (how 1 - beta2 is rounded shows)
-adam('adam_update_first_step', {3, 4}, {3, 4}, 1, {lr = 0.1}, nil,
+adam('adam_update_first_step', {3, 4}, {3, 4}, scalar(1), scalar(0.1), nil, nil,
      {inputs = {input({3, 4}), input({3, 4}, {values = {0}}), input({3, 4}, {values = {0}}), input({3, 4}),
-                input({}, {values = {1}})}})
-adam('adam_update_scalar', {}, {}, 4, {lr = 0.1})
-adam('adam_update_threads', {300, 200}, {300, 200}, 100, {lr = 0.01})
+                scalar(1), scalar(0.1)}})
+adam('adam_update_scalar', {}, {}, scalar(4), scalar(0.1), {tf_epsilon = true})
+-- step and lr in their own dtypes, in the layouts a 1x1 tensor takes, and as Lua numbers
+adam('adam_update_scalars_float64', {3, 4}, {3, 4}, scalar(3, F64), scalar(0.01, F64), {weight_decay = 0.01})
+adam('adam_update_scalars_float32', {3, 4}, {3, 4}, scalar(3, F32), scalar(0.01, F32), {tf_epsilon = true})
+adam('adam_update_scalars_1x1', {3, 4}, {3, 4}, scalar(8, nil, {1, 1}), scalar(0.01, nil, {1, 1}), {decoupled = true,
+     weight_decay = 0.1})
+adam('adam_update_scalars_number', {2, 3}, {2, 3}, scalar(3, NUMBER), scalar(0.01, NUMBER))
+adam('adam_update_threads', {300, 200}, {300, 200}, scalar(100), scalar(0.01), {weight_decay = 0.01})
 add{name = 'adam_update_bad_m', op = 'adam_update',
-    inputs = {input({2, 3}), input({1, 3}), input({2, 3}), input({2, 3}), input({})},
+    inputs = {input({2, 3}), input({1, 3}), input({2, 3}), input({2, 3}), scalar(1), scalar(0.1)},
     error = "adam_update: m is 1x3; it must have var's shape 2x3"}
-add{name = 'adam_update_bad_step', op = 'adam_update',
-    inputs = {input({3}), input({3}), input({3}), input({3}), input({3})},
+add{name = 'adam_update_step_elements', op = 'adam_update',
+    inputs = {input({3}), input({3}), input({3}), input({3}), input({3}), scalar(0.1)},
     error = 'adam_update: step is 3; expected one element (the step count t)'}
+add{name = 'adam_update_step_int', op = 'adam_update',
+    inputs = {input({3}), input({3}), input({3}), input({3}), input({}, {dtype = 'int32'}), scalar(0.1)},
+    error = 'adam_update: step is int32; expected float32 or float64'}
+add{name = 'adam_update_lr_elements', op = 'adam_update',
+    inputs = {input({3}), input({3}), input({3}), input({3}), scalar(1), input({2, 2})},
+    error = 'adam_update: lr is 2x2; expected one element (the learning rate)'}
+add{name = 'adam_update_lr_int', op = 'adam_update',
+    inputs = {input({3}), input({3}), input({3}), input({3}), scalar(1), input({}, {dtype = 'uint8'})},
+    error = 'adam_update: lr is uint8; expected float32 or float64'}
+add{name = 'adam_update_step_zero', op = 'adam_update',
+    inputs = {input({3}), input({3}), input({3}), input({3}), scalar(0), scalar(0.1)},
+    error = 'adam_update: step is 0; expected t >= 1'}
 add{name = 'adam_update_mixed_dtypes', op = 'adam_update',
-    inputs = {input({2}), input({2}), input({2}), input({2}, {dtype = 'float64'}), input({})}, dtypes = {'float32'},
+    inputs = {input({2}), input({2}), input({2}), input({2}, F64), scalar(1), scalar(0.1)}, dtypes = {'float32'},
     error = 'adam_update: grad is float64, var is float32'}
 
 return cases

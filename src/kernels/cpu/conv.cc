@@ -114,7 +114,6 @@ struct Conv {
   int64_t K() const { return C * kh * kw; }  // rows of the column matrix
   int64_t P() const { return Ho * Wo; }      // its columns: output positions of one image
   int64_t HW() const { return H * W; }
-  int64_t g_cols(int64_t g) const { return g * P(); }
   // a 1x1 kernel at stride 1 without padding reads x as it is: no columns to build
   bool direct() const { return kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
@@ -143,10 +142,11 @@ void check_float(const char* op, const mf_tensor& a, const mf_tensor& b, const m
 }
 
 // How a conv routine splits its work: nt threads take contiguous ranges of the batch (each with
-// its own scratch slot), and each thread handles its images g at a time: their columns side by
-// side in one K x (g*P) matrix, so one GEMM covers g images (small per-image GEMMs waste half
-// of OpenBLAS's speed). g keeps a slot within about half of a core's L2. When the batch is
-// smaller than the thread count, images run one chunk at a time and the threads go to
+// its own scratch slot, and single-threaded GEMMs), and each thread handles its images g at a
+// time, their columns side by side in one K x (g*P) matrix, so that one GEMM is at least
+// kGemmCols wide: with few output positions per image (P = 64 in LeNet's second layer) a GEMM
+// per image is too narrow for OpenBLAS's kernels; with many, chunks only add copies. When the
+// batch is smaller than the thread count, images run one chunk at a time and the threads go to
 // im2col/col2im (over channels) and to OpenBLAS's own GEMM threads.
 struct ConvPlan {
   int nt;        // threads splitting the batch (1: none)
@@ -157,50 +157,62 @@ struct ConvPlan {
   size_t slot_bytes(int es) const { return Scratch::round(size_t(cols + buf + acc) * size_t(es)); }
 };
 
-constexpr int64_t kSlotBudget = int64_t(1) << 20;  // bytes
+constexpr int64_t kGemmCols = 256;                 // target GEMM width, in output positions
+constexpr int64_t kSlotBudget = int64_t(1) << 20;  // bytes of columns per chunk, beyond one image
 
 ConvPlan conv_plan(int kind, const Conv& g, int es) {
   ConvPlan pl{};
   int threads = get_num_threads();
   pl.nt = threads > 1 && g.N >= threads ? threads : 1;
   int64_t per_thread = pl.nt > 1 ? (g.N + pl.nt - 1) / pl.nt : g.N;
-  int64_t per_image = (g.K() + g.O) * g.P() * es;
-  pl.g = g.direct() ? 1 : std::max<int64_t>(1, std::min(per_thread, kSlotBudget / std::max<int64_t>(per_image, 1)));
-  pl.cols = g.direct() ? 0 : g.K() * g.g_cols(pl.g);
-  pl.buf = pl.g > 1 ? g.O * g.g_cols(pl.g) : 0;
+  int64_t P = std::max<int64_t>(g.P(), 1), per_image = (g.K() + g.O) * P * es;
+  int64_t want = (kGemmCols + P - 1) / P, fits = kSlotBudget / std::max<int64_t>(per_image, 1);
+  pl.g = g.direct() ? 1 : std::max<int64_t>(1, std::min({want, fits, per_thread}));
+  pl.cols = g.direct() ? 0 : g.K() * pl.g * g.P();
+  pl.buf = pl.g > 1 ? g.O * pl.g * g.P() : 0;
   pl.acc = kind == 2 && pl.nt > 1 ? g.O * g.K() : 0;
+  // BLAS takes int dims and leading dims
+  const int64_t kMax = std::numeric_limits<int>::max();
+  if (g.K() > kMax || g.O > kMax || pl.g * g.P() > kMax || g.C * g.HW() > kMax)
+    fail(g.op, ": a ", g.N, "x", g.C, "x", g.H, "x", g.W, " input with ", g.O, " filters exceeds BLAS's int sizes");
   return pl;
 }
 
 // Columns of one image x (C x H x W, contiguous) into col, a matrix with row stride ld: row
 // (c, i, j) holds x[c][oh*sh - ph + i*dh][ow*sw - pw + j*dw] for every output position (oh, ow),
-// 0 where that falls in the padding.
+// 0 where that falls in the padding. Output rows are often short (8 or 12 elements), so the
+// padding tests are hoisted out of the row loop and a whole-row copy has its own tight loop.
 template <typename T>
 void im2col(const T* x, T* col, int64_t ld, const Conv& g, bool par) {
+  const int64_t Wo = g.Wo, Ho = g.Ho;
   auto rows = [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c)
-      for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t i = 0; i < g.kh; ++i) {
+        int64_t hoff = i * g.dh - g.ph, ohl, ohh;  // output rows [ohl, ohh) read inside x
+        valid_range(hoff, g.sh, g.H, Ho, &ohl, &ohh);
         for (int64_t j = 0; j < g.kw; ++j) {
           T* dst = col + ((c * g.kh + i) * g.kw + j) * ld;
-          int64_t off = j * g.dw - g.pw, lo, hi;
-          valid_range(off, g.sw, g.W, g.Wo, &lo, &hi);
-          for (int64_t oh = 0; oh < g.Ho; ++oh, dst += g.Wo) {
-            int64_t ih = oh * g.sh - g.ph + i * g.dh;
-            if (ih < 0 || ih >= g.H) {
-              for (int64_t ow = 0; ow < g.Wo; ++ow) dst[ow] = T(0);
-              continue;
+          int64_t woff = j * g.dw - g.pw, lo, hi;
+          valid_range(woff, g.sw, g.W, Wo, &lo, &hi);
+          std::fill(dst, dst + ohl * Wo, T(0));
+          std::fill(dst + ohh * Wo, dst + Ho * Wo, T(0));
+          const T* src = x + (c * g.H + ohl * g.sh + hoff) * g.W + woff;  // at ow = 0
+          const int64_t step = g.sh * g.W;
+          if (g.sw == 1 && lo == 0 && hi == Wo) {
+            for (int64_t oh = ohl; oh < ohh; ++oh, src += step) {
+              T* d = dst + oh * Wo;
+              for (int64_t ow = 0; ow < Wo; ++ow) d[ow] = src[ow];
             }
-            const T* src = x + (c * g.H + ih) * g.W;  // input column ow * sw + off
-            // rows are short (often under 32 elements): plain loops beat memcpy/memset calls
-            for (int64_t ow = 0; ow < lo; ++ow) dst[ow] = T(0);
-            if (g.sw == 1) {
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow + off];
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * g.sw + off];
-            }
-            for (int64_t ow = hi; ow < g.Wo; ++ow) dst[ow] = T(0);
+            continue;
+          }
+          for (int64_t oh = ohl; oh < ohh; ++oh, src += step) {
+            T* d = dst + oh * Wo;
+            for (int64_t ow = 0; ow < lo; ++ow) d[ow] = T(0);
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * g.sw];
+            for (int64_t ow = hi; ow < Wo; ++ow) d[ow] = T(0);
           }
         }
+      }
   };
   if (par) parallel_for(g.C, g.kh * g.kw * g.P(), rows);
   else rows(0, g.C);
@@ -210,25 +222,32 @@ void im2col(const T* x, T* col, int64_t ld, const Conv& g, bool par) {
 // position it was read from.
 template <typename T>
 void col2im(const T* col, int64_t ld, T* gx, const Conv& g, bool par) {
+  const int64_t Wo = g.Wo;
   auto planes = [&](int64_t cb, int64_t ce) {
     std::fill(gx + cb * g.HW(), gx + ce * g.HW(), T(0));
     for (int64_t c = cb; c < ce; ++c)
-      for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t i = 0; i < g.kh; ++i) {
+        int64_t hoff = i * g.dh - g.ph, ohl, ohh;
+        valid_range(hoff, g.sh, g.H, g.Ho, &ohl, &ohh);
         for (int64_t j = 0; j < g.kw; ++j) {
           const T* src = col + ((c * g.kh + i) * g.kw + j) * ld;
-          int64_t off = j * g.dw - g.pw, lo, hi;
-          valid_range(off, g.sw, g.W, g.Wo, &lo, &hi);
-          for (int64_t oh = 0; oh < g.Ho; ++oh, src += g.Wo) {
-            int64_t ih = oh * g.sh - g.ph + i * g.dh;
-            if (ih < 0 || ih >= g.H) continue;
-            T* dst = gx + (c * g.H + ih) * g.W;
-            if (g.sw == 1) {
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow + off] += src[ow];
-            } else {
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.sw + off] += src[ow];
+          int64_t woff = j * g.dw - g.pw, lo, hi;
+          valid_range(woff, g.sw, g.W, Wo, &lo, &hi);
+          T* dst = gx + (c * g.H + ohl * g.sh + hoff) * g.W + woff;  // at ow = 0
+          const int64_t step = g.sh * g.W;
+          if (g.sw == 1) {
+            for (int64_t oh = ohl; oh < ohh; ++oh, dst += step) {
+              const T* s = src + oh * Wo;
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += s[ow];
+            }
+          } else {
+            for (int64_t oh = ohl; oh < ohh; ++oh, dst += step) {
+              const T* s = src + oh * Wo;
+              for (int64_t ow = lo; ow < hi; ++ow) dst[ow * g.sw] += s[ow];
             }
           }
         }
+      }
   };
   if (par) parallel_for(g.C, g.kh * g.kw * g.P(), planes);
   else planes(0, g.C);
@@ -452,7 +471,6 @@ void max_pool_typed(mf_tensor& y, const mf_tensor& x, const Pool& g) {
   });
 }
 
-// gx = 0, then each gy element goes to the first maximum of its window (the first NaN, if any)
 // The 2x2 / stride 2 max-pool gradient, a vector of windows at a time (GCC/Clang vector
 // extensions: AVX with -march=native, SSE otherwise): random data makes each window's winner
 // unpredictable, so selects on comparison masks instead of branches. Rows r0, r1 hold the n
@@ -525,6 +543,7 @@ void pool2x2_backward_simd(const T* r0, const T* r1, const T* g, T* o0, T* o1, i
   }
 }
 
+// gx = 0, then each gy element goes to the first maximum of its window (the first NaN, if any)
 template <typename T>
 void max_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const mf_tensor& x, const Pool& g) {
   const T* xp = (const T*)x.ptr;
@@ -538,8 +557,8 @@ void max_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const mf_tensor
     const T* gpl = gp + n * gs[0] + c * gs[1];
     T* out = op + pl * g.H * g.W;
     if (fast) {
-      // windows tile the plane: write every element once (a zero fill followed by scattered
-      // adds stalls on store forwarding), then zero the rows and columns no window covers
+      // the windows tile the plane: each writes its four elements (its gradient or 0), then
+      // the rows and columns no window covers are zeroed
       for (int64_t oh = 0; oh < g.Ho; ++oh) {
         const T* r0 = xpl + 2 * oh * s2;
         const T* r1 = r0 + s2;

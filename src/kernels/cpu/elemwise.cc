@@ -9,6 +9,10 @@
 
 namespace mf {
 
+// Outputs are written through their own strides (a strided view written in place, as assign_add
+// does, stays right); StridedIter merges contiguous dims, so the unit-stride loops still run.
+static Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
+
 // Compute type: float math for float32, double for everything else.
 template <typename T>
 using Acc = std::conditional_t<std::is_same<T, float>::value, float, double>;
@@ -59,7 +63,7 @@ static inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
 
 template <typename T, int CODE>
 static void unary_typed(mf_tensor& y, const mf_tensor& x, double a, double b) {
-  StridedIter<2> it(shape_of(y), {contiguous_strides(shape_of(y)), broadcast_strides(x, shape_of(y))});
+  StridedIter<2> it(shape_of(y), {strides_of(y), broadcast_strides(x, shape_of(y))});
   Acc<T> lo = Acc<T>(a), hi = Acc<T>(b);
   it.run({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4, [&](auto p, int64_t n, auto st) {
     T* yp = (T*)p[0];
@@ -117,7 +121,7 @@ template <typename T, int CODE>
 static void binary_typed(mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
   using R = decltype(binary_op<T, CODE>(T(), T(), std::declval<std::atomic<bool>&>()));
   Shape s = shape_of(z);
-  StridedIter<3> it(s, {contiguous_strides(s), broadcast_strides(x, s), broadcast_strides(y, s)});
+  StridedIter<3> it(s, {strides_of(z), broadcast_strides(x, s), broadcast_strides(y, s)});
   std::atomic<bool> div0{false};
   it.run({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {int(sizeof(R)), int(sizeof(T)), int(sizeof(T))}, 1,
          [&](auto p, int64_t n, auto st) {
@@ -158,7 +162,7 @@ void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_
   if (c.dtype_id != MF_UINT8) fail("where: cond is ", dtype_name(c.dtype_id), "; expected uint8");
   if (a.dtype_id != b.dtype_id || a.dtype_id != out.dtype_id) fail("where: a and b must share the output dtype");
   Shape s = shape_of(out);
-  StridedIter<4> it(s, {contiguous_strides(s), broadcast_strides(c, s), broadcast_strides(a, s), broadcast_strides(b, s)});
+  StridedIter<4> it(s, {strides_of(out), broadcast_strides(c, s), broadcast_strides(a, s), broadcast_strides(b, s)});
   MF_DISPATCH(out.dtype_id, T, {
     int es = int(sizeof(T));
     it.run({(char*)out.ptr, (char*)c.ptr, (char*)a.ptr, (char*)b.ptr}, {es, 1, es, es}, 1,
@@ -174,8 +178,7 @@ void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_
 template <typename D, typename S>
 static void copy_typed(mf_tensor& dst, const mf_tensor& src) {
   Shape s = shape_of(dst);
-  Shape dst_st(dst.strides, dst.strides + dst.ndim);
-  StridedIter<2> it(s, {dst_st, broadcast_strides(src, s)});
+  StridedIter<2> it(s, {strides_of(dst), broadcast_strides(src, s)});
   it.run({(char*)dst.ptr, (char*)src.ptr}, {int(sizeof(D)), int(sizeof(S))}, 1, [&](auto p, int64_t n, auto st) {
     D* dp = (D*)p[0];
     const S* sp = (const S*)p[1];

@@ -6,6 +6,7 @@
 
 namespace mf {
 
+// unary, binary, where and copy write their output through its strides (a view written in place).
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b);
 void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
 void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_tensor& b);
@@ -25,11 +26,20 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels);
 void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps);
 void dropout_mask_cpu(mf_tensor& mask, mf_rng& g, double p);
 void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, int64_t step);
-void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr);
+// Fused optimizer updates, one pass over var and its slots; grad broadcasts to var.
+// sgd: g = grad + weight_decay * var; var -= lr * g.
+void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr, double weight_decay);
+// momentum: g = grad + weight_decay * var; accum = momentum * accum + (1 - dampening) * g;
+// var -= lr * (nesterov ? g + momentum * accum : accum).
 void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, double lr, double momentum,
-                         bool nesterov);
-void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, double lr_t, double beta1,
-                     double beta2, double epsilon);
+                         double dampening, double weight_decay, bool nesterov);
+// Per-step scalars of adam_update, computed by the op from lr and t: var *= decay (AdamW, else 1);
+// g = grad + weight_decay * var (L2, else 0; not both); m, v moving averages of g and g^2;
+// var -= step_size * m / (sqrt(v) * denom_scale + epsilon).
+struct AdamScalars {
+  double beta1, beta2, step_size, denom_scale, epsilon, weight_decay, decay;
+};
+void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, const AdamScalars& k);
 void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& logits, const mf_tensor& labels, int dim);
 
 // Convolution and pooling, NCHW (src/kernels/cpu/conv.cc). hp: stride h, w, padding h, w, dilation h, w.

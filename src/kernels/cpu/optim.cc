@@ -50,70 +50,143 @@ void check_slot(const char* op, const mf_tensor& var, const mf_tensor& slot) {
 
 }  // namespace
 
-void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr) {
+// The update loops below take every per-step scalar from the caller (the op's kernel string
+// computes them once per step); each keeps a unit-stride loop the compiler vectorises, and a
+// strided one for views and a broadcast gradient. The loop bodies capture the scalars by value:
+// captured by reference, every store through w might write them, which keeps the loops slow.
+void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr, double weight_decay) {
   check_update("sgd_update", var, grad);
   Shape s = dims(var);
   StridedIter<2> it(s, {strides(var), broadcast_strides(grad, s)});
   MF_DISPATCH_FLOAT(var.dtype_id, T, "sgd_update", {
-    T a = T(lr);
-    it.run({(char*)var.ptr, (char*)grad.ptr}, {int(sizeof(T)), int(sizeof(T))}, 2, [&](auto p, int64_t n, auto st) {
+    const T a = T(lr), wd = T(weight_decay);
+    const bool decay = weight_decay != 0;  // without it w = inf stays inf (0 * inf would be NaN)
+    int es = int(sizeof(T));
+    it.run({(char*)var.ptr, (char*)grad.ptr}, {es, es}, 2, [a, wd, decay](auto p, int64_t n, auto st) {
       T* w = (T*)p[0];
       const T* g = (const T*)p[1];
-      for (int64_t i = 0; i < n; ++i) w[i * st[0]] -= a * g[i * st[1]];
+      if (st[0] == 1 && st[1] == 1) {
+        if (decay) {
+          for (int64_t i = 0; i < n; ++i) w[i] -= a * (g[i] + wd * w[i]);
+        } else {
+          for (int64_t i = 0; i < n; ++i) w[i] -= a * g[i];
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) {
+          T& wi = w[i * st[0]];
+          T gi = g[i * st[1]];
+          if (decay) gi += wd * wi;
+          wi -= a * gi;
+        }
+      }
     });
   });
 }
 
+namespace {
+
+// one element of momentum_update: g += wd * w; m = mu * m + c * g; w -= lr * (nesterov ? g + mu * m : m)
+template <typename T, bool DECAY, bool NESTEROV>
+inline void momentum_step(T& w, T& m, T g, T a, T mu, T c, T wd) {
+  if (DECAY) g += wd * w;
+  T mi = mu * m + c * g;
+  m = mi;
+  w -= a * (NESTEROV ? g + mu * mi : mi);
+}
+
+template <typename T, bool DECAY, bool NESTEROV>
+void momentum_loop(const StridedIter<3>& it, mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, T a, T mu, T c,
+                   T wd) {
+  int es = int(sizeof(T));
+  it.run({(char*)var.ptr, (char*)accum.ptr, (char*)grad.ptr}, {es, es, es}, 4, [=](auto p, int64_t n, auto st) {
+    T* w = (T*)p[0];
+    T* m = (T*)p[1];
+    const T* g = (const T*)p[2];
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+      for (int64_t i = 0; i < n; ++i) momentum_step<T, DECAY, NESTEROV>(w[i], m[i], g[i], a, mu, c, wd);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        momentum_step<T, DECAY, NESTEROV>(w[i * st[0]], m[i * st[1]], g[i * st[2]], a, mu, c, wd);
+    }
+  });
+}
+
+}  // namespace
+
 void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, double lr, double momentum,
-                         bool nesterov) {
+                         double dampening, double weight_decay, bool nesterov) {
   check_update("momentum_update", var, grad);
   check_update("momentum_update", accum, grad);
   check_slot("momentum_update", var, accum);
   Shape s = dims(var);
   StridedIter<3> it(s, {strides(var), strides(accum), broadcast_strides(grad, s)});
   MF_DISPATCH_FLOAT(var.dtype_id, T, "momentum_update", {
-    T a = T(lr), mu = T(momentum);
-    int es = int(sizeof(T));
-    it.run({(char*)var.ptr, (char*)accum.ptr, (char*)grad.ptr}, {es, es, es}, 4, [&](auto p, int64_t n, auto st) {
-      T* w = (T*)p[0];
-      T* m = (T*)p[1];
-      const T* g = (const T*)p[2];
-      for (int64_t i = 0; i < n; ++i) {
-        T gi = g[i * st[2]];
-        T mi = mu * m[i * st[1]] + gi;
-        m[i * st[1]] = mi;
-        w[i * st[0]] -= a * (nesterov ? gi + mu * mi : mi);
-      }
-    });
+    // 1 - dampening in double, then rounded once
+    T a = T(lr), mu = T(momentum), c = T(1 - dampening), wd = T(weight_decay);
+    bool decay = weight_decay != 0;
+    if (decay && nesterov) momentum_loop<T, true, true>(it, var, accum, grad, a, mu, c, wd);
+    else if (decay) momentum_loop<T, true, false>(it, var, accum, grad, a, mu, c, wd);
+    else if (nesterov) momentum_loop<T, false, true>(it, var, accum, grad, a, mu, c, wd);
+    else momentum_loop<T, false, false>(it, var, accum, grad, a, mu, c, wd);
   });
 }
 
-void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, double lr_t, double beta1,
-                     double beta2, double epsilon) {
+namespace {
+
+// weight decay in adam_update: none, L2 (added to the gradient) or decoupled (AdamW: w scaled first)
+enum AdamDecay { kNoDecay, kL2, kDecoupled };
+
+// one element of adam_update: the decay, m and v moving averages of g and g^2, then
+// w -= step_size * m / (sqrt(v) * denom_scale + eps)
+template <typename T, int DECAY>
+inline void adam_step(T& w, T& m, T& v, T g, T b1, T b2, T c1, T c2, T step, T ds, T eps, T wd, T keep) {
+  T wi = w;
+  if (DECAY == kL2) g += wd * wi;
+  if (DECAY == kDecoupled) wi *= keep;
+  T mi = b1 * m + c1 * g;
+  T vi = b2 * v + c2 * g * g;
+  m = mi;
+  v = vi;
+  w = wi - step * mi / (std::sqrt(vi) * ds + eps);
+}
+
+template <typename T, int DECAY>
+void adam_loop(const StridedIter<4>& it, mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad,
+               const AdamScalars& k) {
+  // 1 - beta in double, then rounded: 1 - float(0.999) is 1.3e-5 off in float32
+  const T b1 = T(k.beta1), b2 = T(k.beta2), c1 = T(1 - k.beta1), c2 = T(1 - k.beta2), step = T(k.step_size),
+          ds = T(k.denom_scale), eps = T(k.epsilon), wd = T(k.weight_decay), keep = T(k.decay);
+  int es = int(sizeof(T));
+  it.run({(char*)var.ptr, (char*)m.ptr, (char*)v.ptr, (char*)grad.ptr}, {es, es, es, es}, 8,
+         [=](auto p, int64_t n, auto st) {
+           T* w = (T*)p[0];
+           T* mp = (T*)p[1];
+           T* vp = (T*)p[2];
+           const T* g = (const T*)p[3];
+           if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+             for (int64_t i = 0; i < n; ++i)
+               adam_step<T, DECAY>(w[i], mp[i], vp[i], g[i], b1, b2, c1, c2, step, ds, eps, wd, keep);
+           } else {
+             for (int64_t i = 0; i < n; ++i)
+               adam_step<T, DECAY>(w[i * st[0]], mp[i * st[1]], vp[i * st[2]], g[i * st[3]], b1, b2, c1, c2, step, ds,
+                                   eps, wd, keep);
+           }
+         });
+}
+
+}  // namespace
+
+void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, const AdamScalars& k) {
   check_update("adam_update", var, grad);
   check_slot("adam_update", var, m);
   check_slot("adam_update", var, v);
   Shape s = dims(var);
   StridedIter<4> it(s, {strides(var), strides(m), strides(v), broadcast_strides(grad, s)});
+  if (k.decay != 1 && k.weight_decay != 0) fail("adam_update: decay and weight_decay are both set; expected one");
   MF_DISPATCH_FLOAT(var.dtype_id, T, "adam_update", {
-    // 1 - beta in double, then rounded: 1 - float(0.999) is 1.3e-5 off in float32
-    T a = T(lr_t), b1 = T(beta1), b2 = T(beta2), c1 = T(1 - beta1), c2 = T(1 - beta2), eps = T(epsilon);
-    int es = int(sizeof(T));
-    it.run({(char*)var.ptr, (char*)m.ptr, (char*)v.ptr, (char*)grad.ptr}, {es, es, es, es}, 8,
-           [&](auto p, int64_t n, auto st) {
-             T* w = (T*)p[0];
-             T* mp = (T*)p[1];
-             T* vp = (T*)p[2];
-             const T* g = (const T*)p[3];
-             for (int64_t i = 0; i < n; ++i) {
-               T gi = g[i * st[3]];
-               T mi = b1 * mp[i * st[1]] + c1 * gi;
-               T vi = b2 * vp[i * st[2]] + c2 * gi * gi;
-               mp[i * st[1]] = mi;
-               vp[i * st[2]] = vi;
-               w[i * st[0]] -= a * mi / (std::sqrt(vi) + eps);
-             }
-           });
+    if (k.decay != 1) adam_loop<T, kDecoupled>(it, var, m, v, grad, k);
+    else if (k.weight_decay != 0) adam_loop<T, kL2>(it, var, m, v, grad, k);
+    else adam_loop<T, kNoDecay>(it, var, m, v, grad, k);
   });
 }
 
