@@ -60,6 +60,10 @@ case('batch_norm', 'batch_norm', {{{3, 2, 2, 2}}, {{2}, POS[1], POS[2]}, {{2}}},
   function(x, w, b) return mf.batch_norm(x, w, b, 1e-3) end)
 case('batch_norm 2-D', 'batch_norm', {{{4, 3}}, {{3}, POS[1], POS[2]}, {{3}}},
   function(x, w, b) return mf.batch_norm(x, w, b) end)
+-- dropout with a fixed mask (drawn once, eagerly): the gradient is the mask itself
+mf.manual_seed(3)
+local fixed_mask = mf.dropout_mask(mf.ones(2, 3, {dtype = 'float64'}), 0.5)
+case('dropout (fixed mask)', 'mul', {{{2, 3}}}, function(x) return x * fixed_mask end)
 case('index_select', 'index_select', {{{4, 3}}}, function(x) return mf.index_select(x, mf.tensor({2, 4, 2}, 'int64'), 1) end)
 case('index_add_like', 'index_add_like', {{{2, 3}}, {{2, 4}, const = true}},
   function(x, like) return mf.index_add_like(x, mf.tensor({4, 1, 4}, 'int64'), like, 2) end)

@@ -58,6 +58,36 @@ T.test('default initialisation follows PyTorch: U(-1/sqrt(fan_in), 1/sqrt(fan_in
   T.near((w * w):mean():item(), bound * bound / 3, 0.02 * bound * bound)
 end)
 
+T.test('Conv2d and pooling modules against direct loops', function()
+  mf.manual_seed(8)
+  local conv = mf.nn.Conv2d(2, 3, 3, {stride = 2, padding = 1})
+  local x = input({2, 2, 5, 5}):float()
+  local y = conv(x)
+  T.eq(y:shape_str(), '2x3x3x3')
+  local xv, w, b = x:double():totable(), conv.weight.data:double():totable(), conv.bias.data:double():totable()
+  local yv = y:double():totable()
+  for n = 1, 2 do for o = 1, 3 do for i = 1, 3 do for j = 1, 3 do
+    local s = b[o]
+    for c = 1, 2 do for ki = 1, 3 do for kj = 1, 3 do
+      local r, q = (i - 1) * 2 - 1 + ki, (j - 1) * 2 - 1 + kj
+      if r >= 1 and r <= 5 and q >= 1 and q <= 5 then s = s + xv[n][c][r][q] * w[o][c][ki][kj] end
+    end end end
+    T.near(yv[n][o][i][j], s, 1e-5)
+  end end end end
+  near_table(rows(graph_value(conv, x):reshape(-1)), rows(y:reshape(-1)), 1e-6)
+  T.errors(function() conv(mf.ones(1, 3, 5, 5)) end, 'Conv2d', 'N x 2 x H x W')
+  local p = mf.nn.MaxPool2d(2)(x)
+  T.eq(p:shape_str(), '2x2x2x2')
+  T.near(p:get(1, 2, 2, 2), math.max(xv[1][2][3][3], xv[1][2][3][4], xv[1][2][4][3], xv[1][2][4][4]), 1e-6)
+  local a = mf.nn.AvgPool2d(2)(x)
+  T.near(a:get(2, 1, 1, 2), (xv[2][1][1][3] + xv[2][1][1][4] + xv[2][1][2][3] + xv[2][1][2][4]) / 4, 1e-6)
+  local g = mf.nn.AdaptiveAvgPool2d(1)(x)
+  T.eq(g:shape_str(), '2x2x1x1')
+  local s = 0
+  for i = 1, 5 do for j = 1, 5 do s = s + xv[1][1][i][j] end end
+  T.near(g:get(1, 1, 1, 1), s / 25, 1e-6)
+end)
+
 T.test('activations match their formulas', function()
   local x = input({2, 5}, -3, 3)
   local xs = rows(x)
