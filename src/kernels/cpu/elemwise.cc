@@ -55,7 +55,8 @@ static inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
     case MF_U_ROUND: return T(std::nearbyint(x));  // half to even, as NumPy and PyTorch
     case MF_U_CLAMP: return T(x < lo ? lo : x > hi ? hi : x);
     case MF_U_ERF: return T(std::erf(x));
-    case MF_U_GELU: return T(A(0.5) * x * (A(1) + std::erf(x * A(0.7071067811865476))));  // exact, as PyTorch's default
+    // exact, as PyTorch's default: 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its digits
+    case MF_U_GELU: return T(A(0.5) * x * std::erfc(x * A(-0.7071067811865476)));
     case MF_U_LEAKY_RELU: return T(x > 0 ? x : x * lo);
   }
   return v;

@@ -1,6 +1,8 @@
 // -- index_select / index_add_like / one_hot ---------------------------------------------------
 // Gathers and scatters along one dim by 1-based int64 indices, slice by slice through the strided
 // copy and add routines (each slice is itself parallel when large).
+#include <vector>
+
 #include "../../core/error.h"
 #include "kernels.h"
 
@@ -17,30 +19,34 @@ mf_tensor slice_at(const mf_tensor& t, int dim, int64_t i) {
   return v;
 }
 
-const int64_t* checked_indices(const char* op, const mf_tensor& idx, int64_t n) {
+// The 1-D indices read through their stride (a strided or expanded view is fine), range-checked.
+std::vector<int64_t> checked_indices(const char* op, const mf_tensor& idx, int64_t n) {
   if (idx.dtype_id != MF_INT64) fail(op, ": indices are ", dtype_name(idx.dtype_id), "; expected int64");
-  if (!idx.is_contig) fail(op, ": indices must be contiguous");
   const int64_t* p = (const int64_t*)idx.ptr;
-  for (int64_t j = 0; j < idx.count; ++j)
-    if (p[j] < 1 || p[j] > n) fail(op, ": index ", p[j], " at position ", j + 1, " is out of range 1..", n);
-  return p;
+  std::vector<int64_t> out(size_t(idx.count));
+  for (int64_t j = 0; j < idx.count; ++j) {
+    out[size_t(j)] = p[j * idx.strides[0]];
+    if (out[size_t(j)] < 1 || out[size_t(j)] > n)
+      fail(op, ": index ", out[size_t(j)], " at position ", j + 1, " is out of range 1..", n);
+  }
+  return out;
 }
 
 }  // namespace
 
 void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim) {
-  const int64_t* p = checked_indices("index_select", idx, x.shape[dim]);
+  std::vector<int64_t> p = checked_indices("index_select", idx, x.shape[dim]);
   for (int64_t j = 0; j < idx.count; ++j) {
-    mf_tensor dst = slice_at(out, dim, j), src = slice_at(x, dim, p[j] - 1);
+    mf_tensor dst = slice_at(out, dim, j), src = slice_at(x, dim, p[size_t(j)] - 1);
     copy_cpu(dst, src);
   }
 }
 
 void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx, int dim) {
-  const int64_t* p = checked_indices("index_add_like", idx, out.shape[dim]);
+  std::vector<int64_t> p = checked_indices("index_add_like", idx, out.shape[dim]);
   fill_cpu(out, 0);
   for (int64_t j = 0; j < idx.count; ++j) {  // in order: repeated indices accumulate
-    mf_tensor dst = slice_at(out, dim, p[j] - 1), src = slice_at(g, dim, j);
+    mf_tensor dst = slice_at(out, dim, p[size_t(j)] - 1), src = slice_at(g, dim, j);
     binary_cpu(MF_B_ADD, dst, dst, src);
   }
 }
@@ -49,14 +55,11 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels) {
   int64_t classes = out.shape[out.ndim - 1];
   if (labels.dtype_id != MF_INT64 && labels.dtype_id != MF_INT32 && labels.dtype_id != MF_UINT8)
     fail("one_hot: labels are ", dtype_name(labels.dtype_id), "; expected an integer dtype");
-  mf_tensor flat{};
-  set_meta(flat, {labels.count}, MF_INT64, MF_CPU);
+  mf_tensor flat{};  // the labels as contiguous int64, read through their strides
+  set_meta(flat, shape_of(labels), MF_INT64, MF_CPU);
   std::vector<int64_t> lab(size_t(labels.count));
   flat.ptr = lab.data();
-  mf_tensor src = labels;
-  set_strided(src, {labels.count}, {labels.is_contig ? 1 : 0}, labels.offset);
-  if (!labels.is_contig && labels.count > 1) fail("one_hot: labels must be contiguous");
-  copy_cpu(flat, src);
+  copy_cpu(flat, labels);
   fill_cpu(out, 0);
   MF_DISPATCH(out.dtype_id, T, {
     T* o = (T*)out.ptr;
