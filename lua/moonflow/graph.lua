@@ -9,7 +9,7 @@ return function(mf)
   local is_tensor, ops = mf.is_tensor, mf._ops
   local DTYPE_NAME = mf._DTYPE_NAME
   local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = 0, 1, 2, 3
-  local UNKNOWN = 1000003   -- stands in for an unknown dim during build-time shape inference
+  local UNKNOWN, UNKNOWN2 = 1000003, 1000033   -- stand in for unknown dims at build time (static_infer)
   local nodes_buf = ffi.new('int32_t[?]', 256)
   local index_buf = ffi.new('int32_t[?]', 256)
 
@@ -197,41 +197,54 @@ return function(mf)
   function mf.trainable_variables() return {unpack(default_graph.trainable)} end
 
   -- op nodes ----------------------------------------------------------------------------------
-  -- Build-time shape inference with unknown dims standing in as UNKNOWN: a rule that fails only
-  -- because of them leaves the output shape unknown instead of raising.
-  local function static_infer(op, rec, ins)
-    local metas, has_unknown = {}, false
+  -- Build-time shape inference. Unknown dims stand in as a large prime; the rules run twice with
+  -- two different primes, and an output dim that differs between the runs depends on an unknown
+  -- one (stride or division rules included). A rule that fails only because of unknown dims
+  -- leaves the output shapes unknown instead of raising.
+  local function infer_with(op, rec, ins, sentinel)
+    local metas = {}
     for i, s in ipairs(ins) do
       local m = T()
       m.dtype_id = s.dtype_id
-      if s.shape then
-        m.ndim = #s.shape
-        local acc = 1
-        for d = #s.shape, 1, -1 do
-          local v = s.shape[d]
-          if v < 0 then v = UNKNOWN; has_unknown = true end
-          m.shape[d - 1] = v
-          m.strides[d - 1] = acc
-          acc = acc * v
-        end
-        m.count = acc
-        m.is_contig = 1
-      else
-        return nil
+      m.ndim = #s.shape
+      local acc = 1
+      for d = #s.shape, 1, -1 do
+        local v = s.shape[d]
+        if v < 0 then v = sentinel end
+        m.shape[d - 1] = v
+        m.strides[d - 1] = acc
+        acc = acc * v
       end
+      m.count = acc
+      m.is_contig = 1
       metas[i] = m
     end
-    local ok, outs = pcall(mf._infer, op, rec, metas, #metas)
+    return pcall(mf._infer, op, rec, metas, #metas)
+  end
+
+  local function static_infer(op, rec, ins)
+    local has_unknown = false
+    for _, s in ipairs(ins) do
+      if not s.shape then return nil end
+      for _, v in ipairs(s.shape) do has_unknown = has_unknown or v < 0 end
+    end
+    local ok, outs = infer_with(op, rec, ins, UNKNOWN)
     if not ok then
       if has_unknown then return nil end
       error(outs, 0)
+    end
+    local outs2
+    if has_unknown then
+      local ok2, o2 = infer_with(op, rec, ins, UNKNOWN2)
+      if not ok2 then return nil end
+      outs2 = o2
     end
     local res = {}
     for i, m in ipairs(outs) do
       local s = {}
       for d = 1, m.ndim do
         local v = tonumber(m.shape[d - 1])
-        s[d] = (has_unknown and v >= UNKNOWN / 2) and -1 or v
+        s[d] = (outs2 and v ~= tonumber(outs2[i].shape[d - 1])) and -1 or v
       end
       res[i] = {shape = s, dtype = m.dtype_id}
     end
