@@ -110,6 +110,7 @@ return function(mf)
   Symbol.__index = function(s, k)
     local m = sym_methods[k]
     if m then return m end
+    if k == 'shape' then return nil end  -- a symbol whose shape is unknown until the graph is bound
     local op = ops[k]
     if op and #op.inputs > 0 then return op.fn end
     local alias = mf._aliases[k]

@@ -18,6 +18,9 @@ struct ReducePlan {
   int nk = 0, nr = 0;
   int64_t kshape[kMaxDims], kstride[kMaxDims], rshape[kMaxDims], rstride[kMaxDims];
   int64_t rcount = 1;
+  // the reduced dims with neighbours that step contiguously merged: rows of mshape[nm-1] elements
+  int nm = 0;
+  int64_t mshape[kMaxDims], mstride[kMaxDims];
   ReducePlan(const mf_tensor& x, uint32_t mask) {
     for (int d = 0; d < x.ndim; ++d) {
       if (mask & (1u << d)) {
@@ -27,6 +30,35 @@ struct ReducePlan {
       } else {
         kshape[nk] = x.shape[d];
         kstride[nk++] = x.strides[d];
+      }
+    }
+    for (int d = 0; d < nr; ++d) {
+      if (nm > 0 && mstride[nm - 1] == rstride[d] * rshape[d]) {
+        mshape[nm - 1] *= rshape[d];
+        mstride[nm - 1] = rstride[d];
+      } else {
+        mshape[nm] = rshape[d];
+        mstride[nm++] = rstride[d];
+      }
+    }
+  }
+  // Calls row(offset, n, stride) for each row of the merged reduced dims (in no particular order).
+  template <typename F>
+  void for_rows(int64_t base, F&& row) const {
+    if (nm == 0) {
+      row(base, int64_t(1), int64_t(1));
+      return;
+    }
+    if (rcount == 0) return;
+    int64_t idx[kMaxDims] = {0};
+    int64_t rows = rcount / mshape[nm - 1], off = base;
+    for (int64_t r = 0; r < rows; ++r) {
+      row(off, mshape[nm - 1], mstride[nm - 1]);
+      for (int d = nm - 2; d >= 0; --d) {
+        off += mstride[d];
+        if (++idx[d] < mshape[d]) break;
+        off -= mstride[d] * mshape[d];
+        idx[d] = 0;
       }
     }
   }
@@ -69,8 +101,28 @@ static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const Red
       int64_t base = plan.kept_offset(o);
       if (code == MF_R_SUM || code == MF_R_MEAN || code == MF_R_PROD) {
         A acc = code == MF_R_PROD ? A(1) : A(0);
-        if (code == MF_R_PROD) plan.for_reduced(base, [&](int64_t off, int64_t) { acc *= A(xp[off]); });
-        else plan.for_reduced(base, [&](int64_t off, int64_t) { acc += A(xp[off]); });
+        if (code == MF_R_PROD) {
+          plan.for_reduced(base, [&](int64_t off, int64_t) { acc *= A(xp[off]); });
+        } else {
+          // row by row, four partial sums on unit stride: bias gradients reduce 1e6 elements per step
+          plan.for_rows(base, [&](int64_t off, int64_t n, int64_t st) {
+            const T* p = xp + off;
+            if (st == 1) {
+              A s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+              int64_t i = 0;
+              for (; i + 4 <= n; i += 4) {
+                s0 += A(p[i]);
+                s1 += A(p[i + 1]);
+                s2 += A(p[i + 2]);
+                s3 += A(p[i + 3]);
+              }
+              for (; i < n; ++i) s0 += A(p[i]);
+              acc += (s0 + s1) + (s2 + s3);
+            } else {
+              for (int64_t i = 0; i < n; ++i) acc += A(p[i * st]);
+            }
+          });
+        }
         if (code == MF_R_MEAN) {
           double m = plan.rcount ? double(acc) / double(plan.rcount) : std::numeric_limits<double>::quiet_NaN();
           ((T*)out.ptr)[o] = T(m);
