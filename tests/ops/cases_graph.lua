@@ -31,15 +31,19 @@ end
 -- sum_to, broadcast_like -------------------------------------------------------------------------
 local function sum_to_ref(ins)
   local x, shape = ins[1], L.copy(ins[2].shape)
-  local out, lead = {}, #x.shape - #shape
-  for i = 1, L.numel(shape) do out[i] = 0 end
+  local out, scale, lead = {}, {}, #x.shape - #shape
+  for i = 1, L.numel(shape) do out[i], scale[i] = 0, 0 end
   for i = 1, #x.data do  -- each element of x adds into the element of like it was broadcast from
     local idx, to = L.unravel(i, x.shape), {}
     for d = 1, #shape do to[d] = shape[d] == 1 and 1 or idx[d + lead] end
     local j = L.ravel(to, shape)
     out[j] = out[j] + x.data[i]
+    scale[j] = scale[j] + math.abs(x.data[i])
   end
-  return L.array(shape, out)
+  -- any summation order is right: the error bound scales with the sum of magnitudes
+  local r = L.array(shape, out)
+  r.scale = scale
+  return r
 end
 local function sum_to(name, sx, slike, more)
   local c = {name = name, op = 'sum_to', inputs = {input(sx), input(slike)}, dtypes = ALL, ref = sum_to_ref}
