@@ -102,11 +102,7 @@ end)lua")
       .view()
       .infer_shape(broadcast_like_shape)
       .infer_type(first_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x, off = mf.kernels, outs[1], ins[1], outs[1].offset
-  return function() K.alias(y, x, off) end
-end)lua")
+      .lua_compute(MF_CPU, kViewKernel)
       .gradient(R"lua(function(x, like, y, gy) return {mf.sum_to(gy, x)} end)lua");
 
   MF_REGISTER_OP(unreduce_like)
@@ -117,11 +113,7 @@ end)lua")
       .view()
       .infer_shape(unreduce_like_shape)
       .infer_type(first_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x, off = mf.kernels, outs[1], ins[1], outs[1].offset
-  return function() K.alias(y, x, off) end
-end)lua")
+      .lua_compute(MF_CPU, kViewKernel)
       .gradient(R"lua(function(x, like, y, gy, p) return {mf.sum(gy, p.dim, p.keepdim)} end)lua");
 
   MF_REGISTER_OP(reshape_as)
@@ -130,16 +122,7 @@ end)lua")
       .view()
       .infer_shape(reshape_as_shape)
       .infer_type(first_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
-  if y.store == nil then
-    local off = y.offset
-    return function() K.alias(y, x, off) end
-  end
-  local yv = K.header(y, x)
-  return function() yv.ptr = y.ptr; K.copy(yv, x) end
-end)lua")
+      .lua_compute(MF_CPU, kViewKernel)
       .gradient(R"lua(function(x, like, y, gy) return {mf.reshape_as(gy, x)} end)lua");
 
   MF_REGISTER_OP(pad_like)

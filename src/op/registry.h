@@ -85,6 +85,10 @@ void register_autodiff_ops();
 void register_optim_ops();
 void register_conv_ops();
 
+// Kernel factory of view ops: alias input 1 when the shape rule made the output a view (set_view),
+// else copy input 1 into the output's shape, row-major (src/op/shape.cc).
+extern const char* const kViewKernel;
+
 // Gradient rule of ops whose inputs only lend their shape (zeros_like, dropout_mask, ...).
 extern const char* const kShapeOnly;
 

@@ -9,8 +9,10 @@ namespace mf {
 
 namespace {
 
+}  // namespace
+
 // Shared factory of the view ops: alias when the binder made the output a view, copy otherwise.
-const char* kViewKernel = R"lua(
+const char* const kViewKernel = R"lua(
 function(ins, outs, p)
   local K, y, x = mf.kernels, outs[1], ins[1]
   if y.store == nil then
@@ -20,6 +22,8 @@ function(ins, outs, p)
   local yv = K.header(y, x)
   return function() yv.ptr = y.ptr; K.copy(yv, x) end
 end)lua";
+
+namespace {
 
 Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
 
