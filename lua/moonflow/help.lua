@@ -42,8 +42,53 @@ return function(mf)
     ['data.Dataset'] = 'a dataset: #ds, ds:get(i) -> input, label (1-based), ds:tensors() -> all inputs, all labels, ds:loader{...} -> a loader.',
     ['data.loader'] = 'ds:loader{batch = 1, shuffle = false, drop_last = false, seed = 0}: #loader batches; for bx, by in loader:iter() do ... end runs one epoch.',
     ['data.set_epoch'] = 'loader:set_epoch(n): the epoch the next iter() runs (its shuffle order comes from seed and epoch); iter() advances it by one.',
+    fit = 'mf.fit{model, loss, optimizer, data, epochs, validate, scheduler, on_epoch, on_step, log, start_epoch, max_steps, quiet}: trains; returns the history (one record per epoch).',
+    evaluate = 'mf.evaluate(model, loader[, loss]): {loss, accuracy, n} over the loader, model in evaluation mode.',
+    save_checkpoint = 'mf.save_checkpoint(path, {model, optimizer, scheduler, epoch}): model, optimizer state, RNG state and epoch in one safetensors file.',
+    load_checkpoint = 'mf.load_checkpoint(path, {model, optimizer, scheduler}): restores them; returns the saved epoch.',
+    Graph = 'mf.Graph(): a new, empty graph (mf.Session{graph = g} runs it); most code uses the default graph.',
+    is_operation = 'mf.is_operation(x): true when x is a graph operation without a value (mf.group, an initializer).',
+    update_ops = 'mf.update_ops([graph]): the side effects registered with mf.add_update_op.',
+    ['nn.is_parameter'] = 'mf.nn.is_parameter(x): true when x is an mf.nn.Parameter.',
+    add_update_op = 'mf.add_update_op(op): a side effect (batch-norm statistics) that optimizers run with each training step.',
+    ['nn.Module'] = "mf.nn.Module('Name'): a module class; define Name:__init(...) and Name:forward(x); instances: Name(...). Fields that are modules or parameters register themselves.",
+    ['nn.Parameter'] = 'mf.nn.Parameter(tensor): a trainable tensor with .data and .grad.',
+    ['nn.Linear'] = 'mf.nn.Linear(in, out[, {bias = true}]): x W^T + b over the last dim; PyTorch initialisation.',
+    ['nn.Conv2d'] = 'mf.nn.Conv2d(in, out, k[, {stride, padding, dilation, bias}]): 2-D convolution of N x C x H x W inputs.',
+    ['nn.MaxPool2d'] = 'mf.nn.MaxPool2d(k[, {stride, padding}]): max over k x k windows (stride defaults to k).',
+    ['nn.AvgPool2d'] = 'mf.nn.AvgPool2d(k[, {stride, padding, count_include_pad}]): mean over k x k windows.',
+    ['nn.AdaptiveAvgPool2d'] = 'mf.nn.AdaptiveAvgPool2d(out): mean pooling to an out x out (or {h, w}) grid.',
+    ['nn.ReLU'] = 'mf.nn.ReLU(): max(x, 0).',
+    ['nn.LeakyReLU'] = 'mf.nn.LeakyReLU([slope = 0.01]).',
+    ['nn.Tanh'] = 'mf.nn.Tanh().',
+    ['nn.Sigmoid'] = 'mf.nn.Sigmoid().',
+    ['nn.GELU'] = 'mf.nn.GELU(): x * Phi(x), exact.',
+    ['nn.Softmax'] = 'mf.nn.Softmax([dim = -1]).',
+    ['nn.LogSoftmax'] = 'mf.nn.LogSoftmax([dim = -1]).',
+    ['nn.Dropout'] = 'mf.nn.Dropout([p = 0.5]): zeroes elements with probability p and scales the rest by 1/(1-p) in training; identity in evaluation.',
+    ['nn.BatchNorm1d'] = 'mf.nn.BatchNorm1d(C[, {eps = 1e-5, momentum = 0.1}]): per-channel normalisation of N x C (x L) with running statistics.',
+    ['nn.BatchNorm2d'] = 'mf.nn.BatchNorm2d(C[, {eps, momentum}]): per-channel normalisation of N x C x H x W with running statistics.',
+    ['nn.Embedding'] = 'mf.nn.Embedding(num, dim): rows of a num x dim table by 1-based int64 indices.',
+    ['nn.Flatten'] = 'mf.nn.Flatten(): N x ... to N x (product of the rest).',
+    ['nn.Sequential'] = 'mf.nn.Sequential{m1, m2, ...}: applies the modules in order; children named 1, 2, ...',
+    ['nn.CrossEntropyLoss'] = "mf.nn.CrossEntropyLoss([{reduction = 'mean'}]): softmax cross-entropy of N x C logits and 1-based int64 labels.",
+    ['nn.NLLLoss'] = 'mf.nn.NLLLoss([{reduction}]): negative log-likelihood of N x C log-probabilities and 1-based int64 labels.',
+    ['nn.MSELoss'] = 'mf.nn.MSELoss([{reduction}]): mean squared error.',
+    ['nn.BCEWithLogitsLoss'] = 'mf.nn.BCEWithLogitsLoss([{reduction}]): binary cross-entropy on logits, stable for large |x|.',
+    ['nn.softmax_cross_entropy_with_logits'] = 'mf.nn.softmax_cross_entropy_with_logits{labels =, logits =[, dim =]}: per-row loss (TensorFlow spelling).',
+    ['optim.SGD'] = 'mf.optim.SGD(params, {lr, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false}): as PyTorch.',
+    ['optim.Adam'] = 'mf.optim.Adam(params, {lr = 1e-3, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = 0}).',
+    ['optim.AdamW'] = 'mf.optim.AdamW(params, {lr = 1e-3, betas, eps, weight_decay = 0.01}): decoupled weight decay.',
+    ['optim.StepLR'] = 'mf.optim.StepLR(opt, {step_size, gamma = 0.1}): lr = base * gamma^floor(epoch / step_size); :step() per epoch.',
+    ['optim.CosineAnnealingLR'] = 'mf.optim.CosineAnnealingLR(opt, {T_max, eta_min = 0}): cosine decay over T_max epochs; :step() per epoch.',
+    ['train.GradientDescentOptimizer'] = 'mf.train.GradientDescentOptimizer(lr): :minimize(loss[, var_list]), :compute_gradients, :apply_gradients.',
+    ['train.MomentumOptimizer'] = 'mf.train.MomentumOptimizer(lr, momentum[, {nesterov = false}]).',
+    ['train.AdamOptimizer'] = 'mf.train.AdamOptimizer([lr = 1e-3][, {beta1, beta2, epsilon}]): TensorFlow\'s Adam.',
   }
   mf._docs = DOCS
+
+  -- help() finds functions and classes inside these tables as 'ns.name'
+  local NAMESPACES = {'nn', 'optim', 'data', 'train'}
 
   function mf.list_ops()
     local names = {}
@@ -85,8 +130,11 @@ return function(mf)
         .. table.concat(mf.list_ops(), ' ')
     else
       local name = type(x) == 'string' and x:gsub('^mf%.', '') or fn_names[x]
-      if type(x) == 'function' and not name then
+      if (type(x) == 'function' or type(x) == 'table') and not name then
         for k, v in pairs(mf) do if v == x then name = k end end
+        for _, ns in ipairs(NAMESPACES) do
+          for k, v in pairs(mf[ns] or {}) do if v == x then name = ns .. '.' .. k end end
+        end
       end
       if name and mf._aliases[name] then name = mf._aliases[name] end
       text = name and (mf.op_doc(name) or DOCS[name] and DOCS[name])
