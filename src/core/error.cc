@@ -1,4 +1,4 @@
-// Thread-local storage for the last error raised through the C ABI.
+// mf::Error, and the thread-local storage for the last error raised through the C ABI.
 #include "error.h"
 
 #include <algorithm>
@@ -6,6 +6,12 @@
 #include "dtype.h"
 
 namespace mf {
+
+Error::Error(const std::string& message, const std::string& traceback)
+    : std::runtime_error(traceback.empty() ? message : message + "\n" + traceback),
+      message_(message),
+      traceback_(traceback) {}
+Error::~Error() = default;
 
 static thread_local std::string g_last_error;
 

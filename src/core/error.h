@@ -4,12 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace mf {
+#include <moonflow/error.hpp>  // mf::Error, the public exception type
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
-};
+namespace mf {
 
 // fail("matmul: a is ", shape_str(a), ...) concatenates its arguments into one message and throws.
 template <typename... Args>

@@ -7,10 +7,14 @@ namespace mf {
 // Elements below which a loop stays on one thread: forking costs more than it saves.
 constexpr int64_t kGrain = 131072;
 
-void set_num_threads(int n);  // also sets OpenBLAS's count
+// Sets the process-wide count (also OpenBLAS's), effective at once on the calling thread.
+void set_num_threads(int n);
 int get_num_threads();
 // Reads MF_NUM_THREADS once at start-up, if set.
 void init_threads_from_env();
+// OpenMP keeps the count per thread: applies the process-wide count, once one was set, to the
+// calling thread. Engines call it on entry, so every thread that runs moonflow honours the setting.
+void adopt_num_threads();
 
 int omp_threads_in_team();
 int omp_thread_id();

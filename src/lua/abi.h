@@ -94,6 +94,8 @@ const char *mf_op_param_name(int op, int i);
 const char *mf_op_param_type(int op, int i);
 const char *mf_op_param_default(int op, int i);
 const char *mf_op_param_doc(int op, int i);
+/* The registry is process-wide and thread safe: an op registered from one Lua state is visible to
+   every state (engine) in the process, and a second registration of its name, from any state, fails. */
 int mf_op_register_lua(const char *name, const char *doc, int num_inputs, const char *cpu_src, const char *gradient_src, int flags);
 /* kind: "boolean", "integer", "number", "dtype", "integer list" or "enum:a|b|c"; default_text as user text, NULL if required */
 int mf_op_add_param(int op, const char *name, const char *kind, const char *default_text, const char *doc);

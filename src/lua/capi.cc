@@ -159,21 +159,36 @@ const char* mf_op_lua_compute(int op, int32_t device) {
 }
 const char* mf_op_lua_gradient(int op) { MF_OP_FIELD(cstr(op_at(op).lua_gradient_), nullptr) }
 int mf_op_flags(int op) { MF_OP_FIELD(op_at(op).flags_, -1) }
-int mf_op_num_params(int op) { MF_OP_FIELD(int(op_at(op).params_.size()), -1) }
-const char* mf_op_param_name(int op, int i) { MF_OP_FIELD(cstr(op_at(op).params_.at(size_t(i)).name), nullptr) }
-const char* mf_op_param_type(int op, int i) { MF_OP_FIELD(op_at(op).params_.at(size_t(i)).kind_name(), nullptr) }
-const char* mf_op_param_default(int op, int i) {
-  MF_OP_FIELD(op_at(op).params_.at(size_t(i)).required ? "(required)" : cstr(op_at(op).params_.at(size_t(i)).default_text), nullptr)
+// params_ of a Lua-registered op grow after registration, so these read under the registry lock
+// (the strings they return never move: see Registry::kMaxLuaParams).
+int mf_op_num_params(int op) { MF_OP_FIELD(Registry::get().read(op, [](const OpDef& d) { return int(d.params_.size()); }), -1) }
+const char* mf_op_param_name(int op, int i) {
+  MF_OP_FIELD(Registry::get().read(op, [&](const OpDef& d) { return cstr(d.params_.at(size_t(i)).name); }), nullptr)
 }
-const char* mf_op_param_doc(int op, int i) { MF_OP_FIELD(cstr(op_at(op).params_.at(size_t(i)).doc), nullptr) }
+const char* mf_op_param_type(int op, int i) {
+  MF_OP_FIELD(Registry::get().read(op, [&](const OpDef& d) { return d.params_.at(size_t(i)).kind_name(); }), nullptr)
+}
+const char* mf_op_param_default(int op, int i) {
+  MF_OP_FIELD(Registry::get().read(op, [&](const OpDef& d) {
+                const Field& f = d.params_.at(size_t(i));
+                return f.required ? "(required)" : cstr(f.default_text);
+              }),
+              nullptr)
+}
+const char* mf_op_param_doc(int op, int i) {
+  MF_OP_FIELD(Registry::get().read(op, [&](const OpDef& d) { return cstr(d.params_.at(size_t(i)).doc); }), nullptr)
+}
 
+// The op is complete (name, doc, inputs, kernel, flags) before it becomes visible to other threads;
+// only its params are added afterwards, under the exclusive lock.
 int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const char* cpu_src,
                        const char* gradient_src, int flags) {
   int index = -1;
   int st = guarded([&] {
     if (!name || !*name) fail("register_op: name is required");
     if (num_inputs < 0 || num_inputs > 64) fail("register_op: ", name, ": num_inputs is ", num_inputs, "; expected 0..64");
-    OpDef& op = Registry::get().add(name);
+    OpDef op;
+    op.name_ = name;
     op.describe(doc ? doc : "");
     std::vector<std::string> ins;
     for (int i = 0; i < num_inputs; ++i) ins.push_back("x" + std::to_string(i + 1));
@@ -181,49 +196,54 @@ int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const 
     if (cpu_src) op.lua_compute(MF_CPU, cpu_src);
     if (gradient_src) op.gradient(gradient_src);
     op.flags_ |= (flags | MF_OPF_LUA);
-    index = Registry::get().size() - 1;
+    op.params_.reserve(Registry::kMaxLuaParams);
+    index = Registry::get().add(std::move(op));
   });
   return st == MF_OK ? index : -1;
 }
 
 int mf_op_add_param(int op, const char* name, const char* kind, const char* default_text, const char* doc) {
   return guarded([&] {
-    OpDef& def = const_cast<OpDef&>(op_at(op));
-    if (!(def.flags_ & MF_OPF_LUA)) fail(def.name_, ": params of built-in ops are declared in C++");
-    std::string k = kind ? kind : "", n = name ? name : "", d = doc ? doc : "";
-    if (n.empty()) fail(def.name_, ": a param needs a name");
-    for (auto& f : def.params_)
-      if (f.name == n) fail(def.name_, ": param '", n, "' declared twice");
-    Field f{n, FieldKind::Float, default_text ? default_text : "", d};
-    if (k == "boolean") f.kind = FieldKind::Bool;
-    else if (k == "integer") f.kind = FieldKind::Int;
-    else if (k == "number") f.kind = FieldKind::Float;
-    else if (k == "dtype") f.kind = FieldKind::Dtype;
-    else if (k == "integer list") f.kind = FieldKind::IntList;
-    else if (k.rfind("enum:", 0) == 0) {
-      f.kind = FieldKind::Enum;
-      std::string rest = k.substr(5);
-      size_t pos = 0;
-      while (pos <= rest.size()) {
-        size_t bar = rest.find('|', pos);
-        if (bar == std::string::npos) bar = rest.size();
-        f.choices.push_back(rest.substr(pos, bar - pos));
-        pos = bar + 1;
+    Registry::get().write(op, [&](OpDef& def) {
+      if (!(def.flags_ & MF_OPF_LUA)) fail(def.name_, ": params of built-in ops are declared in C++");
+      std::string k = kind ? kind : "", n = name ? name : "", d = doc ? doc : "";
+      if (n.empty()) fail(def.name_, ": a param needs a name");
+      for (auto& f : def.params_)
+        if (f.name == n) fail(def.name_, ": param '", n, "' declared twice");
+      if (def.params_.size() >= Registry::kMaxLuaParams)
+        fail(def.name_, ": at most ", Registry::kMaxLuaParams, " params");
+      Field f{n, FieldKind::Float, default_text ? default_text : "", d};
+      if (k == "boolean") f.kind = FieldKind::Bool;
+      else if (k == "integer") f.kind = FieldKind::Int;
+      else if (k == "number") f.kind = FieldKind::Float;
+      else if (k == "dtype") f.kind = FieldKind::Dtype;
+      else if (k == "integer list") f.kind = FieldKind::IntList;
+      else if (k.rfind("enum:", 0) == 0) {
+        f.kind = FieldKind::Enum;
+        std::string rest = k.substr(5);
+        size_t pos = 0;
+        while (pos <= rest.size()) {
+          size_t bar = rest.find('|', pos);
+          if (bar == std::string::npos) bar = rest.size();
+          f.choices.push_back(rest.substr(pos, bar - pos));
+          pos = bar + 1;
+        }
+      } else {
+        fail(def.name_, ": param '", n, "' has kind '", k, "'; expected boolean, integer, number, dtype, integer list or enum:a|b");
       }
-    } else {
-      fail(def.name_, ": param '", n, "' has kind '", k, "'; expected boolean, integer, number, dtype, integer list or enum:a|b");
-    }
-    f.required = default_text == nullptr;
-    if (!f.required) ParamValues::parse(def.name_, {f}, "");  // the default must itself be valid
-    def.params_.push_back(f);
+      f.required = default_text == nullptr;
+      if (!f.required) ParamValues::parse(def.name_, {f}, "");  // the default must itself be valid
+      def.params_.push_back(f);
+    });
   });
 }
 
 // -- params ----------------------------------------------------------------------------------
 mf_params* mf_params_parse(int op, const char* text) {
   return guarded_ptr<mf_params>([&] {
-    const OpDef& def = op_at(op);
-    return new mf_params{ParamValues::parse(def.name_, def.params_, text ? text : "")};
+    return Registry::get().read(op, [&](const OpDef& def) {
+      return new mf_params{ParamValues::parse(def.name_, def.params_, text ? text : "")};
+    });
   });
 }
 void mf_params_free(mf_params* p) { delete p; }
@@ -242,7 +262,7 @@ int mf_op_infer(int op, const mf_params* p, int n_in, const mf_tensor* const* in
     const OpDef& def = op_at(op);
     if (!def.infer_shape_) fail(def.name_, ": has no native shape rule");
     ParamValues none;
-    if (!p) none = ParamValues::parse(def.name_, def.params_, "");
+    if (!p) none = Registry::get().read(op, [&](const OpDef& d) { return ParamValues::parse(d.name_, d.params_, ""); });
     InferCtx ctx{def, p ? p->values : none, {}, {}, {}};
     size_t want = def.inputs_.size();
     if (!(def.flags_ & MF_OPF_VARIADIC) && size_t(n_in) != want)

@@ -61,6 +61,7 @@ lua_State* new_lua_state() {
   register_builtin_ops();
   static bool threads_done = (init_threads_from_env(), true);
   (void)threads_done;
+  adopt_num_threads();
   lua_State* L = luaL_newstate();
   if (!L) fail("moonflow: cannot create a Lua state (out of memory)");
   luaL_openlibs(L);

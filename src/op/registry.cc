@@ -26,27 +26,51 @@ Registry& Registry::get() {
 }
 
 OpDef& Registry::add(const std::string& name) {
-  if (find(name)) fail("register_op: an op named '", name, "' is already registered");
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (find_unlocked(name)) fail("register_op: an op named '", name, "' is already registered");
   ops_.emplace_back();
   ops_.back().name_ = name;
   return ops_.back();
 }
 
-const OpDef* Registry::find(const std::string& name) const {
+int Registry::add(OpDef op) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (find_unlocked(op.name_)) fail("register_op: an op named '", op.name_, "' is already registered");
+  ops_.push_back(std::move(op));
+  return int(ops_.size()) - 1;
+}
+
+const OpDef* Registry::find_unlocked(const std::string& name) const {
   for (auto& op : ops_)
     if (op.name_ == name) return &op;
   return nullptr;
 }
 
+const OpDef* Registry::find(const std::string& name) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return find_unlocked(name);
+}
+
 int Registry::index_of(const std::string& name) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   for (size_t i = 0; i < ops_.size(); ++i)
     if (ops_[i].name_ == name) return int(i);
   return -1;
 }
 
-const OpDef& Registry::at(int i) const {
+const OpDef& Registry::at_unlocked(int i) const {
   if (i < 0 || i >= int(ops_.size())) fail("no op with index ", i);
   return ops_[size_t(i)];
+}
+
+const OpDef& Registry::at(int i) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return at_unlocked(i);
+}
+
+int Registry::size() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return int(ops_.size());
 }
 
 void register_builtin_ops() {

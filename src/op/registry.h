@@ -2,6 +2,8 @@
 // gradient and per-device Lua kernel source. Eager calls, graphs, help() and tests all read it.
 #pragma once
 #include <deque>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -57,17 +59,41 @@ struct OpDef {
   OpDef& gradient(std::string src) { lua_gradient_ = std::move(src); return *this; }
 };
 
+// Process-wide: every engine (Lua state) on every thread shares it. Lookups take a shared lock and
+// additions an exclusive one; an OpDef, once added, stays at its address for the life of the process.
 class Registry {
  public:
+  // A Lua-registered op may declare at most this many params (the vector is reserved up front, so
+  // the field strings readers were handed never move).
+  static constexpr size_t kMaxLuaParams = 64;
+
   static Registry& get();
-  // Adds a new op; throws if the name is taken.
+  // Adds a new op and returns it for the MF_REGISTER_OP chain, which then writes it unlocked: only for
+  // register_builtin_ops(), which runs once (std::call_once) before any lookup. Throws if the name is taken.
   OpDef& add(const std::string& name);
+  // Adds a complete op (registered from Lua) and returns its index; throws if the name is taken.
+  int add(OpDef op);
   const OpDef* find(const std::string& name) const;
   int index_of(const std::string& name) const;
   const OpDef& at(int i) const;
-  int size() const { return int(ops_.size()); }
+  int size() const;
+  // Runs f(op i) under the shared lock: for fields that may still change, the params of Lua ops.
+  template <typename F>
+  auto read(int i, F&& f) const {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    return f(at_unlocked(i));
+  }
+  // Runs f(op i) under the exclusive lock: adding a param to a Lua op.
+  template <typename F>
+  auto write(int i, F&& f) {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    return f(const_cast<OpDef&>(at_unlocked(i)));
+  }
 
  private:
+  const OpDef* find_unlocked(const std::string& name) const;
+  const OpDef& at_unlocked(int i) const;
+  mutable std::shared_mutex mu_;
   std::deque<OpDef> ops_;  // deque: references stay valid as ops are added
 };
 

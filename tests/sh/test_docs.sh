@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README stays true: its operator table is exactly what the registry generates, and every
-# ```lua block in it runs (each in a fresh moonflow, after the blocks before it in the same section).
+# ```lua block in it runs (each in a fresh moonflow, after the blocks before it in the same section),
+# and the blocks that show a file are that file.
 set -u
 MF=${1:?usage: test_docs.sh path/to/moonflow}
 fail=0
@@ -25,4 +26,19 @@ for f in "$tmp"/block*.lua; do
   if ! out=$("$MF" "$f.run" 2>&1); then echo "FAIL: README block $(basename "$f") failed:"; echo "$out" | head -20; fail=1; fi
 done
 [ "$count" -ge 2 ] || { echo "FAIL: expected README lua blocks, found $count"; fail=1; }
+# a block after a <!-- file: PATH --> line is that file verbatim (the Embedding section shows the
+# example's code: examples/embed/main.cc, model.lua, CMakeLists.txt)
+files=$(sed -n 's/^<!-- file: \(.*\) -->$/\1/p' README.md)
+grep -qx 'examples/embed/main.cc' <<<"$files" || { echo 'FAIL: README does not show examples/embed/main.cc'; fail=1; }
+for path in $files; do
+  block=$(awk -v want="<!-- file: $path -->" '$0 == want {armed = 1; next}
+            armed && !inb && /^```/ {inb = 1; next}
+            inb && /^```$/ {exit}
+            inb {print}' README.md)
+  if [ "$block" != "$(cat "$path")" ]; then
+    echo "FAIL: the README block marked $path differs from the file:"
+    diff <(echo "$block") "$path" | head -20
+    fail=1
+  fi
+done
 exit $fail
