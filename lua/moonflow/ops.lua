@@ -15,7 +15,6 @@ return function(mf)
   local in_ptrs = ffi.new('const mf_tensor *[?]', 256)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = 1, 2, 4, 8
   local UINT8 = 4
-  local KIND = {[0] = 'boolean', 'integer', 'number', 'enum', 'dtype', 'integer list'}
 
   -- counters behind mf.eager_stats(): shape inference + binding happens once per layout
   local stats = {calls = 0, binds = 0, factories = 0}
@@ -312,7 +311,6 @@ return function(mf)
   mf._call = call
 
   -- argument adapters: Lua call syntax -> (input tensors, params table) -----------------------
-  local scalar_cache = {}
   -- a number operand becomes a 0-dim tensor of its partner's dtype
   local function as_tensor(v, like_dtype, op, i)
     if is_tensor(v) then return v end

@@ -282,8 +282,11 @@ return function(mf)
       ffi.copy(f.s, feed_of[f.node], SZ)
       f.s.owns = 0
     end
-    for _, e in ipairs(ex.fetch) do
-      if e.per_run and e.fresh_used then
+    -- fetched outputs get a fresh tensor per run: the last run's results belong to the caller
+    local fetch, nfetch = ex.fetch, #list
+    for i = 1, nfetch do
+      local e = fetch[i]
+      if e and e.per_run and not e.fresh then
         local t = mf._new_like_meta(e.s, 'Session.run')
         e.s.ptr, e.s.store = t.ptr, t.store
         e.fresh = t
@@ -294,9 +297,12 @@ return function(mf)
     for _, var in ipairs(ex.writes) do self.initialized[var] = true end
     self.counters.runs = self.counters.runs + 1
     local values = {}
-    for i, e in pairs(ex.fetch) do
-      values[i] = fetch_value(e)
-      if e.per_run then e.fresh_used = true; e.fresh = nil end
+    for i = 1, nfetch do
+      local e = fetch[i]
+      if e then
+        values[i] = fetch_value(e)
+        if e.per_run then e.fresh = nil end
+      end
     end
     local res = type(shape) == 'number' and values[shape] or rebuild(shape, values)
     if type(shape) == 'table' and #shape > 0 and next(shape, #shape) == nil then return unpack(res, 1, #shape) end

@@ -33,10 +33,14 @@ T.test('session: fetch structures mirror, list fetches return several values', f
   T.tensor_eq(vb, {2, 4}); T.tensor_eq(vc, {2, 3})
   local nested = s:run({first = b, rest = {c, b}}, feeds)
   T.tensor_eq(nested.first, {2, 4}); T.tensor_eq(nested.rest[1], {2, 3}); T.tensor_eq(nested.rest[2], {2, 4})
-  -- a fetched result is the caller's: the next run does not overwrite it
+  -- a fetched result is the caller's: the next run does not overwrite it (also beside an operation)
   local r1 = s:run(b, feeds)
   s:run(b, {[a] = mf.tensor({10, 20}, 'float64')})
   T.tensor_eq(r1, {2, 4})
+  local op = mf.group{c}
+  local _, r2 = s:run({op, b}, feeds)
+  s:run({op, b}, {[a] = mf.tensor({10, 20}, 'float64')})
+  T.tensor_eq(r2, {2, 4})
 end)
 
 T.test('executor cache: same shapes bind once, a new batch size rebinds once', function()
