@@ -64,8 +64,18 @@ static inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
 
 template <typename T, int CODE>
 static void unary_typed(mf_tensor& y, const mf_tensor& x, double a, double b) {
-  StridedIter<2> it(shape_of(y), {strides_of(y), broadcast_strides(x, shape_of(y))});
   Acc<T> lo = Acc<T>(a), hi = Acc<T>(b);
+  // dense: one flat loop, no iterator set-up (contiguity recomputed: kernels pass internal views
+  // whose is_contig flag may be their parent's)
+  if (x.count == y.count && is_contiguous(y) && is_contiguous(x)) {
+    T* yp = (T*)y.ptr;
+    const T* xp = (const T*)x.ptr;
+    parallel_for(y.count, 4, [&](int64_t b0, int64_t e0) {
+      for (int64_t i = b0; i < e0; ++i) yp[i] = unary_op<T>(CODE, xp[i], lo, hi);
+    });
+    return;
+  }
+  StridedIter<2> it(shape_of(y), {strides_of(y), broadcast_strides(x, shape_of(y))});
   it.run({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4, [&](auto p, int64_t n, auto st) {
     T* yp = (T*)p[0];
     const T* xp = (const T*)p[1];
@@ -121,9 +131,31 @@ static inline auto binary_op(T x, T y, std::atomic<bool>& div0) {
 template <typename T, int CODE>
 static void binary_typed(mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
   using R = decltype(binary_op<T, CODE>(T(), T(), std::declval<std::atomic<bool>&>()));
+  std::atomic<bool> div0{false};
+  // dense operands of z's size, or one of them a single element: flat loops without iterator
+  // set-up (the eager a + b path, and most elementwise nodes of a graph)
+  if ((x.count == z.count || x.count == 1) && (y.count == z.count || y.count == 1) && x.ndim <= z.ndim &&
+      y.ndim <= z.ndim && is_contiguous(z) && is_contiguous(x) && is_contiguous(y)) {
+    R* zp = (R*)z.ptr;
+    const T* xp = (const T*)x.ptr;
+    const T* yp = (const T*)y.ptr;
+    bool xs = x.count == 1 && z.count != 1, ys = y.count == 1 && z.count != 1;
+    parallel_for(z.count, 1, [&](int64_t b0, int64_t e0) {
+      if (!xs && !ys) {
+        for (int64_t i = b0; i < e0; ++i) zp[i] = binary_op<T, CODE>(xp[i], yp[i], div0);
+      } else if (ys) {
+        T c = yp[0];
+        for (int64_t i = b0; i < e0; ++i) zp[i] = binary_op<T, CODE>(xs ? xp[0] : xp[i], c, div0);
+      } else {
+        T c = xp[0];
+        for (int64_t i = b0; i < e0; ++i) zp[i] = binary_op<T, CODE>(c, yp[i], div0);
+      }
+    });
+    if (div0.load()) fail("div: integer division by zero (", dtype_name(x.dtype_id), ")");
+    return;
+  }
   Shape s = shape_of(z);
   StridedIter<3> it(s, {strides_of(z), broadcast_strides(x, s), broadcast_strides(y, s)});
-  std::atomic<bool> div0{false};
   it.run({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {int(sizeof(R)), int(sizeof(T)), int(sizeof(T))}, 1,
          [&](auto p, int64_t n, auto st) {
            R* zp = (R*)p[0];
