@@ -34,7 +34,7 @@ K.U = {neg = C.MF_U_NEG, abs = C.MF_U_ABS, exp = C.MF_U_EXP, log = C.MF_U_LOG, l
        sign = C.MF_U_SIGN, floor = C.MF_U_FLOOR, ceil = C.MF_U_CEIL, round = C.MF_U_ROUND,
        clamp = C.MF_U_CLAMP, erf = C.MF_U_ERF, gelu = C.MF_U_GELU, leaky_relu = C.MF_U_LEAKY_RELU}
 K.B = {add = C.MF_B_ADD, sub = C.MF_B_SUB, mul = C.MF_B_MUL, div = C.MF_B_DIV, pow = C.MF_B_POW,
-       maximum = C.MF_B_MAXIMUM, minimum = C.MF_B_MINIMUM, eq = C.MF_B_EQ, ne = C.MF_B_NE,
+       maximum = C.MF_B_MAXIMUM, minimum = C.MF_B_MINIMUM, relu_backward = C.MF_B_RELU_BACKWARD, eq = C.MF_B_EQ, ne = C.MF_B_NE,
        lt = C.MF_B_LT, le = C.MF_B_LE, gt = C.MF_B_GT, ge = C.MF_B_GE}
 K.R = {sum = C.MF_R_SUM, mean = C.MF_R_MEAN, max = C.MF_R_MAX, min = C.MF_R_MIN, prod = C.MF_R_PROD,
        argmax = C.MF_R_ARGMAX, argmin = C.MF_R_ARGMIN}

@@ -12,7 +12,7 @@ typedef enum {
   MF_U_COUNT
 } mf_unary_code;
 typedef enum {
-  MF_B_ADD, MF_B_SUB, MF_B_MUL, MF_B_DIV, MF_B_POW, MF_B_MAXIMUM, MF_B_MINIMUM,
+  MF_B_ADD, MF_B_SUB, MF_B_MUL, MF_B_DIV, MF_B_POW, MF_B_MAXIMUM, MF_B_MINIMUM, MF_B_RELU_BACKWARD,
   MF_B_EQ, MF_B_NE, MF_B_LT, MF_B_LE, MF_B_GT, MF_B_GE, MF_B_COUNT
 } mf_binary_code;
 typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;

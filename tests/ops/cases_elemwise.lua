@@ -84,6 +84,7 @@ local binary = {
   {'pow', function(a, b) return a ^ b end, {lo = 0.1, hi = 3}, {lo = -2.5, hi = 2.5}, FLOATS},
   {'maximum', nan_max, HALF, HALF, ALL, true},
   {'minimum', nan_min, HALF, HALF, ALL, true},
+  {'relu_backward', function(g, x) return x > 0 and g or 0 end, {}, TIES, ALL, true},
   {'eq', function(a, b) return bool(a == b) end, TIES, TIES, ALL, true, 'uint8'},
   {'ne', function(a, b) return bool(a ~= b) end, TIES, TIES, ALL, true, 'uint8'},
   {'lt', function(a, b) return bool(a < b) end, TIES, TIES, ALL, true, 'uint8'},

@@ -25,7 +25,7 @@ const char* unary_name(int code) {
 }
 
 const char* binary_name(int code) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "relu_backward",
                                 "eq", "ne", "lt", "le", "gt", "ge"};
   return code >= 0 && code < MF_B_COUNT ? names[code] : "binary?";
 }
@@ -120,6 +120,7 @@ static inline auto binary_op(T x, T y, std::atomic<bool>& div0) {
   if constexpr (CODE == MF_B_POW) return T(std::pow(A(x), A(y)));
   if constexpr (CODE == MF_B_MAXIMUM) return T(x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y);
   if constexpr (CODE == MF_B_MINIMUM) return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y);
+  if constexpr (CODE == MF_B_RELU_BACKWARD) return T(y > T(0) ? x : T(0));  // x: gradient, y: relu's input
   if constexpr (CODE == MF_B_EQ) return uint8_t(x == y);
   if constexpr (CODE == MF_B_NE) return uint8_t(x != y);
   if constexpr (CODE == MF_B_LT) return uint8_t(x < y);
