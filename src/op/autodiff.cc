@@ -164,11 +164,7 @@ end)lua")
       .inputs({"x"})
       .infer_shape(same_shape)
       .infer_type(same_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y = mf.kernels, outs[1]
-  return function() K.fill(y, 1) end
-end)lua")
+      .lua_compute(MF_CPU, fill_kernel("1"))
       .gradient(kShapeOnly);
 
   MF_REGISTER_OP(zeros_like)
@@ -176,11 +172,7 @@ end)lua")
       .inputs({"x"})
       .infer_shape(same_shape)
       .infer_type(same_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y = mf.kernels, outs[1]
-  return function() K.fill(y, 0) end
-end)lua")
+      .lua_compute(MF_CPU, fill_kernel("0"))
       .gradient(kShapeOnly);
 }
 

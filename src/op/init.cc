@@ -33,6 +33,8 @@ void eye_shape(InferCtx& c) {
 Field shape_field() { return Field::int_list("shape", "", "Sizes of the result; empty for a 0-dim tensor."); }
 Field dtype_field() { return Field::dtype("dtype", "float32", "Element type."); }
 
+}  // namespace
+
 std::string fill_kernel(const char* value) {
   return std::string(R"lua(
 function(ins, outs, p)
@@ -40,8 +42,6 @@ function(ins, outs, p)
   return function() K.fill(y, v) end
 end)lua";
 }
-
-}  // namespace
 
 void register_init_ops() {
   MF_REGISTER_OP(zeros)

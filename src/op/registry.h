@@ -115,6 +115,9 @@ void register_conv_ops();
 // else copy input 1 into the output's shape, row-major (src/op/shape.cc).
 extern const char* const kViewKernel;
 
+// Kernel factory that fills output 1 with value, a Lua expression ("0", "p.value") (src/op/init.cc).
+std::string fill_kernel(const char* value);
+
 // Gradient rule of ops whose inputs only lend their shape (zeros_like, dropout_mask, ...).
 extern const char* const kShapeOnly;
 
