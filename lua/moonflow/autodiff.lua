@@ -15,7 +15,6 @@ return function(mf)
     rules[op.name] = r
     return r
   end
-  mf._gradient_rule = rule_of
 
   local function as_list(x)
     if mf.is_symbol(x) then return {x} end

@@ -132,7 +132,6 @@ return function(mf)
   Operation.__tostring = function(o) return ('Operation %s'):format(o.graph.nodes[o.node].name) end
   local function is_operation(x) return getmetatable(x) == Operation end
   mf.is_operation = is_operation
-  mf._Operation = Operation
 
   -- source nodes ------------------------------------------------------------------------------
   local function check_name(name, what)

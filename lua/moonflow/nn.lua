@@ -171,7 +171,6 @@ return function(mf)
     local out = s:reverse():gsub('(%d%d%d)', '%1,'):reverse()
     return (out:gsub('^,', ''))
   end
-  nn._commas = commas
 
   function Module:extra_repr() return '' end
   function Module:describe(indent)
@@ -196,7 +195,6 @@ return function(mf)
     raise(('%s: input is %s; expected %s'):format(self:describe(''):match('^[^\n]*'):gsub('  .*$', ''),
       is_symbol(x) and mf._shape_text(x.shape) or x:shape_str(), want))
   end
-  nn._fail_input = fail_input
 
   -- init: PyTorch's defaults (kaiming_uniform with a = sqrt(5) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)))
   local function uniform(shape, bound)

@@ -308,7 +308,6 @@ return function(mf)
     end
     return run_entry(op, rec, e, ins, nin)
   end
-  mf._call = call
 
   -- argument adapters: Lua call syntax -> (input tensors, params table) -----------------------
   -- a number operand becomes a 0-dim tensor of its partner's dtype

@@ -16,7 +16,7 @@ return function(mf)
   local DTYPE_NAME = {[0] = 'float32', 'float64', 'int32', 'int64', 'uint8'}
   local PTR = {[0] = ffi.typeof('float *'), ffi.typeof('double *'), ffi.typeof('int32_t *'),
                ffi.typeof('int64_t *'), ffi.typeof('uint8_t *')}
-  mf._DTYPE, mf._DTYPE_NAME = DTYPE, DTYPE_NAME
+  mf._DTYPE_NAME = DTYPE_NAME
 
   local raise = K.raise
   mf._raise = raise

@@ -65,9 +65,7 @@ static inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
 template <typename T, int CODE>
 static void unary_typed(mf_tensor& y, const mf_tensor& x, double a, double b) {
   Acc<T> lo = Acc<T>(a), hi = Acc<T>(b);
-  // dense: one flat loop, no iterator set-up (contiguity recomputed: kernels pass internal views
-  // whose is_contig flag may be their parent's)
-  if (x.count == y.count && is_contiguous(y) && is_contiguous(x)) {
+  if (x.count == y.count && y.is_contig && x.is_contig) {  // dense: one flat loop, no iterator set-up
     T* yp = (T*)y.ptr;
     const T* xp = (const T*)x.ptr;
     parallel_for(y.count, 4, [&](int64_t b0, int64_t e0) {
@@ -136,7 +134,7 @@ static void binary_typed(mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
   // dense operands of z's size, or one of them a single element: flat loops without iterator
   // set-up (the eager a + b path, and most elementwise nodes of a graph)
   if ((x.count == z.count || x.count == 1) && (y.count == z.count || y.count == 1) && x.ndim <= z.ndim &&
-      y.ndim <= z.ndim && is_contiguous(z) && is_contiguous(x) && is_contiguous(y)) {
+      y.ndim <= z.ndim && z.is_contig && x.is_contig && y.is_contig) {
     R* zp = (R*)z.ptr;
     const T* xp = (const T*)x.ptr;
     const T* yp = (const T*)y.ptr;

@@ -16,6 +16,7 @@ mf_tensor slice_at(const mf_tensor& t, int dim, int64_t i) {
   v.shape[dim] = 1;
   v.count = t.shape[dim] ? t.count / t.shape[dim] : 0;
   v.ptr = (char*)t.ptr + i * t.strides[dim] * dtype_size(t.dtype_id);
+  v.is_contig = is_contiguous(v) ? 1 : 0;
   return v;
 }
 
@@ -55,19 +56,23 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels) {
   int64_t classes = out.shape[out.ndim - 1];
   if (labels.dtype_id != MF_INT64 && labels.dtype_id != MF_INT32 && labels.dtype_id != MF_UINT8)
     fail("one_hot: labels are ", dtype_name(labels.dtype_id), "; expected an integer dtype");
-  mf_tensor flat{};  // the labels as contiguous int64, read through their strides
-  set_meta(flat, shape_of(labels), MF_INT64, MF_CPU);
-  std::vector<int64_t> lab(size_t(labels.count));
-  flat.ptr = lab.data();
-  copy_cpu(flat, labels);
   fill_cpu(out, 0);
-  MF_DISPATCH(out.dtype_id, T, {
-    T* o = (T*)out.ptr;
-    for (int64_t i = 0; i < labels.count; ++i) {
-      if (lab[size_t(i)] < 1 || lab[size_t(i)] > classes)
-        fail("one_hot: label ", lab[size_t(i)], " at position ", i + 1, " is out of range 1..", classes);
-      o[i * classes + lab[size_t(i)] - 1] = T(1);
-    }
+  MF_DISPATCH(labels.dtype_id, L, {
+    const L* lp = (const L*)labels.ptr;
+    MF_DISPATCH(out.dtype_id, T, {
+      T* o = (T*)out.ptr;
+      for (int64_t i = 0; i < labels.count; ++i) {
+        int64_t off = 0, rem = i;  // label i in row-major order, read through the strides
+        for (int d = labels.ndim - 1; d >= 0; --d) {
+          off += (rem % labels.shape[d]) * labels.strides[d];
+          rem /= labels.shape[d];
+        }
+        int64_t lab = int64_t(lp[off]);
+        if (lab < 1 || lab > classes)
+          fail("one_hot: label ", lab, " at position ", i + 1, " is out of range 1..", classes);
+        o[i * classes + lab - 1] = T(1);
+      }
+    });
   });
 }
 

@@ -121,6 +121,7 @@ void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim) {
     mf_tensor part = out;  // a narrow of out along dim
     part.shape[dim] = x.shape[dim];
     part.count = x.count;
+    part.is_contig = is_contiguous(part) ? 1 : 0;
     part.ptr = (char*)out.ptr + at * out.strides[dim] * es;
     copy_cpu(part, x);
     at += x.shape[dim];

@@ -27,6 +27,7 @@ void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, in
   view.strides[dim] = out.strides[dim] * step;
   view.ptr = (char*)out.ptr + start * out.strides[dim] * dtype_size(out.dtype_id);
   view.count = g.count;
+  view.is_contig = is_contiguous(view) ? 1 : 0;
   copy_cpu(view, g);
 }
 
