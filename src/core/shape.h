@@ -16,10 +16,12 @@ std::string shape_str(const mf_tensor& t);
 Shape shape_of(const mf_tensor& t);
 // Product of sizes; throws (naming what) on negative sizes, more than 8 dims or overflow.
 int64_t checked_numel(const Shape& s, const char* what);
+int64_t checked_numel(int ndim, const int64_t* s, const char* what);
 Shape contiguous_strides(const Shape& s);
 bool is_contiguous(const mf_tensor& t);
 // Sets shape, contiguous strides, numel and the contiguous flag of t's metadata.
 void set_meta(mf_tensor& t, const Shape& s, int dtype, int device);
+void set_meta(mf_tensor& t, int ndim, const int64_t* s, int dtype, int device);
 void set_strided(mf_tensor& t, const Shape& s, const Shape& stride, int64_t offset);
 // NumPy broadcasting of two shapes; throws "<op>: a is AxB, b is CxD; ..." when they do not broadcast.
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b, const char* an = "a", const char* bn = "b");

@@ -15,14 +15,13 @@ static void storage_release(mf_storage* s) {
   }
 }
 
-void tensor_init(mf_tensor& t, const Shape& shape, int dtype, int device) {
+void tensor_init(mf_tensor& t, int ndim, const int64_t* shape, int dtype, int device) {
   if (!dtype_valid(dtype)) fail("invalid dtype code ", dtype);
   if (device != MF_CPU) fail("device ", device == MF_CUDA ? "cuda" : "?", " is not available in this build");
-  int64_t n = checked_numel(shape, "tensor");
-  int64_t es = dtype_size(dtype);
-  if (n > (int64_t(1) << 62) / es) fail("tensor: shape ", shape_str(shape), " needs more bytes than can be addressed");
   mf_tensor fresh{};
-  set_meta(fresh, shape, dtype, device);
+  set_meta(fresh, ndim, shape, dtype, device);
+  int64_t n = fresh.count, es = dtype_size(dtype);
+  if (n > (int64_t(1) << 62) / es) fail("tensor: shape ", shape_str(fresh), " needs more bytes than can be addressed");
   auto* s = new mf_storage();
   s->nbytes = n * es;
   s->device = device;
@@ -30,12 +29,17 @@ void tensor_init(mf_tensor& t, const Shape& shape, int dtype, int device) {
     s->ptr = cpu_allocator().allocate(size_t(s->nbytes));
   } catch (const Error& e) {
     delete s;
-    fail("cannot allocate ", n, " elements of ", dtype_name(dtype), " (", shape_str(shape), "): ", e.what());
+    fail("cannot allocate ", n, " elements of ", dtype_name(dtype), " (", shape_str(fresh), "): ", e.what());
   }
   fresh.store = s;
   fresh.ptr = s->ptr;
   fresh.owns = 1;
   t = fresh;
+}
+
+void tensor_init(mf_tensor& t, const Shape& shape, int dtype, int device) {
+  if (shape.size() > size_t(kMaxDims)) checked_numel(shape, "tensor");  // throws the dims error
+  tensor_init(t, int(shape.size()), shape.data(), dtype, device);
 }
 
 void tensor_wrap(mf_tensor& t, void* data, const Shape& shape, int dtype) {

@@ -18,6 +18,7 @@ namespace mf {
 
 // Makes t a new contiguous tensor with fresh (uninitialised) storage from the device's allocator.
 void tensor_init(mf_tensor& t, const Shape& shape, int dtype, int device);
+void tensor_init(mf_tensor& t, int ndim, const int64_t* shape, int dtype, int device);
 // Makes t a tensor over memory the caller owns and keeps alive.
 void tensor_wrap(mf_tensor& t, void* data, const Shape& shape, int dtype);
 // Makes dst an owning copy of src's view (storage refcount + 1).

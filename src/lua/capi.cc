@@ -77,7 +77,10 @@ double mf_clock(void) {
 
 // -- tensors ---------------------------------------------------------------------------------
 int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dtype, int32_t device) {
-  return guarded([&] { tensor_init(*t, to_shape(ndim, shape), dtype, device); });
+  return guarded([&] {
+    if (ndim < 0 || ndim > kMaxDims) fail("tensor: ", ndim, " dims requested; expected 0..", kMaxDims);
+    tensor_init(*t, ndim, shape, dtype, device);
+  });
 }
 
 int mf_tensor_wrap(mf_tensor* t, void* data, int32_t ndim, const int64_t* shape, int32_t dtype) {

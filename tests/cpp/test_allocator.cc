@@ -23,7 +23,7 @@ char* bytes(void* p) { return static_cast<char*>(p); }
 }  // namespace
 
 TEST_CASE("allocator: blocks are 256-aligned and sizes round up to 256", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   STATIC_REQUIRE(mf::CachingAllocator::kAlign == 256);
   STATIC_REQUIRE(mf::CachingAllocator::kRegion == kRegion);
 
@@ -59,7 +59,7 @@ TEST_CASE("allocator: blocks are 256-aligned and sizes round up to 256", "[alloc
 }
 
 TEST_CASE("allocator: zero bytes gives nullptr and free(nullptr) is a no-op", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   CHECK(a.allocate(0) == nullptr);
   a.free(nullptr);
   mf::AllocatorStats s = a.stats();
@@ -71,7 +71,7 @@ TEST_CASE("allocator: zero bytes gives nullptr and free(nullptr) is a no-op", "[
 }
 
 TEST_CASE("allocator: a freed block is reused for the same size", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   void* x = a.allocate(1000);
   void* y = a.allocate(1000);
   void* z = a.allocate(1000);
@@ -88,7 +88,7 @@ TEST_CASE("allocator: a freed block is reused for the same size", "[allocator]")
 }
 
 TEST_CASE("allocator: best fit takes the smallest free block that fits", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   // Layout from the region start: s1(4096) g1(256) s2(1024) g2(256) s3(2048) g3(256) tail.
   // The guards stay live so the freed blocks cannot merge.
   void* s1 = a.allocate(4096);
@@ -120,7 +120,7 @@ TEST_CASE("allocator: best fit takes the smallest free block that fits", "[alloc
 }
 
 TEST_CASE("allocator: best fit orders by size, not by address, among similar sizes", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   // 1792 and 1536 are both 6-7 blocks of 256: the larger one sits first in memory
   void* big = a.allocate(1792);
   void* g1 = a.allocate(256);
@@ -136,7 +136,7 @@ TEST_CASE("allocator: best fit orders by size, not by address, among similar siz
 }
 
 TEST_CASE("allocator: a small block splits a fresh region and the rest stays usable", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   void* p = a.allocate(1000);
   mf::AllocatorStats s = a.stats();
   CHECK(s.system_allocations == 1);
@@ -161,7 +161,7 @@ TEST_CASE("allocator: a small block splits a fresh region and the rest stays usa
 }
 
 TEST_CASE("allocator: freeing neighbours coalesces them on both sides", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   // Fill one region exactly: x, y, z of 4096 bytes and a filler for the rest, so no free tail exists.
   void* x = a.allocate(4096);
   void* y = a.allocate(4096);
@@ -214,7 +214,7 @@ TEST_CASE("allocator: freeing neighbours coalesces them on both sides", "[alloca
 }
 
 TEST_CASE("allocator: stats follow hand-computed numbers", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   mf::AllocatorStats s = a.stats();
   CHECK(s.in_use == 0);
   CHECK(s.peak == 0);
@@ -270,7 +270,7 @@ TEST_CASE("allocator: stats follow hand-computed numbers", "[allocator]") {
 }
 
 TEST_CASE("allocator: empty_cache returns free regions and keeps regions with live blocks", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   void* keep = a.allocate(1000);      // region 1 (2 MiB), partly live
   void* big = a.allocate(3 * kMiB);   // does not fit region 1's tail: region 2 (4 MiB)
   REQUIRE(a.stats().system_allocations == 2);
@@ -310,7 +310,7 @@ TEST_CASE("allocator: empty_cache returns free regions and keeps regions with li
 }
 
 TEST_CASE("allocator: an absurd request throws mf::Error and leaves the allocator usable", "[allocator]") {
-  mf::CachingAllocator a;
+  mf::CachingAllocator a{false};  // the BFC alone (no small-block slab)
   void* live = a.allocate(1000);
   std::memset(live, 0x42, 1000);
   mf::AllocatorStats before = a.stats();
@@ -343,8 +343,60 @@ TEST_CASE("allocator: an absurd request throws mf::Error and leaves the allocato
   CHECK(a.stats().in_use == 0);
 }
 
-TEST_CASE("allocator: four threads allocating and freeing never get overlapping blocks", "[allocator][threads]") {
+TEST_CASE("allocator: single-block requests come from the slab, fall back to the BFC when it is full", "[allocator]") {
   mf::CachingAllocator a;
+  constexpr size_t kSlab = mf::CachingAllocator::kSlabBlocks;
+  STATIC_REQUIRE(kSlab == 4096);
+  void* p1 = a.allocate(4);
+  void* p2 = a.allocate(256);
+  CHECK(addr(p1) % 256 == 0);
+  CHECK(addr(p2) == addr(p1) + 256);  // consecutive slab blocks
+  mf::AllocatorStats s = a.stats();
+  CHECK(s.cached == int64_t(kSlab * 256));  // the slab, no BFC region yet
+  CHECK(s.system_allocations == 1);
+  CHECK(s.in_use == 512);
+  CHECK(s.live_blocks == 2);
+  CHECK(s.allocations == 2);
+
+  a.free(p1);
+  a.free(p1);  // a second free of the same block is ignored
+  s = a.stats();
+  CHECK(s.in_use == 256);
+  CHECK(s.live_blocks == 1);
+  CHECK(a.allocate(100) == p1);  // last freed, first reused
+  CHECK(a.allocate(100) == static_cast<char*>(p2) + 256);  // not handed out twice
+
+  // a 257-byte request is two blocks: the BFC, which takes its first region now
+  void* big = a.allocate(257);
+  CHECK(a.stats().cached == int64_t(kSlab * 256 + kRegion));
+
+  // fill the slab: the next small request goes to the BFC region
+  std::vector<void*> blocks;
+  for (size_t i = 3; i < kSlab; ++i) blocks.push_back(a.allocate(8));
+  char* slab = static_cast<char*>(p1);
+  for (void* b : blocks) CHECK((b >= slab && b < slab + kSlab * 256));
+  void* spill = a.allocate(8);
+  CHECK(addr(spill) == addr(big) + 512);  // right after the 512-byte block in the region
+  CHECK(a.stats().system_allocations == 2);
+
+  // empty_cache keeps a slab with live blocks and releases it once every block is back
+  a.empty_cache();
+  CHECK(a.stats().cached == int64_t(kSlab * 256 + kRegion));
+  for (void* b : blocks) a.free(b);
+  a.free(p1);
+  a.free(static_cast<char*>(p2) + 256);
+  a.free(p2);
+  a.free(spill);
+  a.free(big);
+  s = a.stats();
+  CHECK(s.in_use == 0);
+  CHECK(s.live_blocks == 0);
+  a.empty_cache();
+  CHECK(a.stats().cached == 0);
+}
+
+TEST_CASE("allocator: four threads allocating and freeing never get overlapping blocks", "[allocator][threads]") {
+  mf::CachingAllocator a;  // slab on: a third of the requests are small blocks
   constexpr int kThreads = 4, kSteps = 4000;
   std::vector<int> errors(kThreads, 0);
   std::vector<int64_t> made(kThreads, 0);
@@ -368,7 +420,7 @@ TEST_CASE("allocator: four threads allocating and freeing never get overlapping 
       bool do_alloc = live.empty() || (r % 100) < 55;
       if (live.size() > 64) do_alloc = false;
       if (do_alloc) {
-        size_t nbytes = 8 + size_t(rng() % 65536);
+        size_t nbytes = r % 3 == 0 ? 1 + size_t(rng() % 256) : 8 + size_t(rng() % 65536);
         if (r % 97 == 0) nbytes = 2 * kRegion + size_t(rng() % 4096);  // now and then a region of its own
         auto* p = static_cast<uint64_t*>(a.allocate(nbytes));
         if (!p || addr(p) % 256 != 0) { errors[tid]++; continue; }
