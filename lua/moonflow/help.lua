@@ -14,7 +14,7 @@ return function(mf)
     placeholder = 'mf.placeholder(dtype, shape, name): a graph input fed at run time; nil or -1 in shape means any size.',
     Variable = 'mf.Variable(tensor[, name][, {trainable = false}]): graph state kept by each session across runs.',
     constant = 'mf.constant(value[, name]): a tensor (or number, or nested table) baked into the graph.',
-    Session = "mf.Session{device = 'cpu'}: runs graphs; sess:run(fetches, feeds), sess:stats(), sess:close().",
+    Session = "mf.Session{device = 'cpu', fuse = true}: runs graphs; sess:run(fetches, feeds), sess:stats(), sess:close(). fuse = false turns elementwise fusion off.",
     gradients = 'mf.gradients(ys, xs[, grad_ys]): symbols for d(sum ys)/dx per x (nil where x does not reach ys).',
     global_variables_initializer = 'mf.global_variables_initializer(): an operation that assigns every variable its initial value.',
     group = 'mf.group{...}: one operation that runs every listed symbol or operation.',

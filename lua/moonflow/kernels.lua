@@ -47,6 +47,16 @@ end
 
 function K.unary(code, y, x, a, b) check(C.mf_k_unary(code, y, x, a, b)) end
 function K.binary(code, z, x, y) check(C.mf_k_binary(code, z, x, y)) end
+-- fused elementwise: compile a program (Lua list of (op, a, b) triples) once, run it per call
+function K.fused_program(nin, list)
+  local n = #list
+  local arr = ffi.new('int64_t[?]', math.max(n, 1))
+  for i = 1, n do arr[i - 1] = list[i] end
+  local h = C.mf_fused_compile(nin, n, arr)
+  if h == nil then raise(ffi.string(C.mf_last_error())) end
+  return ffi.gc(h, C.mf_fused_free)
+end
+function K.fused(prog, out, n, list) check(C.mf_k_fused(prog, out, n, list)) end
 function K.where(out, c, a, b) check(C.mf_k_where(out, c, a, b)) end
 function K.copy(dst, src) check(C.mf_k_copy(dst, src)) end
 function K.fill(t, v) check(C.mf_k_fill(t, v)) end

@@ -21,7 +21,9 @@ return function(mf)
     if type(opts) ~= 'table' then raise('Session: expected an options table, e.g. {device = "cpu"}') end
     local device = opts.device or 'cpu'
     if device ~= 'cpu' then raise(("Session: device '%s' is not available in this build (no CUDA backend)"):format(tostring(device))) end
-    return setmetatable({graph = opts.graph or mf.get_default_graph(), device = device, vars = {}, initialized = {},
+    if opts.fuse ~= nil and type(opts.fuse) ~= 'boolean' then raise('Session: fuse must be true or false') end
+    return setmetatable({graph = opts.graph or mf.get_default_graph(), device = device, fuse = opts.fuse ~= false,
+                         vars = {}, initialized = {},
                          cache = {}, ncache = 0, counters = {binds = 0, cache_hits = 0, runs = 0}, plan = nil}, Session)
   end
 
@@ -144,6 +146,7 @@ return function(mf)
           local e = {s = m, step = step, last_use = step, node = id, k = k}
           if alias[k] then
             local base = ins[1]
+            e.view_of = base
             if base.external then e.external = true else e.alias_of = base end
             e.s.store = nil
           elseif bit.band(op.flags, OPF_INPLACE) ~= 0 then
@@ -159,7 +162,9 @@ return function(mf)
           outs[k] = e
         end
         ent[id] = outs
-        ex.steps[#ex.steps + 1] = {op = op, rec = rec, ins = in_structs, outs = outs, name = info.name}
+        local st = {op = op, rec = rec, ins = in_structs, in_entries = ins, outs = outs, name = info.name, step = step}
+        for _, e in ipairs(outs) do e.producer = st end
+        ex.steps[#ex.steps + 1] = st
       end
     end
     ex.ent, ex.written = ent, written
@@ -195,7 +200,7 @@ return function(mf)
       end
     end
     ex.plan = {planned_bytes = tonumber(planned[0]), naive_bytes = tonumber(naive[0]), slots = nslots[0],
-               inplace = inplace[0], entries = np, steps = #ex.steps}
+               inplace = inplace[0], entries = np, steps = #ex.steps, fused = ex.fused}
   end
 
   -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage.
@@ -249,6 +254,7 @@ return function(mf)
           ex.fetch[i] = e
         end
       end
+      ex.fused = self.fuse and mf._fuse(ex, pentries) or 0
       plan(ex, pentries)
       for _, e in ipairs(pentries) do
         if e.per_run then
@@ -310,7 +316,8 @@ return function(mf)
   end
 
   -- {binds, cache_hits, runs} and the last bind's plan: {steps (op nodes run), entries (their outputs),
-  -- planned_bytes, naive_bytes (one buffer per output), slots, inplace (outputs that reused an input)}
+  -- planned_bytes, naive_bytes (one buffer per output), slots, inplace (outputs that reused an input),
+  -- fused (op nodes folded into fused elementwise steps)}
   function Session:stats()
     local s = {binds = self.counters.binds, cache_hits = self.counters.cache_hits, runs = self.counters.runs}
     for k, v in pairs(self.plan or {}) do s[k] = v end

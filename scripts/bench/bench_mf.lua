@@ -37,14 +37,15 @@ local function bench_add()
   emit('a_eager_add_1elem', 'moonflow', (clock() - t0) / iters * 1e6, 'us/op')
 end
 
--- (b) graph executor: a chain of 1,000 scalar adds run through a session
+-- (b) graph executor: a chain of 1,000 scalar adds run through a session; fusion off, since it
+-- would fold the chain into a few fused steps and this measures the per-node dispatch cost
 local function bench_exec()
   local nodes = 1000
   local x = mf.placeholder('float32', {}, 'x')
   local one = mf.constant(mf.tensor(1))
   local y = x
   for _ = 1, nodes do y = y + one end
-  local sess, feed = mf.Session(), {[x] = mf.tensor(0)}
+  local sess, feed = mf.Session{fuse = false}, {[x] = mf.tensor(0)}
   assert(sess:run(y, feed):item() == nodes)
   for _ = 1, 200 do sess:run(y, feed) end
   local runs = 2000

@@ -15,7 +15,7 @@ local x = mf.placeholder('float32', {}, 'x')
 local one = mf.constant(mf.tensor(1))
 local y = x
 for _ = 1, opts.nodes do y = y + one end
-local sess = mf.Session()
+local sess = mf.Session{fuse = false}  -- per-node dispatch: fusion would fold the chain
 local feed = {[x] = mf.tensor(0)}
 local t0 = mf.clock()
 local first = sess:run(y, feed):item()

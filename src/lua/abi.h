@@ -15,6 +15,8 @@ typedef enum {
   MF_B_ADD, MF_B_SUB, MF_B_MUL, MF_B_DIV, MF_B_POW, MF_B_MAXIMUM, MF_B_MINIMUM, MF_B_RELU_BACKWARD,
   MF_B_EQ, MF_B_NE, MF_B_LT, MF_B_LE, MF_B_GT, MF_B_GE, MF_B_COUNT
 } mf_binary_code;
+/* fused_elementwise programs: a step's op is a unary code, or MF_FUSED_BINARY + a binary code */
+typedef enum { MF_FUSED_BINARY = 64 } mf_fused_code;
 typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
 /* op flags: VIEW output 1.. alias input 1; VARIADIC any number of inputs; LUA registered from Lua;
    RANDOM draws from the generator; WRITES updates the variables among its inputs; INPLACE output 1
@@ -26,6 +28,7 @@ typedef struct mf_storage mf_storage;
 typedef struct mf_params mf_params;
 typedef struct mf_rng mf_rng;
 typedef struct mf_graph mf_graph;
+typedef struct mf_fused mf_fused;
 
 /* A strided view of a storage; the struct itself belongs to the caller (a Lua cdata, a C++ object).
    ptr is the first element (storage base + offset elements); strides and offset count elements.
@@ -129,6 +132,11 @@ void mf_rng_set_offset(mf_rng *g, uint64_t offset);
    except that unary, binary, where and copy write through the output's strides */
 int mf_k_unary(int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b);
 int mf_k_binary(int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y);
+/* fused elementwise program: nprog numbers, (op, a, b) triples over values 0..nin-1 (inputs) and
+   nin + s (step s's result); the last step's result is the output. Compiled once, run many times. */
+mf_fused *mf_fused_compile(int32_t nin, int32_t nprog, const int64_t *prog);
+void mf_fused_free(mf_fused *p);
+int mf_k_fused(const mf_fused *p, mf_tensor *out, int32_t nin, const mf_tensor *const *ins);
 int mf_k_where(mf_tensor *out, const mf_tensor *c, const mf_tensor *a, const mf_tensor *b);
 int mf_k_copy(mf_tensor *dst, const mf_tensor *src);
 int mf_k_fill(mf_tensor *t, double value);

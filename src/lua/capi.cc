@@ -301,6 +301,16 @@ int mf_k_unary(int32_t code, mf_tensor* y, const mf_tensor* x, double a, double 
 int mf_k_binary(int32_t code, mf_tensor* z, const mf_tensor* x, const mf_tensor* y) {
   return guarded([&] { binary_cpu(code, *z, *x, *y); });
 }
+struct mf_fused {
+  mf::FusedProgram prog;
+};
+mf_fused* mf_fused_compile(int32_t nin, int32_t nprog, const int64_t* prog) {
+  return guarded_ptr<mf_fused>([&] { return new mf_fused{fused_compile(nin, nprog, prog)}; });
+}
+void mf_fused_free(mf_fused* p) { delete p; }
+int mf_k_fused(const mf_fused* p, mf_tensor* out, int32_t nin, const mf_tensor* const* ins) {
+  return guarded([&] { fused_cpu(p->prog, *out, nin, ins); });
+}
 int mf_k_where(mf_tensor* out, const mf_tensor* c, const mf_tensor* a, const mf_tensor* b) {
   return guarded([&] { where_cpu(*out, *c, *a, *b); });
 }

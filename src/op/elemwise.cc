@@ -89,7 +89,7 @@ void register_elemwise_ops() {
       {"rsqrt", "RSQRT", "Reciprocal square root 1/sqrt(x), elementwise.", true, "function(x, y, gy) return {gy * y * y * y * -0.5} end"},
       {"sigmoid", "SIGMOID", "Logistic function 1/(1+e^-x), elementwise, stable for large |x|.", true, "function(x, y, gy) return {gy * y * (1 - y)} end"},
       {"tanh", "TANH", "Hyperbolic tangent, elementwise.", true, "function(x, y, gy) return {gy * (1 - y * y)} end"},
-      {"relu", "RELU", "Rectified linear unit max(x, 0), elementwise.", false, "function(x, y, gy) return {mf.relu_backward(gy, x)} end"},
+      {"relu", "RELU", "Rectified linear unit max(x, 0), elementwise.", false, "function(x, y, gy) return {mf.relu_backward(gy, y)} end"},
       {"sin", "SIN", "Sine (radians), elementwise.", true, "function(x, y, gy) return {gy * mf.cos(x)} end"},
       {"cos", "COS", "Cosine (radians), elementwise.", true, "function(x, y, gy) return {-(gy * mf.sin(x))} end"},
       {"square", "SQUARE", "x * x, elementwise.", false, "function(x, y, gy) return {gy * x * 2} end"},

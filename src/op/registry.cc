@@ -85,6 +85,7 @@ void register_builtin_ops() {
     register_autodiff_ops();
     register_optim_ops();
     register_conv_ops();
+    register_fused_ops();
   });
 }
 

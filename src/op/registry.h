@@ -110,6 +110,7 @@ void register_init_ops();
 void register_autodiff_ops();
 void register_optim_ops();
 void register_conv_ops();
+void register_fused_ops();
 
 // Kernel factory of view ops: alias input 1 when the shape rule made the output a view (set_view),
 // else copy input 1 into the output's shape, row-major (src/op/shape.cc).

@@ -85,9 +85,68 @@ T.test('CSE: identical op, params and inputs are evaluated once', function()
   mf.reset_default_graph()
   local x = mf.placeholder('float64', {3}, 'x')
   local y = mf.exp(x) + mf.exp(x)
-  local s = mf.Session()
+  local s = mf.Session{fuse = false}  -- (fusion would fold the two into one step either way)
   T.tensor_eq(s:run(y, {[x] = mf.tensor({0, 1, 2}, 'float64')}), {2, 2 * math.exp(1), 2 * math.exp(2)}, 1e-15)
   T.eq(s:stats().steps, 2)   -- one exp, one add
+end)
+
+T.test('fusion: an elementwise tree runs as one step; an assign of it writes the variable in the same pass', function()
+  mf.reset_default_graph()
+  local w0, g0 = {0.5, -2, 3, 0.25, 7}, {1, 2, -3, 4, -5}
+  local w = mf.Variable(mf.tensor(w0, 'float64'), 'w')
+  local g = mf.Variable(mf.tensor(g0, 'float64'), 'g')
+  local eta, lam = 0.1, 0.01
+  local upd = mf.assign(w, -eta * (g + lam * w))
+  local s = mf.Session()
+  s:run(mf.global_variables_initializer())
+  s:run(mf.group{upd})
+  -- mul, add, mul (eta) and the assign folded into one fused_assign step (the group's no_op remains)
+  T.eq(s:stats().fused, 3); T.eq(s:stats().steps, 2)
+  local want = {}
+  for i = 1, 5 do want[i] = -eta * (g0[i] + lam * w0[i]) end
+  T.tensor_eq(s:run(w), want, 1e-15)
+  -- fetching the assign's result, or a bias-add + relu with a broadcast row
+  local x = mf.placeholder('float64', {2, 3}, 'x')
+  local b = mf.constant(mf.tensor({1, -1, 0.5}, 'float64'))
+  local y = mf.relu(x * 2 + b) - x
+  local xv = {{1, 2, -3}, {-0.5, 0.25, 4}}
+  local yv = s:run(y, {[x] = mf.tensor(xv, 'float64')})
+  T.eq(s:stats().steps, 1); T.eq(s:stats().fused, 3)
+  local bv = {1, -1, 0.5}
+  local expect = {}
+  for i = 1, 2 do
+    expect[i] = {}
+    for j = 1, 3 do expect[i][j] = math.max(xv[i][j] * 2 + bv[j], 0) - xv[i][j] end
+  end
+  T.tensor_eq(yv, expect, 1e-15)
+end)
+
+T.test('fusion: fetched intermediates are kept, reads never move past an assign, fuse = false matches', function()
+  mf.reset_default_graph()
+  local x = mf.placeholder('float64', {3}, 'x')
+  local y = mf.exp(x)
+  local z = y * 2 + 1
+  local s = mf.Session()
+  local f = {[x] = mf.tensor({0, 1, -1}, 'float64')}
+  local yv, zv = s:run({y, z}, f)
+  T.tensor_eq(yv, {1, math.exp(1), math.exp(-1)}, 1e-15)
+  T.tensor_eq(zv, {3, 2 * math.exp(1) + 1, 2 * math.exp(-1) + 1}, 1e-15)
+  T.eq(s:stats().steps, 2)  -- exp stays (its value is fetched); mul + add fuse
+  -- r reads v before the assign (the documented order); u = r + 1 is free to run after it, so
+  -- folding r into u would read the new value: fusion must keep r where it is
+  local v = mf.Variable(mf.tensor({1, 2}, 'float64'), 'v')
+  local r = v * 2
+  local a = mf.assign(v, mf.constant(mf.tensor({10, 20}, 'float64')))
+  local u = mf.exp(r + 1)
+  s:run(mf.global_variables_initializer())
+  local uv = s:run({u, a})
+  T.tensor_eq(uv, {math.exp(3), math.exp(5)}, 1e-14)
+  T.eq(s:stats().fused, 1)  -- r + 1 and exp fuse; r itself stays before the assign
+  -- the same graph without fusion gives the same numbers
+  local s2 = mf.Session{fuse = false}
+  T.tensor_eq(s2:run(z, f), {3, 2 * math.exp(1) + 1, 2 * math.exp(-1) + 1}, 1e-15)
+  T.eq(s2:stats().fused, 0)
+  T.errors(function() mf.Session{fuse = 1} end, 'fuse must be true or false')
 end)
 
 T.test('simplification: log(softmax(x)) runs as the stable log_softmax(x)', function()

@@ -1,6 +1,8 @@
 // Native CPU routines behind mf.kernels; each throws mf::Error with the op name on bad input.
 // Output tensors arrive allocated with the inferred shape and dtype.
 #pragma once
+#include <vector>
+
 #include "../../core/rng.h"
 #include "../../core/tensor.h"
 
@@ -9,6 +11,22 @@ namespace mf {
 // unary, binary, where and copy write their output through its strides (a view written in place).
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b);
 void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
+// Fused elementwise programs (fused.cc): (op, a, b) triples over values 0..nin-1 (the inputs) and
+// nin + s (step s's result); op is a parameterless unary code or MF_FUSED_BINARY + an arithmetic
+// binary code. fused_compile validates and assigns scratch registers once; fused_cpu runs it with
+// every input broadcast to the (contiguous, float) output, which may share storage with an input
+// read at the same positions (in place).
+constexpr int kFusedMaxInputs = 32;
+struct FusedStep {
+  int code, a, b;  // b = -1 for unary steps
+  int reg;         // scratch register of the result; -1 for the last step (the output)
+};
+struct FusedProgram {
+  int nin = 0, nregs = 0;
+  std::vector<FusedStep> steps;
+};
+FusedProgram fused_compile(int nin, int nprog, const int64_t* prog);
+void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor* const* ins);
 void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_tensor& b);
 void copy_cpu(mf_tensor& dst, const mf_tensor& src);  // any dtypes; src broadcast to dst's shape
 void fill_cpu(mf_tensor& t, double value);

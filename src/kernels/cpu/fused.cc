@@ -1,0 +1,227 @@
+// -- fused elementwise expressions ------------------------------------------------------------
+// One pass over memory for a whole chain of pointwise ops: the output is cut into blocks of
+// kBlock elements; per block every instruction runs as a tight (vectorisable) loop over L1-sized
+// registers, inputs are read straight from their tensors when dense, and the last instruction
+// writes straight into the output. A chain of k ops thus reads its inputs and writes its result
+// once instead of k times, which is what memory-bound updates such as w = -eta * (g + lam * w)
+// need to run near the STREAM limit.
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "../../core/error.h"
+#include "../../core/threads.h"
+#include "kernels.h"
+#include "pointwise.h"
+
+namespace mf {
+
+namespace {
+
+constexpr int64_t kBlock = 512;
+
+template <typename T>
+using UnaryFn = void (*)(T*, const T*, int64_t);
+template <typename T>
+using BinaryFn = void (*)(T*, const T*, const T*, int64_t);
+
+template <typename T, int CODE>
+void unary_block(T* d, const T* a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = unary_op<T>(CODE, a[i], 0, 0);
+}
+
+template <typename T, int CODE>
+void binary_block(T* d, const T* a, const T* b, int64_t n) {
+  std::atomic<bool> unused{false};  // integer division checks: floats only here
+  for (int64_t i = 0; i < n; ++i) d[i] = binary_op<T, CODE>(a[i], b[i], unused);
+}
+
+template <typename T, int... C>
+UnaryFn<T> unary_fn(int code, std::integer_sequence<int, C...>) {
+  static const UnaryFn<T> table[] = {&unary_block<T, C>...};
+  return table[code];
+}
+
+template <typename T, int... C>
+BinaryFn<T> binary_fn(int code, std::integer_sequence<int, C...>) {
+  static const BinaryFn<T> table[] = {&binary_block<T, C>...};
+  return table[code];
+}
+
+using Step = FusedStep;
+
+// How the interpreter gets an input's values for a block.
+enum class Source { Dense, Scalar, Gather };
+
+struct Input {
+  const char* base;
+  Source src;
+  int ndim;
+  int64_t shape[8], bstride[8];  // Gather: the output's shape, the input's broadcast strides
+};
+
+const char* op_name(int code) {
+  return code >= MF_FUSED_BINARY ? binary_name(code - MF_FUSED_BINARY) : unary_name(code);
+}
+
+template <typename T>
+void gather(T* buf, const Input& in, int64_t b0, int64_t n) {
+  int nd = in.ndim;
+  int64_t idx[8] = {0}, off = 0, rem = b0;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % in.shape[d];
+    rem /= in.shape[d];
+    off += idx[d] * in.bstride[d];
+  }
+  const T* base = reinterpret_cast<const T*>(in.base);
+  for (int64_t i = 0; i < n; ++i) {
+    buf[i] = base[off];
+    for (int d = nd - 1; d >= 0; --d) {  // odometer step
+      off += in.bstride[d];
+      if (++idx[d] < in.shape[d]) break;
+      off -= idx[d] * in.bstride[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename T>
+void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
+  int nin = prog.nin;
+  T* dst = reinterpret_cast<T*>(out.ptr);
+  const std::vector<Step>& steps = prog.steps;
+  parallel_for(out.count, int64_t(steps.size()), [&](int64_t lo, int64_t hi) {
+    // per-thread registers, kept between calls: one block per scratch register and per input
+    thread_local std::vector<T> scratch;
+    thread_local std::vector<const T*> val;
+    size_t need = size_t(kBlock) * size_t(prog.nregs + nin);
+    if (scratch.size() < need) scratch.resize(need);
+    if (val.size() < size_t(nin) + steps.size()) val.resize(size_t(nin) + steps.size());
+    T* in_buf = scratch.data() + size_t(kBlock) * size_t(prog.nregs);
+    for (int i = 0; i < nin; ++i)  // scalars broadcast once per call
+      if (ins[i].src == Source::Scalar)
+        std::fill(in_buf + size_t(kBlock) * size_t(i), in_buf + size_t(kBlock) * size_t(i + 1),
+                  *reinterpret_cast<const T*>(ins[i].base));
+    for (int64_t b0 = lo; b0 < hi; b0 += kBlock) {
+      int64_t n = std::min(kBlock, hi - b0);
+      int64_t nn = std::min(kBlock, hi - b0 - n);  // the next block's size
+      for (int i = 0; i < nin; ++i) {
+        const Input& in = ins[i];
+        T* buf = in_buf + size_t(kBlock) * size_t(i);
+        if (in.src == Source::Dense) {
+          val[size_t(i)] = reinterpret_cast<const T*>(in.base) + b0;
+          // the steps stream one input at a time; prefetching every input's next block keeps
+          // all streams in flight at once, as a hand-written loop over them would
+          const char* next = reinterpret_cast<const char*>(val[size_t(i)] + n);
+          for (int64_t off = 0; off < nn * int64_t(sizeof(T)); off += 64) __builtin_prefetch(next + off);
+        } else {
+          if (in.src == Source::Gather) gather(buf, in, b0, n);
+          val[size_t(i)] = buf;
+        }
+      }
+      for (size_t s = 0; s < steps.size(); ++s) {
+        const Step& st = steps[s];
+        T* d = st.reg < 0 ? dst + b0 : scratch.data() + size_t(kBlock) * size_t(st.reg);
+        if (st.code >= MF_FUSED_BINARY) {
+          binary_fn<T>(st.code - MF_FUSED_BINARY, std::make_integer_sequence<int, MF_B_COUNT>{})(
+              d, val[size_t(st.a)], val[size_t(st.b)], n);
+        } else {
+          unary_fn<T>(st.code, std::make_integer_sequence<int, MF_U_COUNT>{})(d, val[size_t(st.a)], n);
+        }
+        val[size_t(nin) + s] = d;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+// Validates the program and assigns scratch registers, reusing one once its value's last reader
+// has run (a chain of any length needs one or two).
+FusedProgram fused_compile(int nin, int nprog, const int64_t* prog) {
+  const char* op = "fused_elementwise";
+  if (nin < 1 || nin > kFusedMaxInputs) fail(op, ": ", nin, " inputs; expected 1..", kFusedMaxInputs);
+  if (nprog <= 0 || nprog % 3 != 0)
+    fail(op, ": program has ", nprog, " numbers; expected a non-empty list of (op, a, b) triples");
+  FusedProgram fp;
+  fp.nin = nin;
+  int nsteps = nprog / 3, nval = nin + nsteps;
+  std::vector<int> last_use(size_t(nval), -1);
+  fp.steps.resize(size_t(nsteps));
+  for (int s = 0; s < nsteps; ++s) {
+    Step& st = fp.steps[size_t(s)];
+    st.code = int(prog[3 * s]);
+    st.a = int(prog[3 * s + 1]);
+    st.b = int(prog[3 * s + 2]);
+    bool binary = st.code >= MF_FUSED_BINARY;
+    int code = binary ? st.code - MF_FUSED_BINARY : st.code;
+    if (code < 0 || (binary ? code >= MF_B_EQ : code >= MF_U_COUNT) || (!binary && (code == MF_U_CLAMP || code == MF_U_LEAKY_RELU)))
+      fail(op, ": step ", s + 1, " has op code ", st.code, "; expected a parameterless unary code (0..", MF_U_COUNT - 1,
+           " but clamp and leaky_relu) or ", int(MF_FUSED_BINARY), " + an arithmetic binary code (add..relu_backward)");
+    auto check_operand = [&](int v, const char* which) {
+      if (v < 0 || v >= nin + s)
+        fail(op, ": step ", s + 1, " (", op_name(st.code), ") reads value ", v, " as ", which, "; expected 0..", nin + s - 1,
+             " (inputs first, then earlier steps)");
+      last_use[size_t(v)] = s;
+    };
+    check_operand(st.a, "a");
+    if (binary) check_operand(st.b, "b");
+    else st.b = -1;
+  }
+  std::vector<int> free_regs, reg_of(size_t(nval), -1);
+  for (int s = 0; s < nsteps; ++s) {
+    Step& st = fp.steps[size_t(s)];
+    if (s == nsteps - 1) {
+      st.reg = -1;
+      break;
+    }
+    for (int v : {st.a, st.b})  // operands read for the last time free their registers first
+      if (v >= nin && last_use[size_t(v)] == s && reg_of[size_t(v)] >= 0) {
+        free_regs.push_back(reg_of[size_t(v)]);
+        reg_of[size_t(v)] = -1;
+      }
+    if (free_regs.empty()) {
+      st.reg = fp.nregs++;
+    } else {
+      st.reg = free_regs.back();
+      free_regs.pop_back();
+    }
+    reg_of[size_t(nin + s)] = st.reg;
+  }
+  return fp;
+}
+
+void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor* const* ins) {
+  const char* op = "fused_elementwise";
+  if (nin != fp.nin) fail(op, ": the program reads ", fp.nin, " inputs; got ", nin);
+  if (out.dtype_id != MF_FLOAT32 && out.dtype_id != MF_FLOAT64)
+    fail(op, ": output is ", dtype_name(out.dtype_id), "; expected float32 or float64");
+  if (!out.is_contig) fail(op, ": output must be contiguous");
+  Input inputs[kFusedMaxInputs];
+  for (int i = 0; i < nin; ++i) {
+    const mf_tensor& t = *ins[i];
+    if (t.dtype_id != out.dtype_id)
+      fail(op, ": input ", i + 1, " is ", dtype_name(t.dtype_id), "; expected ", dtype_name(out.dtype_id), " like the output");
+    Input& in = inputs[i];
+    in.base = static_cast<const char*>(t.ptr);
+    if (t.count == out.count && t.is_contig && t.ndim <= out.ndim) {
+      in.src = Source::Dense;
+    } else if (t.count == 1) {
+      in.src = Source::Scalar;
+    } else {
+      Shape bs = broadcast_strides(t, shape_of(out));  // throws when t does not broadcast to the output
+      in.src = Source::Gather;
+      in.ndim = out.ndim;
+      for (int d = 0; d < out.ndim; ++d) {
+        in.shape[d] = out.shape[d];
+        in.bstride[d] = bs[size_t(d)];
+      }
+    }
+  }
+  if (out.count == 0) return;
+  if (out.dtype_id == MF_FLOAT32) run_program<float>(fp, out, inputs);
+  else run_program<double>(fp, out, inputs);
+}
+
+}  // namespace mf
