@@ -65,23 +65,33 @@ const char* op_name(int code) {
   return code >= MF_FUSED_BINARY ? binary_name(code - MF_FUSED_BINARY) : unary_name(code);
 }
 
+// Fills buf with elements b0..b0+n-1 (row-major over the output) of a broadcast or strided input:
+// whole runs along the innermost dim at a time (a repeated value, a contiguous copy or a strided
+// walk), so a conv bias broadcast over H x W costs a fill per plane, not an index per element.
 template <typename T>
 void gather(T* buf, const Input& in, int64_t b0, int64_t n) {
-  int nd = in.ndim;
+  int nd = in.ndim, last = nd - 1;
   int64_t idx[8] = {0}, off = 0, rem = b0;
-  for (int d = nd - 1; d >= 0; --d) {
+  for (int d = last; d >= 0; --d) {
     idx[d] = rem % in.shape[d];
     rem /= in.shape[d];
     off += idx[d] * in.bstride[d];
   }
   const T* base = reinterpret_cast<const T*>(in.base);
-  for (int64_t i = 0; i < n; ++i) {
-    buf[i] = base[off];
-    for (int d = nd - 1; d >= 0; --d) {  // odometer step
-      off += in.bstride[d];
-      if (++idx[d] < in.shape[d]) break;
-      off -= idx[d] * in.bstride[d];
+  int64_t st = in.bstride[last];
+  for (int64_t i = 0; i < n;) {
+    int64_t run = std::min(in.shape[last] - idx[last], n - i);
+    const T* src = base + off;
+    if (st == 0) std::fill(buf + i, buf + i + run, *src);
+    else if (st == 1) std::memcpy(buf + i, src, size_t(run) * sizeof(T));
+    else for (int64_t k = 0; k < run; ++k) buf[i + k] = src[k * st];
+    i += run;
+    off += run * st;
+    idx[last] += run;
+    for (int d = last; d > 0 && idx[d] == in.shape[d]; --d) {  // carry into the outer dims
+      off += in.bstride[d - 1] - idx[d] * in.bstride[d];
       idx[d] = 0;
+      ++idx[d - 1];
     }
   }
 }
@@ -212,10 +222,17 @@ void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor*
     } else {
       Shape bs = broadcast_strides(t, shape_of(out));  // throws when t does not broadcast to the output
       in.src = Source::Gather;
-      in.ndim = out.ndim;
+      in.ndim = 0;
       for (int d = 0; d < out.ndim; ++d) {
-        in.shape[d] = out.shape[d];
-        in.bstride[d] = bs[size_t(d)];
+        if (out.shape[d] == 1) continue;  // a size-1 dim moves nothing
+        int k = in.ndim - 1;
+        if (k >= 0 && in.bstride[k] == bs[size_t(d)] * out.shape[d]) {  // merge with the dim before
+          in.shape[k] *= out.shape[d];
+          in.bstride[k] = bs[size_t(d)];
+        } else {
+          in.shape[in.ndim] = out.shape[d];
+          in.bstride[in.ndim++] = bs[size_t(d)];
+        }
       }
     }
   }
