@@ -7,6 +7,7 @@ local ffi = require 'ffi'
 ffi.cdef [[
 void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
+char *openblas_get_corename(void);
 ]]
 
 local opts = {workload = nil, warmup = 5, steps = 30, limit = 0}
@@ -55,23 +56,31 @@ local function bench_exec()
   emit('b_graph_exec_per_node', 'moonflow', (clock() - t0) / runs / nodes * 1e6, 'us/node')
 end
 
--- (c) sgemm n x n through mf.matmul, and the same sgemm straight into OpenBLAS (the machine limit)
+-- (c) sgemm n x n through mf.matmul, and the same sgemm straight into OpenBLAS (the machine limit):
+-- 5 trials of about 0.1 s each, the two interleaved, best trial of each (the STREAM convention for
+-- a throughput limit: other tenants only ever slow a trial down)
 local function bench_sgemm()
   mf.manual_seed(1)
   for _, n in ipairs{256, 512, 1024, 2048} do
     local x, y, out = mf.randn(n, n), mf.randn(n, n), mf.zeros(n, n)
     local flop = 2 * n * n * n
-    local k = math.max(2, math.floor(1e10 / flop))
+    local k = math.max(3, math.floor(2e10 / flop))
     local function rate(f)
-      f(); f()
+      f()
       local t0 = clock()
       for _ = 1, k do f() end
       return flop * k / (clock() - t0) / 1e9
     end
-    emit('c_sgemm_' .. n, 'moonflow', rate(function() local _ = mf.matmul(x, y) end), 'GFLOP/s')
-    emit('c_sgemm_' .. n, 'machine', rate(function()
-      ffi.C.cblas_sgemm(101, 111, 111, n, n, n, 1, x:data(), n, y:data(), n, 0, out:data(), n)
-    end), 'GFLOP/s')
+    local mm = function() local _ = mf.matmul(x, y) end
+    local raw = function() ffi.C.cblas_sgemm(101, 111, 111, n, n, n, 1, x:data(), n, y:data(), n, 0, out:data(), n) end
+    local best_mf, best_raw = 0, 0
+    for _ = 1, 5 do
+      best_mf = math.max(best_mf, rate(mm))
+      best_raw = math.max(best_raw, rate(raw))
+    end
+    emit('c_sgemm_' .. n, 'moonflow', best_mf, 'GFLOP/s')
+    emit('c_sgemm_' .. n, 'machine', best_raw, 'GFLOP/s',
+      (',"openblas_core":"%s"'):format(ffi.string(ffi.C.openblas_get_corename())))
   end
 end
 

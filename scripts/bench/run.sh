@@ -4,7 +4,7 @@
 # separate processes, plus the machine's limits (raw OpenBLAS sgemm in bench_mf.lua's sgemm
 # workload, a STREAM triad built here), writes JSON lines to the results file and prints a table
 # of medians, spreads (max - min) and ratios (summarize.py). Env: REPS, STEPS, WARMUP, MOONFLOW,
-# PYTHON. Takes about 2.5 minutes (REPS=5) on the 2-core development machine.
+# PYTHON, BLAS_CORETYPE. Takes about 2.5 minutes (REPS=5) on the 2-core development machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${REPS:-5} STEPS=${STEPS:-30} WARMUP=${WARMUP:-5}
@@ -13,6 +13,12 @@ OUT=${1:-/tmp/moonflow-bench-$(date +%Y%m%d-%H%M%S).jsonl}
 # Both sides on 2 threads; PyTorch on the OpenMP OpenBLAS (the pthread one fights OpenMP for cores).
 export MF_NUM_THREADS=2 OMP_NUM_THREADS=2
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# OpenBLAS picks kernels for the CPU unless OPENBLAS_CORETYPE forces a family. The development
+# machine's environment forces Haswell (AVX2), about 1.3x slower GEMMs on its AVX-512 Xeon, for
+# moonflow and PyTorch's linear layers alike (PyTorch's convolutions use oneDNN, unaffected). Both
+# sides run with OpenBLAS's own choice unless BLAS_CORETYPE names one (BLAS_CORETYPE=Haswell:
+# the forced setting). The table's header names the kernels used.
+if [ -n "${BLAS_CORETYPE:-}" ]; then export OPENBLAS_CORETYPE=$BLAS_CORETYPE; else unset OPENBLAS_CORETYPE; fi
 
 if ! "$PYTHON" -c 'import torch' 2>/dev/null; then
   echo "installing python3-torch (Debian)..." >&2

@@ -5,9 +5,12 @@ from collections import defaultdict
 
 runs = defaultdict(list)  # (workload, impl) -> values
 units = {}
+cores = set()  # OpenBLAS kernel families the runs used
 for line in open(sys.argv[1]):
     if line.startswith('{'):
         d = json.loads(line)
+        if 'openblas_core' in d:
+            cores.add(d['openblas_core'])
         runs[d['workload'], d['impl']].append(d['value'])
         units[d['workload']] = d['unit']
 
@@ -22,8 +25,8 @@ def cell(m):
 
 
 cpu = next((l.split(':', 1)[1].strip() for l in open('/proc/cpuinfo') if l.startswith('model name')), '?')
-print('\n%s · %s · nproc %d · %s · medians of %d runs, spread = max - min' % (
-    time.strftime('%Y-%m-%d %H:%M'), cpu, os.cpu_count(), platform.platform(),
+print('\n%s · %s · nproc %d · %s · OpenBLAS %s kernels · medians of %d runs, spread = max - min' % (
+    time.strftime('%Y-%m-%d %H:%M'), cpu, os.cpu_count(), platform.platform(), '/'.join(sorted(cores)) or '?',
     max((len(v) for v in runs.values()), default=0)))
 triad = med('d_stream_triad_16M', 'machine')
 rows = []
