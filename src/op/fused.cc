@@ -8,13 +8,13 @@ namespace mf {
 
 namespace {
 
-// The output is the broadcast of every input (each fused step's shape); the program must be valid
-// for this many inputs. first_is_ref: fused_assign, whose output is a view of input 1.
+// The program must be valid for this many inputs (fused_compile throws naming the step).
 void check_program(InferCtx& c) {
   const std::vector<int64_t>& prog = c.p.get_list("program");
   fused_compile(int(c.in.size()), int(prog.size()), prog.data());
 }
 
+// The output is the broadcast of every input (each fused step's shape).
 void fused_shape(InferCtx& c) {
   if (c.in.empty()) fail(c.name(), ": expected at least one input");
   check_program(c);
@@ -25,6 +25,7 @@ void fused_shape(InferCtx& c) {
   c.set_out(0, s);
 }
 
+// fused_assign: the output is a view of ref (input 1), which every other input broadcasts to.
 void fused_assign_shape(InferCtx& c) {
   if (c.in.empty()) fail(c.name(), ": expected the variable ref and the program's other inputs");
   check_program(c);
