@@ -34,9 +34,7 @@ void fused_assign_shape(InferCtx& c) {
   for (size_t i = 1; i < c.in.size(); ++i)
     if (broadcast_shapes(c.name(), s, c.in_shape(i), "ref", ("input " + std::to_string(i + 1)).c_str()) != s)
       fail(c.name(), ": input ", i + 1, " is ", shape_str(c.input(i)), "; it must broadcast to ref ", shape_str(s));
-  for (int d = 0; d < ref.ndim && ref.count > 0; ++d)
-    if (ref.strides[d] == 0 && ref.shape[d] > 1)
-      fail(c.name(), ": ref is an expanded view (stride 0 along dim ", d + 1, "); it cannot be written in place");
+  check_writable(c, ref, "ref");
   c.set_view(0, s, Shape(ref.strides, ref.strides + ref.ndim), 0);
 }
 

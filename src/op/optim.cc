@@ -24,10 +24,7 @@ void check_vars(InferCtx& c, size_t nstate, size_t noperand) {
     }
     if (shape_of(t) != shape_of(v))
       fail(c.name(), ": ", name, " is ", shape_str(t), "; it must have ", c.op.inputs_[0], "'s shape ", shape_str(v));
-    for (int d = 0; d < t.ndim && t.count > 0; ++d)
-      if (t.strides[d] == 0 && t.shape[d] > 1)
-        fail(c.name(), ": ", name, " is an expanded view (stride 0 along dim ", d + 1,
-             "); it cannot be written in place");
+    check_writable(c, t, name);
   }
   c.set_view(0, shape_of(v), Shape(v.strides, v.strides + v.ndim), 0);
 }

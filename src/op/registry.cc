@@ -103,4 +103,10 @@ void float_type(InferCtx& c) {
   for (auto& o : c.out) o.dtype_id = dt;
 }
 
+void check_writable(InferCtx& c, const mf_tensor& t, const std::string& name) {
+  for (int d = 0; d < t.ndim && t.count > 0; ++d)
+    if (t.strides[d] == 0 && t.shape[d] > 1)
+      fail(c.name(), ": ", name, " is an expanded view (stride 0 along dim ", d + 1, "); it cannot be written in place");
+}
+
 }  // namespace mf
