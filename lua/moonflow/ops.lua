@@ -14,7 +14,6 @@ return function(mf)
   local nout_buf = ffi.new('int[1]')
   local in_ptrs = ffi.new('const mf_tensor *[?]', 256)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = 1, 2, 4, 8
-  local UINT8 = 4
 
   -- counters behind mf.eager_stats(): shape inference + binding happens once per layout
   local stats = {calls = 0, binds = 0, factories = 0}
@@ -160,16 +159,28 @@ return function(mf)
       shapes = res
     end
     local dtype = nin > 0 and ins[1].dtype_id or 0
+    local device = nin > 0 and ins[1].device_id or 0
     local metas, alias = {}, {}
     for i, s in ipairs(shapes) do
+      if type(s) ~= 'table' then
+        raise(('%s: infer_shape gave output %d as a %s; expected a list of sizes'):format(op.name, i, type(s)))
+      end
+      if #s > 8 then raise(('%s: infer_shape gave output %d with %d dims; at most 8 are supported'):format(op.name, i, #s)) end
+      -- a complete contiguous header: executors size and plan outputs by count and strides
       local m = T()
-      m.ndim, m.dtype_id = #s, dtype
-      for d = 1, #s do
+      m.ndim, m.dtype_id, m.device_id, m.is_contig, m.offset = #s, dtype, device, 1, 0
+      local acc = 1
+      for d = #s, 1, -1 do
         if type(s[d]) ~= 'number' or s[d] < 0 or s[d] ~= math.floor(s[d]) then
           raise(('%s: infer_shape gave output %d size %s at dim %d; expected a non-negative integer'):format(op.name, i, tostring(s[d]), d))
         end
-        m.shape[d - 1] = s[d]
+        m.shape[d - 1], m.strides[d - 1] = s[d], acc
+        acc = acc * math.max(s[d], 1)
       end
+      local count = 1
+      for d = 1, #s do count = count * s[d] end
+      if count >= 2 ^ 53 then raise(('%s: infer_shape gave output %d with %.0f elements; too many'):format(op.name, i, count)) end
+      m.count = count
       metas[i], alias[i] = m, false
     end
     return metas, alias
@@ -310,11 +321,21 @@ return function(mf)
   end
 
   -- argument adapters: Lua call syntax -> (input tensors, params table) -----------------------
-  -- a number operand becomes a 0-dim tensor of its partner's dtype
+  -- Integer dtypes: [lo, hi) of the values a number converted into them must lie in.
+  local INT_RANGE = {[2] = {-2 ^ 31, 2 ^ 31, 'int32'}, [3] = {-2 ^ 63, 2 ^ 63, 'int64'}, [4] = {0, 256, 'uint8'}}
+  local FLOAT32 = 0
+  -- a number operand becomes a 0-dim tensor of like_dtype (chosen by number_operands below); one
+  -- that does not fit an integer dtype is an error, never a wrapped value
   local function as_tensor(v, like_dtype, op, i)
     if is_tensor(v) then return v end
     if type(v) == 'number' or type(v) == 'boolean' then
       if type(v) == 'boolean' then v = v and 1 or 0 end
+      local r = INT_RANGE[like_dtype]
+      if r and not (v % 1 == 0 and v >= r[1] and v < r[2]) then
+        raise(('%s: the number %s (input %d, %s) does not fit %s, the dtype of the other operands (%s..%s)')
+          :format(op.name, tostring(v), i, op.inputs[i] or op.inputs[1] or '?', r[3], ('%d'):format(r[1]),
+            ('%d'):format(r[2] - 1)))
+      end
       local t = mf._new_tensor({}, like_dtype)
       K.fill(t, v)
       return t
@@ -326,6 +347,41 @@ return function(mf)
   local function is_options(v) return type(v) == 'table' and not is_tensor(v) and not mf.is_symbol(v) end
   -- symbols (graph mode, lua/moonflow/graph.lua) are tables with the Symbol metatable
   local function is_sym(x) return type(x) == 'table' and mf.is_symbol(x) end
+
+  -- Lua numbers among an op's inputs, PyTorch's rule for Python scalars. A number takes the dtype
+  -- of the first tensor (or symbol) operand, passing over an input named cond (where's uint8
+  -- mask), or float32, the default dtype, when there is none. A number with a fractional part (or
+  -- NaN, inf) among integer operands makes the op compute in float32: those operands are cast to
+  -- float32 first (int64 {1, 2} + 0.5 is float32 {1.5, 2.5}; lt(int64 1, 1.5) is true). Tensors
+  -- of different dtypes are left to the op's type rule (an error naming both).
+  -- Converts ins[1..nin] in place and returns it.
+  local function number_operands(op, ins, nin)
+    local like, frac
+    for i = 1, nin do
+      local x = ins[i]
+      if type(x) == 'number' then
+        if x % 1 ~= 0 then frac = true end  -- NaN and inf too: x % 1 is NaN
+      elseif like == nil and op.inputs[i] ~= 'cond' and (is_tensor(x) or is_sym(x)) then
+        like = x.dtype_id
+      end
+    end
+    like = like or FLOAT32
+    if frac and INT_RANGE[like] then
+      like = FLOAT32
+      for i = 1, nin do
+        local x = ins[i]
+        if op.inputs[i] ~= 'cond' and (is_tensor(x) or is_sym(x)) and INT_RANGE[x.dtype_id] then
+          ins[i] = mf.cast(x, 'float32')
+        end
+      end
+    end
+    for i = 1, nin do
+      local x = ins[i]
+      if not is_tensor(x) and not is_sym(x) then ins[i] = as_tensor(x, like, op, i) end
+    end
+    return ins
+  end
+  mf._number_operands = number_operands  -- graph mode (graph.lua) converts numbers the same way
 
   -- Default adapter: inputs first, then params positionally in declared order, then an optional
   -- table of named params.
@@ -449,8 +505,15 @@ return function(mf)
         if extra ~= nil then raise(op.name .. ': takes 2 inputs and no params') end
         local ta, tb = is_tensor(a), is_tensor(b)
         if (not ta and is_sym(a)) or (not tb and is_sym(b)) then return mf._graph_call(op, {a, b}, 2, nil) end
-        if not ta then a = as_tensor(a, tb and b.dtype_id or 0, op, 1) end
-        if not tb then b = as_tensor(b, a.dtype_id, op, 2) end
+        if not tb and ta and not INT_RANGE[a.dtype_id] then  -- float tensor and number: its dtype
+          b = as_tensor(b, a.dtype_id, op, 2)
+        elseif not ta and tb and not INT_RANGE[b.dtype_id] then
+          a = as_tensor(a, b.dtype_id, op, 1)
+        elseif not (ta and tb) then
+          pair[1], pair[2] = a, b
+          number_operands(op, pair, 2)
+          a, b = pair[1], pair[2]
+        end
         pair[1], pair[2] = a, b
         local r = call(op, pair, 2, nil)
         pair[1], pair[2] = nil, nil
@@ -477,18 +540,12 @@ return function(mf)
         for i = 1, nin do
           if is_sym(ins[i]) then return mf._graph_call(op, ins, nin, ptable) end
         end
-        -- a number takes the dtype of the first tensor input, passing over uint8 masks (where's cond)
-        local like
-        for i = 1, nin do
-          if is_tensor(ins[i]) and (like == nil or like == UINT8) then like = ins[i].dtype_id end
-        end
-        like = like or 0
         for i = 1, nin do
           if ins[i] == nil then
             raise(('%s: input %d (%s) is missing'):format(op.name, i, op.inputs[i] or op.inputs[1]))
           end
-          ins[i] = as_tensor(ins[i], like, op, i)
         end
+        number_operands(op, ins, nin)  -- numbers become tensors of the operands' dtype
         return call(op, ins, nin, ptable)
       end
     end
