@@ -115,7 +115,12 @@ return function(mf)
   function ImageDataset.__tostring(p)
     return ('%s: %d images of %dx%d, labels 1..10'):format(p.name, p._n, p._h, p._w)
   end
+  local function check_self(self, call)
+    if type(self) ~= 'userdata' or self._n == nil then raise(('%s (with a colon)'):format(call)) end
+  end
+
   function ImageDataset:get(i)
+    check_self(self, 'get: call it as ds:get(i)')
     check_index(i, self._n, self.name .. ':get')
     local img = mf.div(mf.cast(mf.narrow(self._images, 1, i, 1), 'float32'), 255)
     return img, self._labels:get(i)
@@ -152,6 +157,7 @@ return function(mf)
       p._targets and ', targets ' .. p._targets:shape_str() or '')
   end
   function TensorDataset:get(i)
+    check_self(self, 'get: call it as ds:get(i)')
     check_index(i, self._n, 'TensorDataset:get')
     local x = mf.select(self._inputs, 1, i)
     local y = self._targets
@@ -183,27 +189,16 @@ return function(mf)
   end
 
   -- loaders --------------------------------------------------------------------------------------
-  local LOADER_OPTS = {batch = true, shuffle = true, drop_last = true, seed = true}
+  local O = require 'moonflow.options'
+  local LOADER_OPTS = {batch = O.posint, shuffle = 'boolean', drop_last = 'boolean',
+                       seed = {type = 'integer', min = 0, lt = 2 ^ 53},
+                       _hints = {batch_size = 'batch', bs = 'batch', random_state = 'seed'}}
 
   -- ds:loader{batch = 64, shuffle = true, drop_last = false, seed = 0}
   function Dataset:loader(opts)
-    if opts == nil then opts = {} end
-    if type(opts) ~= 'table' then raise(('loader: expected a table of options, got a %s'):format(type(opts))) end
-    for k in pairs(opts) do
-      if not LOADER_OPTS[k] then
-        raise(("loader: unknown option '%s'; expected batch, shuffle, drop_last, seed"):format(tostring(k)))
-      end
-    end
+    check_self(self, 'loader: call it as ds:loader{batch = ...}')
+    opts = O.check('loader', opts, LOADER_OPTS)
     local batch, seed = opts.batch or 1, opts.seed or 0
-    if not is_posint(batch) then raise(('loader: batch must be a positive integer, got %s'):format(tostring(batch))) end
-    if type(seed) ~= 'number' or seed ~= math.floor(seed) or seed < 0 or seed >= 2 ^ 53 then
-      raise(('loader: seed must be a non-negative integer, got %s'):format(tostring(seed)))
-    end
-    for _, k in ipairs{'shuffle', 'drop_last'} do
-      if opts[k] ~= nil and type(opts[k]) ~= 'boolean' then
-        raise(('loader: %s must be a boolean, got a %s'):format(k, type(opts[k])))
-      end
-    end
     return object(Loader, {dataset = self, batch = batch, shuffle = opts.shuffle == true,
                            drop_last = opts.drop_last == true, seed = seed, epoch = 1, _n = #self})
   end
@@ -245,6 +240,7 @@ return function(mf)
 
   -- for bx, by in loader:iter() do ... end: one epoch; each call advances the epoch counter
   function Loader:iter()
+    if type(self) ~= 'userdata' or self.batch == nil then raise('iter: call it as loader:iter() (with a colon)') end
     local epoch = self.epoch
     self.epoch = epoch + 1
     local ds, order, nb, b, n = self.dataset, self:_order(epoch), #self, self.batch, self._n
@@ -259,6 +255,7 @@ return function(mf)
 
   -- the epoch the next iter() runs (1-based); set it when resuming to get that epoch's order
   function Loader:set_epoch(e)
+    if type(self) ~= 'userdata' or self.batch == nil then raise('set_epoch: call it as loader:set_epoch(n) (with a colon)') end
     if not is_posint(e) then raise(('set_epoch: epoch must be a positive integer, got %s'):format(tostring(e))) end
     self.epoch = e
   end

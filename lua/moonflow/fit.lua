@@ -5,6 +5,7 @@ local ffi = require 'ffi'
 
 return function(mf)
   local raise = mf._raise
+  local O = require 'moonflow.options'
   ffi.cdef 'int isatty(int fd);'
 
   -- loaders are userdata (so # works on them) with iter/set_epoch methods
@@ -50,8 +51,10 @@ return function(mf)
 
   -- mf.evaluate(model, loader[, loss]) -> {loss = mean loss, accuracy = fraction (classification), n}
   function mf.evaluate(model, loader, loss)
+    if type(model) ~= 'table' or not model._is_module then raise(('evaluate(model, loader[, loss]): model is %s; expected an nn module'):format(O.show(model))) end
+    if not is_loader(loader) then raise(('evaluate(model, loader[, loss]): loader is %s; expected a data loader (ds:loader{batch = 1000})'):format(O.show(loader))) end
+    if loss ~= nil and (type(loss) ~= 'table' or not loss._is_module) then raise('evaluate: loss must be an nn criterion, e.g. mf.nn.CrossEntropyLoss()') end
     loss = loss or mf.nn.CrossEntropyLoss()
-    if not is_loader(loader) then raise('evaluate: expected a data loader') end
     local total, correct, n, eg = 0, 0, 0, nil
     for bx, by in loader:iter() do
       if not eg then
@@ -77,23 +80,37 @@ return function(mf)
     return ('%.1fs'):format(s)
   end
 
+  local FIT_ARGS = {model = 'table', loss = 'table', optimizer = 'table', data = 'any', epochs = O.posint,
+    validate = 'any', on_epoch = 'callable', on_step = 'callable', log = 'string', scheduler = 'table',
+    start_epoch = O.posint, quiet = 'boolean', max_steps = O.posint, history = 'table',
+    _hints = {criterion = 'loss', optim = 'optimizer', opt = 'optimizer', loader = 'data', train = 'data',
+              val = 'validate', validation = 'validate', epoch = 'epochs', n_epochs = 'epochs', verbose = 'quiet'}, _noun = 'argument'}
+
   -- mf.fit{model =, loss =, optimizer =, data = loader, epochs = 1, validate = loader,
   --        on_epoch = f(epoch, record, history), on_step = f(step, loss), log = 'history.csv',
   --        scheduler = s, start_epoch = 1, quiet = false, max_steps = n} -> history
   function mf.fit(args)
-    if type(args) ~= 'table' then raise('fit: expected a table of arguments') end
-    local known = {model = 1, loss = 1, optimizer = 1, data = 1, epochs = 1, validate = 1, on_epoch = 1, on_step = 1,
-                   log = 1, scheduler = 1, start_epoch = 1, quiet = 1, max_steps = 1}
-    for k in pairs(args) do if not known[k] then raise(("fit: unknown argument '%s'"):format(tostring(k))) end end
+    if type(args) ~= 'table' then raise(('fit: expected a table of arguments {model =, loss =, optimizer =, data =}, got %s'):format(O.show(args))) end
+    O.check('fit', args, FIT_ARGS)
     local model, loss, opt, data = args.model, args.loss, args.optimizer, args.data
-    if type(model) ~= 'table' or not model._is_module then raise('fit: model must be an nn module') end
+    if type(model) ~= 'table' or not model._is_module then raise(('fit: model is %s; expected an nn module'):format(O.show(model))) end
     if type(loss) ~= 'table' or not loss._is_module then raise('fit: loss must be an nn criterion, e.g. mf.nn.CrossEntropyLoss()') end
-    if type(opt) ~= 'table' or not opt.minimize then raise('fit: optimizer must be an mf.optim optimizer') end
+    if type(opt) ~= 'table' or not opt.minimize then raise('fit: optimizer must be an mf.optim optimizer, e.g. mf.optim.SGD(model:parameters(), 0.1)') end
     if not is_loader(data) then raise('fit: data must be a loader (ds:loader{batch = 64})') end
     if args.validate ~= nil and not is_loader(args.validate) then raise('fit: validate must be a loader') end
+    if args.scheduler ~= nil and (type(args.scheduler) ~= 'table' or type(args.scheduler.step) ~= 'function') then
+      raise('fit: scheduler must be an mf.optim scheduler (StepLR, CosineAnnealingLR)')
+    end
+    if args.start_epoch and args.start_epoch > (args.epochs or 1) + 1 then
+      raise(('fit: start_epoch %d is after the last epoch (epochs = %d)'):format(args.start_epoch, args.epochs or 1))
+    end
     local epochs, first = args.epochs or 1, args.start_epoch or 1
     local tty = ffi.C.isatty(1) == 1 and not args.quiet
-    local csv = args.log and assert(io.open(args.log, first > 1 and 'a' or 'w'))
+    local csv, csv_err
+    if args.log then
+      csv, csv_err = io.open(args.log, first > 1 and 'a' or 'w')
+      if not csv then raise(('fit: cannot open the log file: %s'):format(tostring(csv_err))) end
+    end
     if csv and first == 1 then csv:write('epoch,loss,val_loss,val_accuracy,seconds\n') end
     local train, history = nil, args.history or {}
     local steps_done = 0
@@ -160,7 +177,9 @@ return function(mf)
   -- Training checkpoints: model and optimizer tensors plus epoch, RNG state and learning rate,
   -- in one safetensors file; loading restores them all so a resumed run repeats the same losses.
   function mf.save_checkpoint(path, c)
+    if type(path) ~= 'string' then raise(('save_checkpoint(path, {model =, ...}): path is %s; expected a string'):format(O.show(path))) end
     if type(c) ~= 'table' or not c.model then raise('save_checkpoint: expected {model =, optimizer =, epoch =}') end
+    O.check('save_checkpoint', c, {model = 'table', optimizer = 'table', scheduler = 'table', epoch = O.nonneg_int})
     local tensors = {}
     for k, t in pairs(c.model:state_dict()) do tensors['model.' .. k] = t end
     if c.optimizer then for k, t in pairs(c.optimizer:state_dict()) do tensors['optimizer.' .. k] = t end end
@@ -172,7 +191,9 @@ return function(mf)
 
   -- Restores into {model =, optimizer =, scheduler =} and returns the saved epoch.
   function mf.load_checkpoint(path, c)
+    if type(path) ~= 'string' then raise(('load_checkpoint(path, {model =, ...}): path is %s; expected a string'):format(O.show(path))) end
     if type(c) ~= 'table' or not c.model then raise('load_checkpoint: expected {model =, optimizer =}') end
+    O.check('load_checkpoint', c, {model = 'table', optimizer = 'table', scheduler = 'table'})
     local tensors, meta = mf.load(path)
     local msd, osd = {}, {}
     for k, t in pairs(tensors) do

@@ -6,15 +6,76 @@ return function(mf)
   local raise, is_tensor, is_symbol = mf._raise, mf.is_tensor, mf.is_symbol
   local nn = mf.nn
 
-  -- parameters ----------------------------------------------------------------------------------
-  local Parameter = {}
-  Parameter.__index = Parameter
+  local O = require 'moonflow.options'
+
+  -- parameters and buffers ------------------------------------------------------------------------
+  -- A holder keeps a tensor in .data and, per graph, the Variable bound to it. Assigning .data
+  -- rebinds: eager code and every graph the holder is bound into then use the new tensor (graph
+  -- shapes are fixed when built, so there the new tensor must match the old shape and dtype).
+  local function shape_of(x)
+    if is_symbol(x) then return mf._shape_text(x.shape) end
+    if is_tensor(x) then return x:shape_str() end
+    return 'a ' .. type(x)
+  end
+
+  local function rebind(h, t, what)
+    if not is_tensor(t) then
+      raise(('%s.data = value: value is %s; expected a tensor'):format(what, mf.is_symbol(t) and 'a symbol' or 'a ' .. type(t)))
+    end
+    for g, v in pairs(h.vars) do
+      local info = g.nodes[v.node]
+      local same = t.ndim == #info.shape and t.dtype_id == info.dtype
+      for d = 1, same and #info.shape or 0 do same = same and tonumber(t.shape[d - 1]) == info.shape[d] end
+      if not same then
+        raise(('%s.data = t: t is %s %s but the %s is bound into a graph as %s %s (graph shapes are fixed when '
+          .. 'the graph is built); copy values with .data:copy(t), or build a new graph'):format(what, t:shape_str(),
+          t:dtype(), what:lower(), mf._shape_text(info.shape), mf._DTYPE_NAME[info.dtype]))
+      end
+      if not t:is_contiguous() then
+        raise(('%s.data = t: t (%s) is a non-contiguous view; a graph-bound %s needs its own dense tensor: use t:contiguous()'):format(
+          what, t:shape_str(), what:lower()))
+      end
+    end
+    for g, v in pairs(h.vars) do
+      g.nodes[v.node].bound = t
+      g.version = g.version + 1   -- sessions rebind their executors to the new storage
+    end
+    rawset(h, '_data', t)
+  end
+
+  local function holder_class(what, methods)
+    methods = methods or {}
+    local mt = {}
+    mt.__index = function(h, k)
+      if k == 'data' then return rawget(h, '_data') end
+      return methods[k]
+    end
+    mt.__newindex = function(h, k, v)
+      if k == 'data' then return rebind(h, v, what) end
+      if k == 'grad' and v ~= nil and not is_tensor(v) then
+        raise(('%s.grad = value: value is a %s; expected a tensor or nil'):format(what, type(v)))
+      end
+      rawset(h, k, v)
+    end
+    local function new(t)
+      local h = setmetatable({vars = setmetatable({}, {__mode = 'k'})}, mt)
+      rawset(h, '_data', t)
+      return h
+    end
+    return mt, new
+  end
+
+  local Parameter, new_parameter = holder_class('Parameter')
   Parameter.__tostring = function(p) return ('Parameter(%s, %s)'):format(p.data:shape_str(), p.data:dtype()) end
   function nn.Parameter(t)
-    if not is_tensor(t) then raise('Parameter: expected a tensor') end
-    return setmetatable({data = t, grad = nil, vars = setmetatable({}, {__mode = 'k'})}, Parameter)
+    if not is_tensor(t) then raise(('Parameter: expected a tensor, got %s'):format(shape_of(t))) end
+    return new_parameter(t)
   end
   function nn.is_parameter(x) return getmetatable(x) == Parameter end
+  local Buffer, new_buffer = holder_class('Buffer')
+  Buffer.__tostring = function(b) return ('Buffer(%s, %s)'):format(b.data:shape_str(), b.data:dtype()) end
+  -- a rebindable tensor holder (optimizer state, learning rates)
+  nn._holder = new_buffer
 
   -- The Variable standing for t in graph g (one per graph), bound to t's storage.
   local function bound_variable(holder, g, name, trainable)
@@ -45,9 +106,24 @@ return function(mf)
   end
 
   local function instance_newindex(self, k, v)
-    if type(v) == 'table' and v._is_module then self:add(k, v)
-    elseif nn.is_parameter(v) then self:register_parameter(k, v)
-    else rawset(self, k, v) end
+    if type(v) == 'table' and v._is_module then return self:add(k, v) end
+    if nn.is_parameter(v) then return self:register_parameter(k, v) end
+    local params, buffers, children = rawget(self, '_params'), rawget(self, '_buffers'), rawget(self, '_children')
+    if params and params[k] then
+      -- PyTorch refuses a plain tensor here too: the module would silently keep the old parameter
+      raise(("%s: cannot assign %s to parameter '%s'; assign values with m.%s.data:copy(t), rebind with "
+        .. 'm.%s.data = t, or assign an nn.Parameter'):format(self.__name, is_tensor(v) and ('a ' .. v:shape_str() .. ' tensor')
+        or shape_of(v), tostring(k), tostring(k), tostring(k)))
+    end
+    if buffers and buffers[k] then
+      if not is_tensor(v) then raise(("%s: buffer '%s' must be a tensor, got %s"):format(self.__name, tostring(k), shape_of(v))) end
+      buffers[k].data = v
+      return
+    end
+    if children and children[k] then
+      raise(("%s: cannot replace child module '%s' with %s; expected a module"):format(self.__name, tostring(k), shape_of(v)))
+    end
+    rawset(self, k, v)
   end
 
   -- mf.nn.Module(name): a new module class; instances come from Class(...), which calls __init.
@@ -66,22 +142,37 @@ return function(mf)
     return cls
   end
 
+  local function check_name(self, what, name)
+    if type(name) == 'number' and name == math.floor(name) then return tostring(name) end
+    if type(name) ~= 'string' or name == '' or name:find('.', 1, true) then
+      raise(("%s: %s: the name must be a non-empty string without '.', got %s"):format(self.__name, what, O.show(name)))
+    end
+    return name
+  end
+
   function Module:add(name, m)
-    if type(m) ~= 'table' or not m._is_module then raise(('%s: add(%s): expected a module'):format(self.__name, tostring(name))) end
-    name = tostring(name)
+    if type(m) ~= 'table' or not m._is_module then raise(('%s: add(%s): expected a module, got %s'):format(self.__name, tostring(name), shape_of(m))) end
+    name = check_name(self, 'add', name)
     if not self._children[name] then self._child_order[#self._child_order + 1] = name end
     self._children[name] = m
     return self
   end
   function Module:register_parameter(name, p)
+    name = check_name(self, 'register_parameter', name)
     if is_tensor(p) then p = nn.Parameter(p) end
+    if not nn.is_parameter(p) then
+      raise(("%s: register_parameter('%s'): expected a tensor or an nn.Parameter, got %s"):format(self.__name, name, shape_of(p)))
+    end
     if not self._params[name] then self._param_order[#self._param_order + 1] = name end
     self._params[name] = p
     return p
   end
   function Module:register_buffer(name, t)
-    if not self._buffers[name] then self._buffer_order[#self._buffer_order + 1] = name end
-    self._buffers[name] = {data = t, vars = setmetatable({}, {__mode = 'k'})}
+    name = check_name(self, 'register_buffer', name)
+    if not is_tensor(t) then raise(("%s: register_buffer('%s'): expected a tensor, got %s"):format(self.__name, name, shape_of(t))) end
+    if self._buffers[name] then self._buffers[name].data = t return t end
+    self._buffer_order[#self._buffer_order + 1] = name
+    self._buffers[name] = new_buffer(t)
     return t
   end
 
@@ -93,55 +184,101 @@ return function(mf)
     return p.data
   end
 
-  function Module:named_parameters(prefix, out)
-    out, prefix = out or {}, prefix or ''
-    for _, n in ipairs(self._param_order) do out[#out + 1] = {prefix .. n, self._params[n]} end
-    for _, c in ipairs(self._child_order) do self._children[c]:named_parameters(prefix .. c .. '.', out) end
+  -- Every {name, holder} of parameters (kind '_params') or buffers ('_buffers'), in registration
+  -- order; with all = true a holder reached through several names (a module used twice) is listed
+  -- under each, else once, under its first name (as PyTorch).
+  local function named(self, kind, order, all)
+    local out, seen, seen_mod = {}, {}, {}
+    local function walk(m, prefix)
+      if not all then
+        if seen_mod[m] then return end
+        seen_mod[m] = true
+      end
+      for _, n in ipairs(m[order]) do
+        local h = m[kind][n]
+        if all or not seen[h] then
+          seen[h] = true
+          out[#out + 1] = {prefix .. n, h}
+        end
+      end
+      for _, c in ipairs(m._child_order) do walk(m._children[c], prefix .. c .. '.') end
+    end
+    walk(self, '')
     return out
   end
+
+  function Module:named_parameters() return named(self, '_params', '_param_order', false) end
   function Module:parameters()
     local out = {}
     for i, np in ipairs(self:named_parameters()) do out[i] = np[2] end
     return out
   end
-  function Module:named_buffers(prefix, out)
-    out, prefix = out or {}, prefix or ''
-    for _, n in ipairs(self._buffer_order) do out[#out + 1] = {prefix .. n, self._buffers[n]} end
-    for _, c in ipairs(self._child_order) do self._children[c]:named_buffers(prefix .. c .. '.', out) end
-    return out
-  end
+  function Module:named_buffers() return named(self, '_buffers', '_buffer_order', false) end
 
-  -- {name = tensor} of every parameter and buffer (the live tensors)
+  -- {name = tensor} of every parameter and buffer (the live tensors). A module used twice appears
+  -- under each of its names (as PyTorch); load_state_dict requires those entries to agree.
   function Module:state_dict()
     local sd = {}
-    for _, np in ipairs(self:named_parameters()) do sd[np[1]] = np[2].data end
-    for _, nb in ipairs(self:named_buffers()) do sd[nb[1]] = nb[2].data end
+    for _, np in ipairs(named(self, '_params', '_param_order', true)) do sd[np[1]] = np[2].data end
+    for _, nb in ipairs(named(self, '_buffers', '_buffer_order', true)) do sd[nb[1]] = nb[2].data end
     return sd
   end
 
-  -- Copies values in place (bound Variables stay valid); missing or extra keys and shape or dtype
-  -- mismatches are errors that list every offender.
-  function Module:load_state_dict(sd)
-    if type(sd) ~= 'table' then raise('load_state_dict: expected a table name -> tensor') end
-    local mine = self:state_dict()
+  local function same_values(a, b)
+    local d = mf.ne(a, b)
+    return d:numel() == 0 or d:max():item() == 0
+  end
+
+  local function entry_text(v)
+    if is_tensor(v) then return v:shape_str() .. ' ' .. v:dtype() end
+    return 'a ' .. type(v)
+  end
+
+  -- Copies values in place (bound Variables stay valid). Checked before anything is written: missing
+  -- and unexpected keys (unless {strict = false}), the shape and dtype of every tensor, and that
+  -- names of one shared tensor carry equal values. Returns self and {missing = {...}, unexpected = {...}}.
+  function Module:load_state_dict(sd, opts)
+    local what = ('%s:load_state_dict'):format(self.__name)
+    if type(sd) ~= 'table' then raise(('%s: expected a table name -> tensor, got %s'):format(what, shape_of(sd))) end
+    opts = O.check(what, opts, {strict = 'boolean'})
+    local strict = opts.strict ~= false
+    local entries = {}
+    for _, np in ipairs(named(self, '_params', '_param_order', true)) do entries[#entries + 1] = np end
+    for _, nb in ipairs(named(self, '_buffers', '_buffer_order', true)) do entries[#entries + 1] = nb end
+    local mine = {}
+    for _, e in ipairs(entries) do mine[e[1]] = e[2] end
     local missing, extra, bad = {}, {}, {}
-    for k in pairs(mine) do if sd[k] == nil then missing[#missing + 1] = k end end
+    for _, e in ipairs(entries) do if sd[e[1]] == nil then missing[#missing + 1] = e[1] end end
     for k in pairs(sd) do if mine[k] == nil then extra[#extra + 1] = tostring(k) end end
-    for k, t in pairs(mine) do
-      local v = sd[k]
-      if v ~= nil and (not is_tensor(v) or v:shape_str() ~= t:shape_str() or v:dtype() ~= t:dtype()) then
-        bad[#bad + 1] = ('%s (have %s %s, got %s)'):format(k, t:shape_str(), t:dtype(),
-          is_tensor(v) and (v:shape_str() .. ' ' .. v:dtype()) or type(v))
+    local first_of = {}   -- holder -> first name with a value, to compare aliases
+    for _, e in ipairs(entries) do
+      local k, t, v = e[1], e[2].data, sd[e[1]]
+      if v ~= nil then
+        if not is_tensor(v) or v:shape_str() ~= t:shape_str() or v:dtype() ~= t:dtype() then
+          bad[#bad + 1] = ('%s (have %s %s, got %s)'):format(k, t:shape_str(), t:dtype(), entry_text(v))
+        else
+          local f = first_of[e[2]]
+          if f == nil then first_of[e[2]] = k
+          elseif not rawequal(sd[f], v) and not same_values(sd[f], v) then
+            bad[#bad + 1] = ('%s and %s name one shared tensor but hold different values'):format(f, k)
+          end
+        end
       end
     end
     table.sort(missing); table.sort(extra); table.sort(bad)
     local msgs = {}
-    if #missing > 0 then msgs[#msgs + 1] = 'missing keys: ' .. table.concat(missing, ', ') end
-    if #extra > 0 then msgs[#msgs + 1] = 'unexpected keys: ' .. table.concat(extra, ', ') end
+    if strict and #missing > 0 then msgs[#msgs + 1] = 'missing keys: ' .. table.concat(missing, ', ') end
+    if strict and #extra > 0 then msgs[#msgs + 1] = 'unexpected keys: ' .. table.concat(extra, ', ') end
     if #bad > 0 then msgs[#msgs + 1] = 'mismatched: ' .. table.concat(bad, '; ') end
-    if #msgs > 0 then raise(('load_state_dict (%s): %s'):format(self.__name, table.concat(msgs, '; '))) end
-    for k, t in pairs(mine) do mf.kernels.copy(t, sd[k]) end
-    return self
+    if #msgs > 0 then
+      raise(('%s: %s%s'):format(what, table.concat(msgs, '; '),
+        strict and (#missing > 0 or #extra > 0) and ' (pass {strict = false} to load the keys that match)' or ''))
+    end
+    for _, e in ipairs(entries) do
+      local v = sd[e[1]]
+      if v ~= nil and v ~= e[2].data then mf.kernels.copy(e[2].data, v) end
+    end
+    return self, {missing = missing, unexpected = extra}
   end
 
   function Module:save(path) mf.save(path, self:state_dict()) end
@@ -191,9 +328,28 @@ return function(mf)
 
   -- size of dim d of x, or nil when a symbol does not know it yet
   local function size_of(x, d) return x:size(d) end
+  local function label(self)
+    local r = self:extra_repr()
+    return self.__name .. (r ~= '' and ('(' .. r .. ')') or '')
+  end
   local function fail_input(self, x, want)
-    raise(('%s: input is %s; expected %s'):format(self:describe(''):match('^[^\n]*'):gsub('  .*$', ''),
-      is_symbol(x) and mf._shape_text(x.shape) or x:shape_str(), want))
+    raise(('%s: input is %s; expected %s'):format(label(self), shape_of(x), want))
+  end
+  -- x must be a tensor or a symbol (a Lua table of numbers is a common slip)
+  local function check_x(self, x, want, which)
+    if is_tensor(x) or is_symbol(x) then return x end
+    local got = type(x) == 'table' and (x._is_module and 'a module' or 'a Lua table (wrap data with mf.tensor{...})')
+      or ('a ' .. type(x))
+    raise(('%s: %s is %s; expected a tensor or a symbol%s'):format(label(self), which or 'input', got,
+      want and (' of shape ' .. want) or ''))
+  end
+
+  -- constructor arguments
+  local function size_arg(what, name, v) return O.value(what, name, v, O.posint) end
+  local function no_args(name, ...)
+    if select('#', ...) > 0 then
+      raise(('nn.%s takes no arguments, got %d (first: %s)'):format(name, select('#', ...), O.show((...))))
+    end
   end
 
   -- init: PyTorch's defaults (kaiming_uniform with a = sqrt(5) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)))
@@ -205,37 +361,56 @@ return function(mf)
   local Linear = nn.Module('Linear')
   nn.Linear = Linear
   function Linear:__init(n_in, n_out, opts)
-    if type(n_in) ~= 'number' or type(n_out) ~= 'number' or n_in < 1 or n_out < 1 then
-      raise('Linear(in, out): sizes must be positive integers')
-    end
+    size_arg('nn.Linear(in, out)', 'in', n_in)
+    size_arg('nn.Linear(in, out)', 'out', n_out)
+    opts = O.check('nn.Linear', opts, {bias = 'boolean'})
     self.n_in, self.n_out = n_in, n_out
     local bound = 1 / math.sqrt(n_in)
     self:register_parameter('weight', uniform({n_out, n_in}, bound))
-    if not (opts and opts.bias == false) then self:register_parameter('bias', uniform({n_out}, bound)) end
+    if opts.bias ~= false then self:register_parameter('bias', uniform({n_out}, bound)) end
   end
   function Linear:extra_repr() return ('%d -> %d'):format(self.n_in, self.n_out) end
   function Linear:forward(x)
-    local last = x:dim() and size_of(x, -1)
-    if last ~= nil and last ~= self.n_in then fail_input(self, x, ('...x%d'):format(self.n_in)) end
+    check_x(self, x, ('... x %d'):format(self.n_in))
+    local n = x:dim()
+    local last = n and n > 0 and size_of(x, -1)
+    if n == 0 or (last ~= nil and last ~= self.n_in) then fail_input(self, x, ('... x %d (the last dim is the features)'):format(self.n_in)) end
+    local vec = n == 1
+    if vec then x = mf.reshape(x, 1, self.n_in) end   -- a single sample, as PyTorch allows
     local y = mf.matmul(x, self:value('weight', x), false, true)
     if self._params.bias then y = y + self:value('bias', x) end
+    if vec then y = mf.reshape(y, self.n_out) end
     return y
   end
 
   local function pair(v, what, name)
-    if type(v) == 'number' then return {v, v} end
-    if type(v) == 'table' and #v == 2 then return v end
-    raise(('%s: %s must be a number or a pair'):format(name, what))
+    if type(v) == 'number' then v = {v, v} end
+    if type(v) ~= 'table' or #v ~= 2 or type(v[1]) ~= 'number' or type(v[2]) ~= 'number' then
+      raise(('%s: %s is %s; expected a number or a pair {h, w}'):format(name, what, O.show(v)))
+    end
+    return v
+  end
+  local function int_pair(v, what, name, min)
+    v = pair(v, what, name)
+    for i = 1, 2 do
+      if v[i] ~= math.floor(v[i]) or v[i] < min then
+        raise(('%s: %s is %s; expected integers >= %d'):format(name, what, O.show(v), min))
+      end
+    end
+    return v
   end
 
   local Conv2d = nn.Module('Conv2d')
   nn.Conv2d = Conv2d
   function Conv2d:__init(c_in, c_out, k, opts)
-    opts = opts or {}
-    self.c_in, self.c_out, self.k = c_in, c_out, pair(k, 'kernel_size', 'Conv2d')
-    self.stride, self.padding, self.dilation = pair(opts.stride or 1, 'stride', 'Conv2d'),
-      pair(opts.padding or 0, 'padding', 'Conv2d'), pair(opts.dilation or 1, 'dilation', 'Conv2d')
-    if (opts.groups or 1) ~= 1 then raise('Conv2d: only groups = 1 is supported') end
+    local what = 'nn.Conv2d(in, out, k)'
+    size_arg(what, 'in', c_in)
+    size_arg(what, 'out', c_out)
+    opts = O.check('nn.Conv2d', opts, {stride = 'any', padding = 'any', dilation = 'any', groups = 'integer', bias = 'boolean'})
+    self.c_in, self.c_out, self.k = c_in, c_out, int_pair(k, 'kernel_size', 'nn.Conv2d', 1)
+    self.stride, self.padding, self.dilation = int_pair(opts.stride or 1, 'stride', 'nn.Conv2d', 1),
+      int_pair(opts.padding or 0, 'padding', 'nn.Conv2d', 0), int_pair(opts.dilation or 1, 'dilation', 'nn.Conv2d', 1)
+    if (opts.groups or 1) ~= 1 then raise('nn.Conv2d: only groups = 1 is supported') end
     local bound = 1 / math.sqrt(c_in * self.k[1] * self.k[2])
     self:register_parameter('weight', uniform({c_out, c_in, self.k[1], self.k[2]}, bound))
     if opts.bias ~= false then self:register_parameter('bias', uniform({c_out}, bound)) end
@@ -244,6 +419,7 @@ return function(mf)
     return ('%d -> %d, %dx%d, stride %d'):format(self.c_in, self.c_out, self.k[1], self.k[2], self.stride[1])
   end
   function Conv2d:forward(x)
+    check_x(self, x, ('N x %d x H x W'):format(self.c_in))
     if x:dim() ~= nil and (x:dim() ~= 4 or (size_of(x, 2) and size_of(x, 2) ~= self.c_in)) then
       fail_input(self, x, ('N x %d x H x W'):format(self.c_in))
     end
@@ -254,15 +430,18 @@ return function(mf)
 
   local function pool_class(name, op, extra)
     local cls = nn.Module(name)
+    local spec = {stride = 'any', padding = 'any'}
+    if extra then spec.count_include_pad = 'boolean' end
     function cls:__init(k, opts)
-      opts = opts or {}
-      self.k = pair(k, 'kernel_size', name)
-      self.stride = opts.stride and pair(opts.stride, 'stride', name) or self.k
-      self.padding = pair(opts.padding or 0, 'padding', name)
+      opts = O.check('nn.' .. name, opts, spec)
+      self.k = int_pair(k, 'kernel_size', 'nn.' .. name, 1)
+      self.stride = opts.stride and int_pair(opts.stride, 'stride', 'nn.' .. name, 1) or self.k
+      self.padding = int_pair(opts.padding or 0, 'padding', 'nn.' .. name, 0)
       self.opts = opts
     end
     function cls:extra_repr() return ('%dx%d, stride %d'):format(self.k[1], self.k[2], self.stride[1]) end
     function cls:forward(x)
+      check_x(self, x, 'N x C x H x W')
       if x:dim() ~= nil and x:dim() ~= 4 then fail_input(self, x, 'N x C x H x W') end
       local p = {kernel_size = self.k, stride = self.stride, padding = self.padding}
       if extra then extra(self, p) end
@@ -277,32 +456,58 @@ return function(mf)
 
   local Adaptive = nn.Module('AdaptiveAvgPool2d')
   nn.AdaptiveAvgPool2d = Adaptive
-  function Adaptive:__init(out) self.out = pair(out, 'output_size', 'AdaptiveAvgPool2d') end
+  function Adaptive:__init(out) self.out = int_pair(out, 'output_size', 'nn.AdaptiveAvgPool2d', 1) end
   function Adaptive:extra_repr() return ('%dx%d'):format(self.out[1], self.out[2]) end
-  function Adaptive:forward(x) return mf.adaptive_avg_pool2d(x, {output_size = self.out}) end
+  function Adaptive:forward(x)
+    check_x(self, x, 'N x C x H x W')
+    if x:dim() ~= nil and x:dim() ~= 4 then fail_input(self, x, 'N x C x H x W') end
+    return mf.adaptive_avg_pool2d(x, {output_size = self.out})
+  end
 
-  -- activations
-  local function activation(name, fn, repr)
+  -- activations: check(a) validates the one optional argument (nil: none allowed)
+  local function activation(name, fn, check, repr)
     local cls = nn.Module(name)
-    function cls:__init(a) self.a = a end
-    function cls:forward(x) return fn(self, x) end
+    function cls:__init(...)
+      if check then self.a = check(...) else no_args(name, ...) end
+    end
+    function cls:forward(x)
+      check_x(self, x)
+      return fn(self, x)
+    end
     if repr then cls.extra_repr = repr end
     nn[name] = cls
+  end
+  local function opt_number(name, what)
+    return function(a, ...)
+      if select('#', ...) > 0 then raise(('nn.%s takes at most one argument (%s)'):format(name, what)) end
+      if a ~= nil then O.value('nn.' .. name, what, a, 'number') end
+      return a
+    end
+  end
+  local function opt_dim(name)
+    return function(a, ...)
+      if select('#', ...) > 0 then raise(('nn.%s takes at most one argument (dim)'):format(name)) end
+      if a ~= nil then O.value('nn.' .. name, 'dim', a, 'integer') end
+      return a
+    end
   end
   activation('ReLU', function(_, x) return mf.relu(x) end)
   activation('Tanh', function(_, x) return mf.tanh(x) end)
   activation('Sigmoid', function(_, x) return mf.sigmoid(x) end)
   activation('GELU', function(_, x) return mf.gelu(x) end)
-  activation('LeakyReLU', function(self, x) return mf.leaky_relu(x, self.a or 0.01) end,
+  activation('LeakyReLU', function(self, x) return mf.leaky_relu(x, self.a or 0.01) end, opt_number('LeakyReLU', 'negative_slope'),
     function(self) return tostring(self.a or 0.01) end)
-  activation('Softmax', function(self, x) return mf.softmax(x, self.a or -1) end)
-  activation('LogSoftmax', function(self, x) return mf.log_softmax(x, self.a or -1) end)
+  activation('Softmax', function(self, x) return mf.softmax(x, self.a or -1) end, opt_dim('Softmax'))
+  activation('LogSoftmax', function(self, x) return mf.log_softmax(x, self.a or -1) end, opt_dim('LogSoftmax'))
 
   local Flatten = nn.Module('Flatten')
   nn.Flatten = Flatten
+  function Flatten:__init(...) no_args('Flatten', ...) end
   function Flatten:forward(x)
+    check_x(self, x)
     local n, rest = x:dim(), 1
     if not n then raise('Flatten: the input rank must be known') end
+    if n == 0 then fail_input(self, x, 'N x ... (at least 1 dim)') end
     for d = 2, n do
       local s = size_of(x, d)
       if not s then raise('Flatten: dims after the first must be known when the graph is built') end
@@ -313,21 +518,24 @@ return function(mf)
 
   local Dropout = nn.Module('Dropout')
   nn.Dropout = Dropout
-  function Dropout:__init(p)
-    p = p or 0.5
-    if type(p) ~= 'number' or p < 0 or p > 1 then raise('Dropout: p must be in [0, 1]') end
+  function Dropout:__init(p, ...)
+    if select('#', ...) > 0 then raise('nn.Dropout takes one argument (p)') end
+    p = p == nil and 0.5 or p
+    O.value('nn.Dropout', 'p', p, O.prob)
     self.p = p
   end
   function Dropout:extra_repr() return 'p = ' .. self.p end
   function Dropout:forward(x)
+    check_x(self, x)
     if not self.training or self.p == 0 then return x end
     return x * mf.dropout_mask(x, self.p)
   end
 
-  local function batchnorm_class(name, dims_of)
+  local function batchnorm_class(name, dims_of, want)
     local cls = nn.Module(name)
     function cls:__init(c, opts)
-      opts = opts or {}
+      size_arg('nn.' .. name .. '(C)', 'C', c)
+      opts = O.check('nn.' .. name, opts, {eps = {type = 'number', gt = 0}, momentum = O.prob})
       self.c, self.eps, self.momentum = c, opts.eps or 1e-5, opts.momentum or 0.1
       self:register_parameter('weight', mf.ones(c))
       self:register_parameter('bias', mf.zeros(c))
@@ -336,11 +544,11 @@ return function(mf)
     end
     function cls:extra_repr() return tostring(self.c) end
     function cls:forward(x)
+      local shape_want = want:format(self.c, self.c)
+      check_x(self, x, shape_want)
       local n = x:dim()
       local ok = dims_of(n)
-      if not ok or (size_of(x, 2) and size_of(x, 2) ~= self.c) then
-        fail_input(self, x, (name == 'BatchNorm2d' and 'N x %d x H x W' or 'N x %d (or N x %d x L)'):format(self.c, self.c))
-      end
+      if not ok or (size_of(x, 2) and size_of(x, 2) ~= self.c) then fail_input(self, x, shape_want) end
       local dims = {1}
       for d = 3, n do dims[#dims + 1] = d end
       local shape = {1, self.c}
@@ -350,6 +558,14 @@ return function(mf)
       if not self.training then
         return (x - mf.reshape(rm, shape)) * mf.rsqrt(mf.reshape(rv, shape) + self.eps) * mf.reshape(w, shape)
           + mf.reshape(b, shape)
+      end
+      -- statistics of one value per channel are meaningless (PyTorch raises the same error); for
+      -- unknown dims the batch_norm op checks when the graph runs
+      local per = 1
+      for _, d in ipairs(dims) do per = per and size_of(x, d) and per * size_of(x, d) end
+      if per == 1 then
+        raise(('%s: expected more than 1 value per channel when training, got input %s; use a batch of more than one '
+          .. 'sample, or m:evaluate() to use the running statistics'):format(label(self), shape_of(x)))
       end
       local y = mf.batch_norm(x, w, b, self.eps)
       -- running statistics: (1 - momentum) * running + momentum * batch (unbiased variance)
@@ -369,18 +585,24 @@ return function(mf)
     end
     nn[name] = cls
   end
-  batchnorm_class('BatchNorm1d', function(n) return n == nil or n == 2 or n == 3 end)
-  batchnorm_class('BatchNorm2d', function(n) return n == nil or n == 4 end)
+  batchnorm_class('BatchNorm1d', function(n) return n == nil or n == 2 or n == 3 end, 'N x %d (or N x %d x L)')
+  batchnorm_class('BatchNorm2d', function(n) return n == nil or n == 4 end, 'N x %d x H x W')
 
   local Embedding = nn.Module('Embedding')
   nn.Embedding = Embedding
   function Embedding:__init(num, dim)
+    size_arg('nn.Embedding(num, dim)', 'num', num)
+    size_arg('nn.Embedding(num, dim)', 'dim', dim)
     self.num, self.dim = num, dim
     self:register_parameter('weight', mf.randn(num, dim))
   end
   function Embedding:extra_repr() return ('%d, %d'):format(self.num, self.dim) end
   function Embedding:forward(idx)
-    if idx:dtype() ~= 'int64' then fail_input(self, idx, 'int64 indices in 1..' .. self.num) end
+    check_x(self, idx, 'int64 indices in 1..' .. self.num)
+    if idx:dtype() ~= 'int64' then
+      raise(('%s: indices are %s %s; expected int64 indices in 1..%d'):format(label(self), shape_of(idx), idx:dtype(), self.num))
+    end
+    if idx:dim() == nil then raise(('%s: the rank of the indices must be known'):format(label(self))) end
     local flat = mf.reshape(idx, -1)
     local rows = mf.index_select(self:value('weight', idx), flat, 1)
     local shape = {}
@@ -391,8 +613,24 @@ return function(mf)
 
   local Sequential = nn.Module('Sequential')
   nn.Sequential = Sequential
-  function Sequential:__init(list)
-    for i, m in ipairs(list or {}) do self:add(i, m) end
+  -- Sequential{m1, m2, ...} (Torch7) or Sequential(m1, m2, ...) (PyTorch)
+  function Sequential:__init(list, ...)
+    if type(list) == 'table' and list._is_module then list = {list, ...}
+    elseif select('#', ...) > 0 then raise('nn.Sequential: expected Sequential{m1, m2, ...} or Sequential(m1, m2, ...)') end
+    if list == nil then list = {} end
+    if type(list) ~= 'table' then raise(('nn.Sequential: expected a list of modules, got %s'):format(O.show(list))) end
+    for k in pairs(list) do
+      if type(k) ~= 'number' or k < 1 or k > #list or k ~= math.floor(k) then
+        raise(('nn.Sequential: expected a list of modules; key %s is not a position 1..%d'):format(O.show(k), #list))
+      end
+    end
+    for i, m in ipairs(list) do
+      if type(m) ~= 'table' or not m._is_module then
+        raise(('nn.Sequential: element %d is %s; expected a module (a class needs calling: nn.ReLU(), not nn.ReLU)'):format(i,
+          type(m) == 'table' and getmetatable(m) and rawget(m, '__name') and ('the class ' .. m.__name) or O.show(m)))
+      end
+      self:add(i, m)
+    end
   end
   function Sequential:forward(x)
     for _, c in ipairs(self._child_order) do x = self._children[c]:forward(x) end
@@ -408,20 +646,61 @@ return function(mf)
   local function loss_class(name, fn)
     local cls = nn.Module(name)
     function cls:__init(opts)
-      self.reduction = opts and opts.reduction or 'mean'
-      if not ({mean = 1, sum = 1, none = 1})[self.reduction] then
-        raise(("%s: reduction '%s'; expected mean, sum or none"):format(name, tostring(self.reduction)))
-      end
+      opts = O.check('nn.' .. name, opts, {reduction = {type = 'string', one_of = {'mean', 'sum', 'none'}}})
+      self.reduction = opts.reduction or 'mean'
     end
-    function cls:forward(input, target) return reduce(self, fn(self, input, target)) end
+    function cls:forward(input, target, ...)
+      if select('#', ...) > 0 then raise(('%s: expected (input, target), got %d arguments'):format(name, 2 + select('#', ...))) end
+      check_x(self, input, nil, 'input')
+      check_x(self, target, nil, 'target')
+      return reduce(self, fn(self, input, target))
+    end
     nn[name] = cls
   end
-  local function classes(self, input, target)
-    if input:dim() ~= 2 or not size_of(input, 2) then fail_input(self, input, 'N x C scores with C known') end
-    if target:dtype() ~= 'int64' then
-      raise(('%s: targets are %s; expected int64 class labels in 1..%d'):format(self.__name, target:dtype(), size_of(input, 2)))
+
+  -- input and target must have one shape: broadcasting them (Nx1 against N gives NxN) is never
+  -- what a loss means; unknown dims of symbols are checked where known
+  local function same_shape(self, a, b)
+    local ra, rb = a:dim(), b:dim()
+    if ra ~= nil and rb ~= nil then
+      local ok = ra == rb
+      for d = 1, ok and ra or 0 do
+        local sa, sb = size_of(a, d), size_of(b, d)
+        if sa and sb and sa ~= sb then ok = false end
+      end
+      if not ok then
+        raise(('%s: input is %s but target is %s; they must have the same shape (broadcasting them would compare '
+          .. 'every input with every target): reshape one, e.g. target:reshape(%s)'):format(self.__name, shape_of(a),
+          shape_of(b), shape_of(a):gsub('x', ', ')))
+      end
     end
-    return mf.one_hot(target, size_of(input, 2), {dtype = input:dtype()})
+    if a:dtype() ~= b:dtype() then
+      raise(('%s: input is %s but target is %s; expected one floating-point dtype (convert with :float() or :double())'):format(
+        self.__name, a:dtype(), b:dtype()))
+    end
+    if a:dtype() ~= 'float32' and a:dtype() ~= 'float64' then
+      raise(('%s: input and target are %s; expected float32 or float64'):format(self.__name, a:dtype()))
+    end
+  end
+
+  local function classes(self, input, target)
+    local n = input:dim()
+    if n ~= 2 or not size_of(input, 2) then fail_input(self, input, 'N x C scores with C known') end
+    local c = size_of(input, 2)
+    if target:dtype() ~= 'int64' then
+      raise(('%s: targets are %s; expected int64 class labels in 1..%d'):format(self.__name, target:dtype(), c))
+    end
+    local rt = target:dim()
+    if rt ~= nil and rt ~= 1 then
+      raise(('%s: target is %s; expected a 1-D tensor of N class labels (one per row of the %s input)'):format(self.__name,
+        shape_of(target), shape_of(input)))
+    end
+    local ni, nt = size_of(input, 1), rt and size_of(target, 1)
+    if ni and nt and ni ~= nt then
+      raise(('%s: input is %s (%d rows) but target has %d labels; expected one label per row'):format(self.__name,
+        shape_of(input), ni, nt))
+    end
+    return mf.one_hot(target, c, {dtype = input:dtype()})
   end
   loss_class('CrossEntropyLoss', function(self, logits, target)
     return mf.softmax_cross_entropy(logits, classes(self, logits, target), 2)
@@ -429,8 +708,25 @@ return function(mf)
   loss_class('NLLLoss', function(self, logp, target)
     return -mf.sum(classes(self, logp, target) * logp, 2)
   end)
-  loss_class('MSELoss', function(self, a, b) return mf.square(a - b) end)
+  loss_class('MSELoss', function(self, a, b)
+    same_shape(self, a, b)
+    return mf.square(a - b)
+  end)
+  loss_class('L1Loss', function(self, a, b)
+    same_shape(self, a, b)
+    return mf.abs(a - b)
+  end)
+  loss_class('BCELoss', function(self, p, y)   -- -(y log p + (1 - y) log(1 - p)), logs clamped at -100 as PyTorch
+    same_shape(self, p, y)
+    if is_tensor(p) and p:numel() > 0 and (p:min():item() < 0 or p:max():item() > 1 or p:max():item() ~= p:max():item()) then
+      raise(('%s: input values must be probabilities in [0, 1] (got min %g, max %g); use BCEWithLogitsLoss on scores'):format(
+        self.__name, p:min():item(), p:max():item()))
+    end
+    local lo = -100
+    return -(y * mf.clamp(mf.log(p), lo, math.huge) + (1 - y) * mf.clamp(mf.log(1 - p), lo, math.huge))
+  end)
   loss_class('BCEWithLogitsLoss', function(self, x, y)  -- max(x, 0) - x y + log(1 + e^-|x|): stable
+    same_shape(self, x, y)
     return mf.relu(x) - x * y + mf.log1p(mf.exp(-mf.abs(x)))
   end)
 end

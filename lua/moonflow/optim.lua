@@ -4,38 +4,75 @@
 -- learning rate) lives in tensors it owns, bound into graphs, so checkpoints see one state.
 return function(mf)
   local raise, is_tensor, nn = mf._raise, mf.is_tensor, mf.nn
+  local O = require 'moonflow.options'
   local optim = {}
   mf.optim = optim
 
   local Optimizer = {}
   Optimizer.__index = Optimizer
 
-  local function holder(t) return {data = t, vars = setmetatable({}, {__mode = 'k'})} end
+  local holder = nn._holder
 
-  local function check_opts(kind, opts, allowed)
-    for k in pairs(opts) do
-      if not allowed[k] then
-        local names = {}
-        for n in pairs(allowed) do names[#names + 1] = n end
-        table.sort(names)
-        raise(("optim.%s: unknown option '%s'; expected %s"):format(kind, tostring(k), table.concat(names, ', ')))
-      end
-    end
+  local function describe(x)
+    if type(x) == 'table' and x._is_module then return 'a module' end
+    if is_tensor(x) then return ('a %s %s tensor'):format(x:shape_str(), x:dtype()) end
+    if nn.is_parameter(x) then return 'a single parameter' end
+    return O.show(x)
   end
 
-  local function new(kind, params, opts, defaults)
-    if type(params) ~= 'table' or #params == 0 then raise(('optim.%s: expected a non-empty list of parameters'):format(kind)) end
-    opts = opts or {}
-    check_opts(kind, opts, defaults)
-    local o = setmetatable({kind = kind, params = {}, state = {}, hp = {}}, Optimizer)
+  -- The parameter list: Parameters or tensors, de-duplicated by identity (a module used twice, or
+  -- a list naming one parameter twice, is updated once per step, as PyTorch).
+  local function param_list(kind, params)
+    local what = 'optim.' .. kind
+    if type(params) ~= 'table' or params._is_module or nn.is_parameter(params) or is_tensor(params) then
+      raise(('%s: params is %s; expected a list of parameters, e.g. model:parameters()'):format(what, describe(params)))
+    end
+    if type(params[1]) == 'table' and params[1].params ~= nil then
+      raise(('%s: parameter groups ({params = ..., lr = ...}) are not supported; make one optimizer per group'):format(what))
+    end
+    local n = #params
+    for k in pairs(params) do
+      if type(k) ~= 'number' or k < 1 or k > n or k ~= math.floor(k) then
+        raise(('%s: params has key %s; expected a list {p1, p2, ...}'):format(what, O.show(k)))
+      end
+    end
+    if n == 0 then raise(('%s: expected a non-empty list of parameters'):format(what)) end
+    local out, seen = {}, {}
+    for i = 1, n do
+      local p = params[i]
+      local t = is_tensor(p) and p or (nn.is_parameter(p) and p.data)
+      if not t then raise(('%s: params[%d] is %s; expected an nn.Parameter or a tensor'):format(what, i, describe(p))) end
+      if t:dtype() ~= 'float32' and t:dtype() ~= 'float64' then
+        raise(('%s: params[%d] is %s; expected float32 or float64'):format(what, i, describe(t)))
+      end
+      if not seen[p] and not seen[t] then
+        if is_tensor(p) then p = nn.Parameter(p) end
+        seen[p], seen[t] = true, true
+        out[#out + 1] = p
+      end
+    end
+    return out
+  end
+
+  -- opts: a table, or PyTorch's positional lr (SGD(params, 0.1), optionally followed by a table)
+  local function new(kind, params, opts, more, defaults, rules)
+    local what = 'optim.' .. kind
+    if type(opts) == 'number' then
+      local lr = opts
+      opts = {}
+      if more ~= nil then
+        if type(more) ~= 'table' then raise(('%s(params, lr, opts): opts is %s; expected a table'):format(what, O.show(more))) end
+        if more.lr ~= nil then raise(('%s: lr given twice (positional and in the options)'):format(what)) end
+        for k, v in pairs(more) do opts[k] = v end
+      end
+      opts.lr = lr
+    elseif more ~= nil then
+      raise(('%s: expected (params, opts) or (params, lr, opts), got a third argument after %s'):format(what, O.show(opts)))
+    end
+    opts = O.check(what, opts, rules)
+    local o = setmetatable({kind = kind, params = param_list(kind, params), state = {}, hp = {}}, Optimizer)
     for k, v in pairs(defaults) do o.hp[k] = v end
     for k, v in pairs(opts) do o.hp[k] = v end
-    if type(o.hp.lr) ~= 'number' or o.hp.lr < 0 then raise(('optim.%s: lr must be a non-negative number'):format(kind)) end
-    for i, p in ipairs(params) do
-      if is_tensor(p) then p = nn.Parameter(p) end
-      if not nn.is_parameter(p) then raise(('optim.%s: params[%d] is not a parameter or tensor'):format(kind, i)) end
-      o.params[i] = p
-    end
     o.lr_t = holder(mf.tensor(o.hp.lr, 'float64'))
     o.base_lr = o.hp.lr
     return o
@@ -43,8 +80,8 @@ return function(mf)
 
   function Optimizer:get_lr() return self.lr_t.data:item() end
   function Optimizer:set_lr(lr)
-    if type(lr) ~= 'number' or lr < 0 then raise('set_lr: lr must be a non-negative number') end
-    self.lr_t.data:set(lr)
+    O.value(('optim.%s:set_lr'):format(self.kind), 'lr', lr, O.rate)
+    self.lr_t.data:fill(lr)
     self.hp.lr = lr
   end
 
@@ -69,12 +106,20 @@ return function(mf)
     if self.step_t then mf.kernels.fill(self.step_t.data, self.step_t.data:item() + 1) end
     for i, p in ipairs(self.params) do
       if p.grad ~= nil then
-        if not is_tensor(p.grad) or p.grad:shape_str() ~= p.data:shape_str() then
-          raise(('optim.%s: params[%d].grad must be a tensor shaped like the parameter (%s)'):format(self.kind, i, p.data:shape_str()))
+        local d = p.data
+        if not is_tensor(p.grad) or p.grad:shape_str() ~= d:shape_str() or p.grad:dtype() ~= d:dtype() then
+          raise(('optim.%s: params[%d].grad is %s; expected a tensor shaped like the parameter (%s %s)'):format(self.kind, i,
+            describe(p.grad), d:shape_str(), d:dtype()))
         end
         local sl = {}
-        for name, h in pairs(self:slots(i)) do sl[name] = h.data end
-        self:update(p.data, p.grad, sl, self.lr_t.data, self.step_t and self.step_t.data)
+        for name, h in pairs(self:slots(i)) do
+          if h.data:shape_str() ~= d:shape_str() or h.data:dtype() ~= d:dtype() then
+            raise(("optim.%s: state '%s' of params[%d] is %s %s but the parameter is %s %s (was its .data rebound to "
+              .. 'another shape?)'):format(self.kind, name, i, h.data:shape_str(), h.data:dtype(), d:shape_str(), d:dtype()))
+          end
+          sl[name] = h.data
+        end
+        self:update(d, p.grad, sl, self.lr_t.data, self.step_t and self.step_t.data)
       end
     end
   end
@@ -82,7 +127,10 @@ return function(mf)
   -- Graph: gradients of loss for every parameter, one fused update each, plus the graph's update
   -- ops (batch-norm statistics), grouped into one target.
   function Optimizer:minimize(loss)
-    if not mf.is_symbol(loss) then raise(('optim.%s:minimize: loss must be a symbol'):format(self.kind)) end
+    if not mf.is_symbol(loss) then
+      raise(('optim.%s:minimize: loss is %s; expected a symbol (for tensors, set each .grad and call step())'):format(
+        self.kind, describe(loss)))
+    end
     local g = loss.graph
     local vars = {}
     for i, p in ipairs(self.params) do vars[i] = nn._bound_variable(p, g, 'param' .. i, true) end
@@ -107,7 +155,8 @@ return function(mf)
     return mf.group(ops, self.kind)
   end
 
-  -- {name = tensor} of the optimizer's state (slots by parameter index, lr, step), for checkpoints
+  -- {name = tensor} of the optimizer's state (slots by parameter position: 'exp_avg.2' belongs to
+  -- params[2]; lr; step), for checkpoints
   function Optimizer:state_dict()
     local sd = {lr = self.lr_t.data}
     if self.step_t then sd.step = self.step_t.data end
@@ -116,22 +165,53 @@ return function(mf)
     end
     return sd
   end
-  function Optimizer:load_state_dict(sd)
+
+  -- Checked before anything is written: missing and unexpected keys (unless {strict = false}), and
+  -- each tensor's shape and dtype against its slot (slots belong to parameters by position).
+  function Optimizer:load_state_dict(sd, opts)
+    local what = ('optim.%s:load_state_dict'):format(self.kind)
+    if type(sd) ~= 'table' or is_tensor(sd) then raise(('%s: expected a table name -> tensor, got %s'):format(what, describe(sd))) end
+    opts = O.check(what, opts, {strict = 'boolean'})
+    local strict = opts.strict ~= false
     local mine = self:state_dict()
-    local missing = {}
+    local missing, extra, bad = {}, {}, {}
     for k in pairs(mine) do if sd[k] == nil then missing[#missing + 1] = k end end
-    if #missing > 0 then
-      table.sort(missing)
-      raise(('optim.%s:load_state_dict: missing keys: %s'):format(self.kind, table.concat(missing, ', ')))
+    for k in pairs(sd) do if mine[k] == nil then extra[#extra + 1] = tostring(k) end end
+    for k, t in pairs(mine) do
+      local v = sd[k]
+      if v ~= nil and (not is_tensor(v) or v:shape_str() ~= t:shape_str() or v:dtype() ~= t:dtype()) then
+        local i = tonumber(k:match('%.(%d+)$'))
+        bad[#bad + 1] = ("'%s' is %s but %s is %s %s"):format(k, is_tensor(v) and (v:shape_str() .. ' ' .. v:dtype()) or describe(v),
+          i and ('params[' .. i .. ']') or 'the optimizer\'s', t:shape_str(), t:dtype())
+      end
     end
-    for k, t in pairs(mine) do mf.kernels.copy(t, sd[k]) end
+    table.sort(missing); table.sort(extra); table.sort(bad)
+    local msgs = {}
+    if strict and #missing > 0 then msgs[#msgs + 1] = 'missing keys: ' .. table.concat(missing, ', ') end
+    if strict and #extra > 0 then msgs[#msgs + 1] = 'unexpected keys: ' .. table.concat(extra, ', ') end
+    if #bad > 0 then msgs[#msgs + 1] = 'mismatched: ' .. table.concat(bad, '; ') end
+    if #msgs > 0 then
+      raise(('%s: %s (the state of another model or optimizer?)'):format(what, table.concat(msgs, '; ')))
+    end
+    if sd.lr ~= nil then
+      local lr = sd.lr:item()
+      O.value(what, "'lr'", lr, O.rate)
+    end
+    for k, t in pairs(mine) do
+      if sd[k] ~= nil and not rawequal(sd[k], t) then mf.kernels.copy(t, sd[k]) end
+    end
     self.hp.lr = self.lr_t.data:item()
+    return self
   end
+
+  local RATE, FRACTION = O.rate, O.prob
 
   -- SGD as PyTorch's: weight decay added to the gradient, momentum buffer with dampening,
   -- optional Nesterov; one fused op per parameter.
-  function optim.SGD(params, opts)
-    local o = new('SGD', params, opts, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false})
+  function optim.SGD(params, opts, more)
+    local o = new('SGD', params, opts, more, {lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0, nesterov = false},
+      {lr = RATE, momentum = FRACTION, dampening = FRACTION, weight_decay = RATE, nesterov = 'boolean',
+       _hints = {learning_rate = 'lr', decay = 'weight_decay', wd = 'weight_decay'}})
     local hp = o.hp
     if hp.nesterov and (hp.momentum <= 0 or hp.dampening ~= 0) then
       raise('optim.SGD: nesterov needs momentum > 0 and dampening 0')
@@ -145,8 +225,12 @@ return function(mf)
     return o
   end
 
-  local function adam(kind, params, opts, decoupled, default_wd)
-    local o = new(kind, params, opts, {lr = 0.001, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = default_wd})
+  local BETAS = {type = 'pair', min = 0, lt = 1, doc = 'a pair {beta1, beta2} of numbers in [0, 1)'}
+
+  local function adam(kind, params, opts, more, decoupled, default_wd)
+    local o = new(kind, params, opts, more, {lr = 0.001, betas = {0.9, 0.999}, eps = 1e-8, weight_decay = default_wd},
+      {lr = RATE, betas = BETAS, eps = RATE, weight_decay = RATE,
+       _hints = {learning_rate = 'lr', beta1 = 'betas', beta2 = 'betas', epsilon = 'eps', decay = 'weight_decay', wd = 'weight_decay'}})
     local hp = o.hp
     o.slot_names = {'exp_avg', 'exp_avg_sq'}
     o.step_t = holder(mf.tensor(0, 'float64'))
@@ -156,8 +240,8 @@ return function(mf)
     end
     return o
   end
-  function optim.Adam(params, opts) return adam('Adam', params, opts, false, 0) end
-  function optim.AdamW(params, opts) return adam('AdamW', params, opts, true, 0.01) end
+  function optim.Adam(params, opts, more) return adam('Adam', params, opts, more, false, 0) end
+  function optim.AdamW(params, opts, more) return adam('AdamW', params, opts, more, true, 0.01) end
 
   -- learning-rate schedulers: call :step() once per epoch
   local Scheduler = {}
@@ -168,22 +252,36 @@ return function(mf)
   end
   function Scheduler:state_dict() return {epoch = self.epoch} end
   function Scheduler:load_state_dict(s)
+    local what = ('optim.%s:load_state_dict'):format(self.kind)
+    if type(s) ~= 'table' then raise(('%s: expected {epoch = n}, got %s'):format(what, O.show(s))) end
+    O.check(what, s, {epoch = O.nonneg_int})
+    if s.epoch == nil then raise(('%s: expected {epoch = n}; epoch is missing'):format(what)) end
     self.epoch = s.epoch
     self.opt:set_lr(self:lr_at(self.epoch))
   end
 
+  local function scheduler(kind, opt, opts, spec, required)
+    local what = 'optim.' .. kind
+    if getmetatable(opt) ~= Optimizer then
+      raise(('%s(opt, opts): opt is %s; expected an mf.optim optimizer'):format(what, describe(opt)))
+    end
+    opts = O.check(what, opts, spec)
+    O.required(what, opts, required, spec[required])
+    return setmetatable({kind = kind, opt = opt, epoch = 0, base = opt.base_lr}, Scheduler), opts
+  end
+
   function optim.StepLR(opt, opts)
-    opts = opts or {}
-    if type(opts.step_size) ~= 'number' or opts.step_size < 1 then raise('optim.StepLR: step_size must be a positive integer') end
-    local s = setmetatable({opt = opt, epoch = 0, base = opt.base_lr, step_size = opts.step_size, gamma = opts.gamma or 0.1}, Scheduler)
+    local s
+    s, opts = scheduler('StepLR', opt, opts, {step_size = O.posint, gamma = RATE}, 'step_size')
+    s.step_size, s.gamma = opts.step_size, opts.gamma or 0.1
     function s:lr_at(e) return self.base * self.gamma ^ math.floor(e / self.step_size) end
     return s
   end
 
   function optim.CosineAnnealingLR(opt, opts)
-    opts = opts or {}
-    if type(opts.T_max) ~= 'number' or opts.T_max < 1 then raise('optim.CosineAnnealingLR: T_max must be a positive integer') end
-    local s = setmetatable({opt = opt, epoch = 0, base = opt.base_lr, T_max = opts.T_max, eta_min = opts.eta_min or 0}, Scheduler)
+    local s
+    s, opts = scheduler('CosineAnnealingLR', opt, opts, {T_max = O.posint, eta_min = RATE, _hints = {t_max = 'T_max'}}, 'T_max')
+    s.T_max, s.eta_min = opts.T_max, opts.eta_min or 0
     function s:lr_at(e)
       return self.eta_min + (self.base - self.eta_min) * (1 + math.cos(math.pi * e / self.T_max)) / 2
     end

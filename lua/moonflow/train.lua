@@ -3,25 +3,32 @@
 -- adam_update: each a single pass over the parameter), grouped into one target.
 return function(mf)
   local raise = mf._raise
+  local O = require 'moonflow.options'
   mf.train = mf.train or {}
 
   local Optimizer = {}
   Optimizer.__index = Optimizer
 
   local function check_lr(what, lr)
-    if type(lr) ~= 'number' or lr < 0 then raise(('%s: learning rate must be a non-negative number'):format(what)) end
+    O.value('train.' .. what, 'learning rate', lr, O.rate)
   end
 
   -- {{grad, var}, ...} for the variables (default: every trainable variable of loss's graph)
   function Optimizer:compute_gradients(loss, var_list)
     if not mf.is_symbol(loss) then raise(self.name .. ':compute_gradients: loss must be a symbol') end
     var_list = var_list or loss.graph.trainable
-    if #var_list == 0 then raise(self.name .. ': no variables to optimise') end
-    for i, v in ipairs(var_list) do
-      if not mf.is_symbol(v) or loss.graph.nodes[v.node].kind ~= 2 then
-        raise(('%s: var_list[%d] is not a Variable'):format(self.name, i))
-      end
+    if type(var_list) ~= 'table' or mf.is_symbol(var_list) then
+      raise(('%s: var_list is %s; expected a list of Variables'):format(self.name, mf.is_symbol(var_list) and 'a symbol' or O.show(var_list)))
     end
+    if #var_list == 0 then raise(self.name .. ': no variables to optimise') end
+    local unique, seen = {}, {}
+    for i, v in ipairs(var_list) do
+      if not mf.is_symbol(v) or v.graph ~= loss.graph or loss.graph.nodes[v.node].kind ~= 2 then
+        raise(('%s: var_list[%d] is not a Variable of the loss\'s graph'):format(self.name, i))
+      end
+      if not seen[v.node] then seen[v.node] = true; unique[#unique + 1] = v end   -- each variable updated once
+    end
+    var_list = unique
     -- the learning rate exists before the gradient nodes: graph order runs ready nodes lowest id
     -- first, so a constant made after them would hold every update (and the gradient buffer it
     -- frees) back until the whole backward pass had run
@@ -78,8 +85,9 @@ return function(mf)
   -- TensorFlow's rule: accum = momentum * accum + grad; var -= lr * accum (no dampening)
   function mf.train.MomentumOptimizer(lr, momentum, opts)
     check_lr('MomentumOptimizer', lr)
-    if type(momentum) ~= 'number' or momentum < 0 then raise('MomentumOptimizer: momentum must be a non-negative number') end
-    local o = new('Momentum', {lr = lr, momentum = momentum, nesterov = opts and opts.nesterov or false})
+    O.value('train.MomentumOptimizer', 'momentum', momentum, O.prob)
+    opts = O.check('train.MomentumOptimizer', opts, {nesterov = 'boolean', use_nesterov = 'boolean'})
+    local o = new('Momentum', {lr = lr, momentum = momentum, nesterov = opts.nesterov or opts.use_nesterov or false})
     function o:update(var, grad)
       return mf.momentum_update(var, slot_like(var, 'Momentum'), grad, self:lr_input(var),
         {momentum = self.momentum, nesterov = self.nesterov})
@@ -91,7 +99,8 @@ return function(mf)
   function mf.train.AdamOptimizer(lr, opts)
     lr = lr or 0.001
     check_lr('AdamOptimizer', lr)
-    opts = opts or {}
+    opts = O.check('train.AdamOptimizer', opts, {beta1 = {type = 'number', min = 0, lt = 1},
+      beta2 = {type = 'number', min = 0, lt = 1}, epsilon = O.rate, _hints = {betas = 'beta1', eps = 'epsilon'}})
     local o = new('Adam', {lr = lr, beta1 = opts.beta1 or 0.9, beta2 = opts.beta2 or 0.999, epsilon = opts.epsilon or 1e-8})
     function o:apply_gradients(grads_and_vars, name)
       -- one step counter for the optimizer: incremented first, then read by every update
