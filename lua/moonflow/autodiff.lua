@@ -22,6 +22,56 @@ return function(mf)
     return x
   end
 
+  local shape_text, DTYPE_NAME = mf._shape_text, mf._DTYPE_NAME
+
+  local function describe(shape, dtype)
+    return ('%s %s'):format(shape_text(shape), DTYPE_NAME[dtype] or '?')
+  end
+
+  -- Shapes agree where both are known (a -1 dim or an unknown rank matches anything).
+  local function shapes_agree(a, b)
+    if not a or not b then return true end
+    if #a ~= #b then return false end
+    for d = 1, #a do
+      if a[d] >= 0 and b[d] >= 0 and a[d] ~= b[d] then return false end
+    end
+    return true
+  end
+
+  -- The gradient contract: rule(x1, ..., xn, y, gy, params) returns a list {g1, ..., gn}; each gk
+  -- is nil (no gradient) or a symbol (or tensor) of input k's shape and dtype.
+  local function check_result(op, info, res)
+    local where = ("gradients: the rule of op '%s' (node '%s')"):format(op.name, info.name)
+    if type(res) ~= 'table' or mf.is_symbol(res) or mf.is_tensor(res) then
+      raise(('%s returned a %s; expected a list {g1, ..., gn} of input gradients (nil for none), as in '
+        .. 'function(x1, ..., xn, y, gy, params) return {g1, ..., gn} end'):format(where,
+        mf.is_symbol(res) and 'symbol' or mf.is_tensor(res) and 'tensor' or type(res)))
+    end
+    local n = #info.inputs
+    for k in pairs(res) do
+      if type(k) ~= 'number' or k < 1 or k > n or k ~= math.floor(k) then
+        raise(('%s returned a gradient at key %s; the op has %d input%s'):format(where, tostring(k), n,
+          n == 1 and '' or 's'))
+      end
+    end
+    for k, s in ipairs(info.inputs) do
+      local gk = res[k]
+      if gk ~= nil then
+        if mf.is_tensor(gk) then gk = mf.constant(gk) end
+        if not mf.is_symbol(gk) then
+          raise(('%s returned a %s for input %d (%s); expected a symbol of its shape and dtype, or nil')
+            :format(where, type(gk), k, op.inputs[k] or op.inputs[1] or '?'))
+        end
+        if not shapes_agree(gk.shape, s.shape) or gk.dtype_id ~= s.dtype_id then
+          raise(('%s returned a gradient of %s for input %d (%s), which is %s; each gradient must have its '
+            .. "input's shape and dtype"):format(where, describe(gk.shape, gk.dtype_id), k,
+            op.inputs[k] or op.inputs[1] or '?', describe(s.shape, s.dtype_id)))
+        end
+        res[k] = gk
+      end
+    end
+  end
+
   local function add_all(list)
     local s = list[1]
     for i = 2, #list do s = mf.add(s, list[i]) end
@@ -92,11 +142,10 @@ return function(mf)
         args[n + 3] = info.params
         local ok, res = pcall(rule, unpack(args, 1, n + 3))
         if not ok then raise(('gradients: the rule of %s (node %s) failed: %s'):format(op.name, info.name, tostring(res))) end
-        if type(res) ~= 'table' then raise(('gradients: the rule of %s must return a list of input gradients'):format(op.name)) end
+        check_result(op, info, res)
         for k, s in ipairs(info.inputs) do
           local gk = res[k]
           if gk ~= nil and depends[s.node] then
-            if not mf.is_symbol(gk) then gk = mf.constant(gk) end
             push(s.node, s.index, gk)
           end
         end

@@ -16,9 +16,17 @@ return function(mf)
   local Session = {}
   Session.__index = Session
 
+  -- Every method but close refuses a closed session: its variables and bound executors are gone.
+  local function check_open(self, what)
+    if getmetatable(self) ~= Session then raise(('Session.%s: call it as sess:%s(...)'):format(what, what)) end
+    if self.closed then raise(('Session.%s: session is closed; create a new mf.Session()'):format(what)) end
+  end
+
   function mf.Session(opts)
     opts = opts or {}
     if type(opts) ~= 'table' then raise('Session: expected an options table, e.g. {device = "cpu"}') end
+    require('moonflow.options').check('Session', opts, {device = 'string', fuse = 'boolean', graph = {type = 'table', doc = 'an mf.Graph()',
+      check = function(g) return getmetatable(g) ~= getmetatable(mf.get_default_graph()) and 'is a table; expected an mf.Graph()' or nil end}})
     local device = opts.device or 'cpu'
     if device ~= 'cpu' then raise(("Session: device '%s' is not available in this build (no CUDA backend)"):format(tostring(device))) end
     if opts.fuse ~= nil and type(opts.fuse) ~= 'boolean' then raise('Session: fuse must be true or false') end
@@ -84,6 +92,7 @@ return function(mf)
 
   -- Binds an executor: order, shapes, memory plan, closures.
   function Session:bind(targets, feed_of)
+    check_open(self, 'bind')
     local g = self.graph
     g:run_passes()
     local n_t = #targets
@@ -112,7 +121,7 @@ return function(mf)
         ex.feeds[#ex.feeds + 1] = {node = id, s = e.s}
       elseif kind == KIND_VARIABLE then
         local v = self.vars[id]
-        if not v then
+        if not v or (info.bound and not rawequal(v, info.bound)) then  -- a parameter's .data may be rebound
           v = info.bound or mf._new_tensor(info.shape, info.dtype)
           self.vars[id] = v
           if info.bound then self.initialized[id] = true end
@@ -213,6 +222,7 @@ return function(mf)
 
   function Session:run(fetches, feeds)
     if getmetatable(self) ~= Session then raise('Session.run: call it as sess:run(fetches, feeds)') end
+    check_open(self, 'run')
     local list = {}
     local shape = flatten(fetches, list)
     feeds = feeds or {}
@@ -319,10 +329,17 @@ return function(mf)
   -- planned_bytes, naive_bytes (one buffer per output), slots, inplace (outputs that reused an input),
   -- fused (op nodes folded into fused elementwise steps)}
   function Session:stats()
+    check_open(self, 'stats')
     local s = {binds = self.counters.binds, cache_hits = self.counters.cache_hits, runs = self.counters.runs}
     for k, v in pairs(self.plan or {}) do s[k] = v end
     return s
   end
 
-  function Session:close() self.cache, self.vars = {}, {} end
+  -- Releases the variables and bound executors; any later use of the session is an error
+  -- ("run: session is closed"). Closing twice is allowed.
+  function Session:close()
+    if getmetatable(self) ~= Session then raise('Session.close: call it as sess:close()') end
+    self.cache, self.ncache, self.vars, self.initialized, self.plan = {}, 0, {}, {}, nil
+    self.closed = true
+  end
 end
