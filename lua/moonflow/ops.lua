@@ -616,6 +616,8 @@ return function(mf)
 
   function mf.register_op(def)
     if type(def) ~= 'table' then raise('register_op: expected a table {name=, num_inputs=, doc=, lua_compute=, ...}') end
+    require('moonflow.options').keys('register_op ' .. tostring(def.name), def,
+      {'name', 'num_inputs', 'doc', 'lua_compute', 'infer_shape', 'gradient', 'params'}, 'field')
     local name = def.name
     if type(name) ~= 'string' or not name:match('^[%a_][%w_]*$') then
       raise(('register_op: name %s must be an identifier'):format(tostring(name)))
@@ -632,12 +634,8 @@ return function(mf)
       raise(("register_op %s: infer_shape must be 'same' or function(in_shapes, p)"):format(name))
     end
     if def.gradient ~= nil and type(def.gradient) ~= 'function' then
-      raise(('register_op %s: gradient must be a function(inputs, output, grad_output)'):format(name))
-    end
-    for k in pairs(def) do
-      if not ({name = 1, num_inputs = 1, doc = 1, lua_compute = 1, infer_shape = 1, gradient = 1, params = 1})[k] then
-        raise(("register_op %s: unknown field '%s'"):format(name, tostring(k)))
-      end
+      raise(('register_op %s: gradient must be a function(x1, ..., xn, y, gy, params) returning the list '
+        .. '{g1, ..., gn} of input gradients (nil for none)'):format(name))
     end
     local factory = compile_kernel(name, 'cpu', def.lua_compute)  -- load errors surface before registering
     local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, nil, 0)
