@@ -261,6 +261,7 @@ return function(mf)
   function mf._graph_call(op, ins, nin, ptable)
     local g
     for i = 1, nin do if is_symbol(ins[i]) then g = ins[i].graph break end end
+    mf._number_operands(op, ins, nin)  -- numbers as eager calls take them (ops.lua): PyTorch's promotion
     local like
     for i = 1, nin do
       if is_symbol(ins[i]) and (like == nil or like == 4) then like = ins[i].dtype_id end

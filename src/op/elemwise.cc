@@ -62,10 +62,17 @@ void where_type(InferCtx& c) {
 
 void cast_type(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); }
 
+// A NaN bound makes every element NaN (PyTorch's clamp); an integer x takes integral bounds only
+// (a fractional one would be truncated silently).
 void clamp_check(InferCtx& c) {
   same_shape(c);
-  if (c.p.get_float("min") > c.p.get_float("max"))
-    fail("clamp: min ", c.p.get_float("min"), " is greater than max ", c.p.get_float("max"));
+  double lo = c.p.get_float("min"), hi = c.p.get_float("max");
+  if (lo > hi) fail("clamp: min ", lo, " is greater than max ", hi);
+  int dt = c.input(0).dtype_id;
+  if (dt != MF_FLOAT32 && dt != MF_FLOAT64)
+    for (double v : {lo, hi})
+      if (v != v || (std::isfinite(v) && std::floor(v) != v))
+        fail("clamp: x is ", dtype_name(dt), " and bound ", v, " is not an integer; convert x with :float() first");
 }
 
 struct UnaryDef {
@@ -89,11 +96,11 @@ void register_elemwise_ops() {
       {"rsqrt", "RSQRT", "Reciprocal square root 1/sqrt(x), elementwise.", true, "function(x, y, gy) return {gy * y * y * y * -0.5} end"},
       {"sigmoid", "SIGMOID", "Logistic function 1/(1+e^-x), elementwise, stable for large |x|.", true, "function(x, y, gy) return {gy * y * (1 - y)} end"},
       {"tanh", "TANH", "Hyperbolic tangent, elementwise.", true, "function(x, y, gy) return {gy * (1 - y * y)} end"},
-      {"relu", "RELU", "Rectified linear unit max(x, 0), elementwise.", false, "function(x, y, gy) return {mf.relu_backward(gy, y)} end"},
+      {"relu", "RELU", "Rectified linear unit max(x, 0), elementwise; NaN stays NaN.", false, "function(x, y, gy) return {mf.relu_backward(gy, y)} end"},
       {"sin", "SIN", "Sine (radians), elementwise.", true, "function(x, y, gy) return {gy * mf.cos(x)} end"},
       {"cos", "COS", "Cosine (radians), elementwise.", true, "function(x, y, gy) return {-(gy * mf.sin(x))} end"},
       {"square", "SQUARE", "x * x, elementwise.", false, "function(x, y, gy) return {gy * x * 2} end"},
-      {"sign", "SIGN", "-1, 0 or 1 by the sign of x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
+      {"sign", "SIGN", "-1, 0 or 1 by the sign of x, elementwise; NaN stays NaN.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
       {"floor", "FLOOR", "Largest integer not above x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
       {"ceil", "CEIL", "Smallest integer not below x, elementwise.", false, "function(x, y, gy) return {mf.zeros_like(x)} end"},
       {"erf", "ERF", "Error function, elementwise.", true,
@@ -107,6 +114,7 @@ void register_elemwise_ops() {
         .add(u.name)
         .describe(u.doc)
         .inputs({"x"})
+        .strided()
         .infer_shape(same_shape)
         .infer_type(u.float_only ? float_type : same_type)
         .inplace()
@@ -117,7 +125,8 @@ void register_elemwise_ops() {
   MF_REGISTER_OP(leaky_relu)
       .describe("x where x > 0, else negative_slope * x, elementwise.")
       .inputs({"x"})
-      .param(Field::number("negative_slope", 0.01, "Slope for negative inputs."))
+      .strided()
+      .param(Field::number("negative_slope", 0.01, "Slope for negative inputs.").allow_nan())
       .infer_shape(same_shape)
       .infer_type(float_type)
       .inplace()
@@ -125,10 +134,11 @@ void register_elemwise_ops() {
       .gradient("function(x, y, gy, p) return {mf.where(mf.gt(x, 0), gy, gy * p.negative_slope)} end");
 
   MF_REGISTER_OP(clamp)
-      .describe("Limits every element to [min, max].")
+      .describe("Limits every element to [min, max]; NaN elements stay NaN.")
       .inputs({"x"})
-      .param(Field::number("min", -INFINITY, "Lower bound (default: none)."))
-      .param(Field::number("max", INFINITY, "Upper bound (default: none)."))
+      .strided()
+      .param(Field::number("min", -INFINITY, "Lower bound (default: none; NaN makes every element NaN).").allow_nan())
+      .param(Field::number("max", INFINITY, "Upper bound (default: none; NaN makes every element NaN).").allow_nan())
       .infer_shape(clamp_check)
       .infer_type(same_type)
       .inplace()
@@ -142,15 +152,25 @@ void register_elemwise_ops() {
     InferFn type;
     const char* grad;  // function(a, b, y, gy, p) -> {ga, gb}; sum_to undoes broadcasting
   };
+  // PyTorch's rule: ties share the gradient evenly (as central differences see it); where a NaN
+  // is involved neither side is the smaller, so both get it
+  static const char* kMaximumGrad = R"lua(function(a, b, y, gy)
+  local h = mf.where(mf.eq(a, b), gy / 2, gy)
+  return {mf.sum_to(mf.where(mf.lt(a, b), 0, h), a), mf.sum_to(mf.where(mf.gt(a, b), 0, h), b)}
+end)lua";
+  static const char* kMinimumGrad = R"lua(function(a, b, y, gy)
+  local h = mf.where(mf.eq(a, b), gy / 2, gy)
+  return {mf.sum_to(mf.where(mf.gt(a, b), 0, h), a), mf.sum_to(mf.where(mf.lt(a, b), 0, h), b)}
+end)lua";
   static const BinaryDef binary[] = {
       {"add", "ADD", "a + b elementwise, with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(gy, b)} end"},
       {"sub", "SUB", "a - b elementwise, with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(-gy, b)} end"},
       {"mul", "MUL", "a * b elementwise (Hadamard product), with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy * b, a), mf.sum_to(gy * a, b)} end"},
       {"div", "DIV", "a / b elementwise, with NumPy broadcasting; integers divide truncating toward zero.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy / b, a), mf.sum_to(-(gy * y) / b, b)} end"},
       {"pow", "POW", "a ^ b elementwise, with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(gy * b * mf.pow(a, b - 1), a), mf.sum_to(gy * y * mf.log(a), b)} end"},
-      {"maximum", "MAXIMUM", "Larger of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(mf.where(mf.ge(a, b), gy, 0), a), mf.sum_to(mf.where(mf.lt(a, b), gy, 0), b)} end"},
-      {"minimum", "MINIMUM", "Smaller of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type, "function(a, b, y, gy) return {mf.sum_to(mf.where(mf.le(a, b), gy, 0), a), mf.sum_to(mf.where(mf.gt(a, b), gy, 0), b)} end"},
-      {"relu_backward", "RELU_BACKWARD", "a where b > 0, else 0: relu's gradient in one pass (a: gradient, b: relu's input).",
+      {"maximum", "MAXIMUM", "Larger of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type, kMaximumGrad},
+      {"minimum", "MINIMUM", "Smaller of a and b elementwise (NaN wins), with NumPy broadcasting.", arith_type, kMinimumGrad},
+      {"relu_backward", "RELU_BACKWARD", "0 where b <= 0, else a: relu's gradient in one pass (a: gradient, b: relu's input or output; NaN in b passes a).",
        arith_type, nullptr},
       {"eq", "EQ", "1 where a == b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
       {"ne", "NE", "1 where a ~= b, else 0 (uint8), with NumPy broadcasting.", compare_type, nullptr},
@@ -164,6 +184,7 @@ void register_elemwise_ops() {
         .add(b.name)
         .describe(b.doc)
         .inputs({"a", "b"})
+        .strided()
         .infer_shape(broadcast_shape)
         .infer_type(b.type)
         .inplace()
@@ -174,6 +195,7 @@ void register_elemwise_ops() {
   MF_REGISTER_OP(where)
       .describe("Picks a where cond is nonzero, else b; all three broadcast together.")
       .inputs({"cond", "a", "b"})
+      .strided()
       .infer_shape(broadcast_shape)
       .infer_type(where_type)
       .lua_compute(MF_CPU, R"lua(
@@ -186,6 +208,7 @@ end)lua")
   MF_REGISTER_OP(cast)
       .describe("Converts every element to another dtype (floats truncate toward zero into integers).")
       .inputs({"x"})
+      .strided()
       .param(Field::dtype("dtype", "float32", "Target dtype: float32, float64, int32, int64 or uint8.").mandatory())
       .infer_shape(same_shape)
       .infer_type(cast_type)

@@ -38,6 +38,13 @@ void reduce_shape(InferCtx& c) {
 
 void arg_type(InferCtx& c) { c.out[0].dtype_id = MF_INT64; }
 
+// PyTorch's rule: integer (and uint8) sums and products are int64, so they do not wrap in the
+// input's dtype; float ones keep it.
+void int64_accum_type(InferCtx& c) {
+  int dt = c.input(0).dtype_id;
+  c.out[0].dtype_id = dt == MF_FLOAT32 || dt == MF_FLOAT64 ? dt : int(MF_INT64);
+}
+
 std::string reduce_kernel(const char* code) {
   return std::string(R"lua(
 function(ins, outs, p)
@@ -57,27 +64,30 @@ void register_reduce_ops() {
     InferFn type;
     const char* grad;  // function(x, y, gy, p) -> {gx}
   };
-  // max and min send the gradient to every element equal to the extreme, shared evenly
+  // max and min send the gradient to every element equal to the extreme, shared evenly; a NaN
+  // extreme shares it among the NaNs (PyTorch's evenly_distribute_backward)
   static const char* kExtremeGrad = R"lua(
 function(x, y, gy, p)
-  local m = mf.cast(mf.eq(x, mf.unreduce_like(y, x, p.dim, p.keepdim)), x:dtype())
+  local yu = mf.unreduce_like(y, x, p.dim, p.keepdim)
+  local m = mf.cast(mf.eq(x, yu) + mf.ne(x, x) * mf.ne(yu, yu), x:dtype())
   local share = mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.unreduce_like(mf.sum(m, p.dim, true), x, p.dim, true)
   return {m * share}
 end)lua";
   static const ReduceDef defs[] = {
-      {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 / int64.", same_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end"},
-      {"mean", "MEAN", "Arithmetic mean over dims (all when none given).", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end"},
+      {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 (floats keep their dtype) or int64 (integers and uint8 give int64, as in PyTorch).", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end"},
+      {"mean", "MEAN", "Arithmetic mean over dims (all when none given); float input only, as in PyTorch.", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end"},
       {"max", "MAX", "Largest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad},
       {"min", "MIN", "Smallest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad},
-      {"prod", "PROD", "Product over dims (all when none given).", same_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end"},
-      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them), int64.", arg_type, nullptr},
-      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them), int64.", arg_type, nullptr},
+      {"prod", "PROD", "Product over dims (all when none given); integers and uint8 give int64, as in PyTorch.", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end"},
+      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr},
+      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr},
   };
   for (const ReduceDef& r : defs) {
     Registry::get()
         .add(r.name)
         .describe(r.doc)
         .inputs({"x"})
+        .strided()
         .param(Field::int_list("dim", "", "Dims to reduce, 1-based (negative counts from the end); empty: all."))
         .param(Field::boolean("keepdim", false, "Keep reduced dims with size 1."))
         .infer_shape(reduce_shape)

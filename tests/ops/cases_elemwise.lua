@@ -15,7 +15,10 @@ local function log1p(x)  -- float64 log1p without the cancellation of log(1 + x)
   if y == 1 or y == huge then return x end
   return math.log(y) * x / (y - 1)
 end
-local function sign(x) return x > 0 and 1 or x < 0 and -1 or 0 end
+-- NaN stays NaN in sign (NumPy's rule; PyTorch 1.13 gives 0 there, its open bug pytorch#41245)
+local function sign(x) return x > 0 and 1 or x < 0 and -1 or x == 0 and 0 or x end
+-- relu keeps NaN (PyTorch: torch.relu(nan) is nan)
+local function relu(x) return (x > 0 or x ~= x) and x or 0 end
 local HALVES = {lo = -4, hi = 4, step = 0.25}  -- integers, halves and quarters, both signs
 -- op, reference, domain, dtypes, exact, special values (where the docs promise a result)
 local unary = {
@@ -29,11 +32,11 @@ local unary = {
   {'sigmoid', function(x) return 1 / (1 + exp(-x)) end, {lo = -20, hi = 20}, FLOATS, false,
    {-huge, huge, nan, -1000, 1000}},
   {'tanh', math.tanh, {lo = -4, hi = 4}, FLOATS, false, {-huge, huge, nan, 50}},
-  {'relu', function(x) return x > 0 and x or 0 end, {}, ALL, true},
+  {'relu', relu, {}, ALL, true, {nan, -huge, huge, 0, -0.5, 0.5}},
   {'sin', math.sin, {lo = -7, hi = 7}, FLOATS},
   {'cos', math.cos, {lo = -7, hi = 7}, FLOATS},
   {'square', function(x) return x * x end, {}, ALL},
-  {'sign', sign, {lo = -2, hi = 2, step = 0.5, ilo = -2, ihi = 2}, ALL, true},
+  {'sign', sign, {lo = -2, hi = 2, step = 0.5, ilo = -2, ihi = 2}, ALL, true, {nan, -huge, huge, 0, -0.5}},
   {'floor', floor, HALVES, ALL, true, {-huge, huge, nan}},
   {'ceil', math.ceil, HALVES, ALL, true, {-huge, huge, nan}},
   {'round', L.round_half_even, HALVES, ALL, true, {-huge, huge, nan, -2.5, 0.5}},
@@ -65,6 +68,15 @@ add{name = 'clamp_max_only', op = 'clamp', inputs = {input({5, 3})}, params = {m
     dtypes = FLOATS, exact = true, ref = clamp_ref}
 add{name = 'clamp_bad_bounds', op = 'clamp', inputs = {input({2})}, params = {min = 1, max = 0},
     error = 'min 1 is greater than max 0'}
+-- PyTorch 1.13: NaN elements stay NaN; a NaN bound makes every element NaN
+add{name = 'clamp_nan', op = 'clamp', inputs = {input({4, 5}, {lo = -3, hi = 3, nan = 3})}, params = {min = -1, max = 1},
+    exact = true, ref = clamp_ref}
+add{name = 'clamp_nan_bound', op = 'clamp', inputs = {input({3, 2})}, params = {min = nan, max = 1}, exact = true,
+    ref = function(ins) return L.map(ins[1], function() return nan end) end}
+add{name = 'clamp_nan_max', op = 'clamp', inputs = {input({3, 2})}, args = {-1, nan}, params = {min = -1, max = nan},
+    exact = true, ref = function(ins) return L.map(ins[1], function() return nan end) end}
+add{name = 'clamp_int_fraction', op = 'clamp', inputs = {input({2})}, params = {min = 0.5}, dtypes = {'int64'},
+    error = 'clamp: x is int64 and bound 0.5 is not an integer'}
 
 -- binary -----------------------------------------------------------------------------------------
 -- Each binary op runs on: equal shapes, 2x3 with 3, 4x1x3 with 2x1, a tensor with a Lua number
@@ -84,7 +96,8 @@ local binary = {
   {'pow', function(a, b) return a ^ b end, {lo = 0.1, hi = 3}, {lo = -2.5, hi = 2.5}, FLOATS},
   {'maximum', nan_max, HALF, HALF, ALL, true},
   {'minimum', nan_min, HALF, HALF, ALL, true},
-  {'relu_backward', function(g, x) return x > 0 and g or 0 end, {}, TIES, ALL, true},
+  -- PyTorch's threshold_backward: 0 where relu's input (or output) is <= 0, so NaN there passes g
+  {'relu_backward', function(g, x) return x <= 0 and 0 or g end, {}, TIES, ALL, true},
   {'eq', function(a, b) return bool(a == b) end, TIES, TIES, ALL, true, 'uint8'},
   {'ne', function(a, b) return bool(a ~= b) end, TIES, TIES, ALL, true, 'uint8'},
   {'lt', function(a, b) return bool(a < b) end, TIES, TIES, ALL, true, 'uint8'},
@@ -129,10 +142,34 @@ add{name = 'pow_int', op = 'pow', inputs = {input({3, 4}, {ilo = -3, ihi = 3}), 
     dtypes = {'int32', 'int64'}, exact = true, ref = ref_of.pow}
 add{name = 'pow_special', op = 'pow', ref = ref_of.pow,
     inputs = {input({6}, {values = {0, 0, -8, 2, huge, -2}}), input({6}, {values = {0, -1, 1 / 3, huge, -1, 0.5}})}}
-for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge'} do
+for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'relu_backward'} do
   add{name = name .. '_nan', op = name, inputs = {input({3, 5}, HALF, {nan = 4}), input({5}, HALF, {nan = 3})},
-      exact = true, out_dtype = not name:match('^m') and 'uint8' or nil, ref = ref_of[name]}
+      exact = true, out_dtype = not name:match('^m') and not name:match('^relu') and 'uint8' or nil, ref = ref_of[name]}
 end
+-- PyTorch's promotion of Python scalars: a number with a fractional part (or NaN, inf) among
+-- integer operands makes the op compute in float32 (int64 {1, 2} + 0.5 is float32 {1.5, 2.5}; int64 1
+-- < 1.5 is true); an integral number keeps the tensor's dtype (the _number cases above)
+local INTS = {'int32', 'int64', 'uint8'}
+local function frac(v) return input({}, {dtype = 'float64', values = {v}, number = true}) end
+local function f32_ref(f)  -- float32 division rounds once, correctly: the float64 quotient rounded
+  return function(ins) return L.map(L.bmap(ins, f), L.f32) end
+end
+for _, b in ipairs(binary) do
+  local name, f, _, _, _, _, out = unpack(b)
+  if name ~= 'relu_backward' and name ~= 'pow' then  -- pow: tests/lua/test_values.lua (powf rounds its own way)
+    local v, ref = name == 'div' and -2.5 or 1.5, name == 'div' and f32_ref(f) or ref_of[name]
+    add{name = name .. '_int_fraction', op = name, inputs = {input({3, 4}, {ilo = 0, ihi = 4}), frac(v)},
+        dtypes = INTS, exact = true, out_dtype = out or 'float32', ref = ref}
+    add{name = name .. '_int_fraction_first', op = name, inputs = {frac(v), input({4}, {ilo = 1, ihi = 4})},
+        dtypes = INTS, exact = true, out_dtype = out or 'float32', ref = ref}
+  end
+end
+for _, v in ipairs{{'nan', 0 / 0}, {'inf', huge}, {'neg_inf', -huge}} do
+  add{name = 'add_int_' .. v[1], op = 'add', inputs = {input({5}, {ilo = 0}), frac(v[2])}, dtypes = INTS, exact = true,
+      out_dtype = 'float32', ref = ref_of.add}
+end
+add{name = 'add_uint8_number_too_big', op = 'add', inputs = {input({2}), input({}, {dtype = 'int64', ilo = 300, ihi = 300, number = true})},
+    dtypes = {'uint8'}, error = 'add: the number 300 (input 2, b) does not fit uint8'}
 add{name = 'add_uint8', op = 'add', inputs = {input({3, 4}, {ilo = 0, ihi = 100}), input({4}, {ilo = 0, ihi = 100})},
     dtypes = {'uint8'}, ref = ref_of.add}
 add{name = 'add_8d', op = 'add', inputs = {input({2, 2, 1, 2, 2, 1, 2, 2}), input({2, 1, 2, 1, 1, 2})},
@@ -155,6 +192,18 @@ add{name = 'where_bcast', op = 'where', inputs = {input({2, 3, 1}, COND), input(
 add{name = 'where_number', op = 'where', inputs = {input({3, 4}, COND), input({3, 4}), input({}, {number = true})},
     dtypes = ALL, exact = true, ref = where_ref}
 add{name = 'where_threads', op = 'where', inputs = {input({200, 1}, COND), input({200, 200}), input({200})},
+    exact = true, ref = where_ref}
+-- numbers in where: a uint8 cond never decides their dtype; with no other tensor they are float32,
+-- the default dtype; a fractional one among integer operands makes the result float32 (PyTorch)
+add{name = 'where_numbers', op = 'where', inputs = {input({3, 4}, COND), frac(0.5), frac(-0.5)}, exact = true,
+    dtypes = {'float32'}, ref = where_ref}
+add{name = 'where_int_numbers', op = 'where', inputs = {input({5}, COND), input({}, {ilo = 3, ihi = 3, number = true}),
+    input({}, {ilo = -2, ihi = -2, number = true})}, dtypes = {'int32'}, exact = true, out_dtype = 'float32', ref = where_ref}
+add{name = 'where_int_fraction', op = 'where', inputs = {input({3, 4}, COND), input({3, 4}), frac(0.5)}, exact = true,
+    dtypes = INTS, out_dtype = 'float32', ref = where_ref}
+add{name = 'where_int_fraction_first', op = 'where', inputs = {input({4}, COND), frac(0 / 0), input({3, 4})}, exact = true,
+    dtypes = INTS, out_dtype = 'float32', ref = where_ref}
+add{name = 'where_nan', op = 'where', inputs = {input({3, 4}, COND), input({3, 4}, {nan = 2}), input({4}, {nan = 3})},
     exact = true, ref = where_ref}
 add{name = 'where_float_cond', op = 'where', inputs = {input({2}), input({2}), input({2})}, error = 'expected uint8'}
 

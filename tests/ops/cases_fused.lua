@@ -20,14 +20,14 @@ local OPS = {
   [EXP] = function(a, ea) local y = exp(a) return y, y * ea + y end,
   [SQRT] = function(a, ea) local y = sqrt(a) return y, ea / (2 * y) + y end,
   [TANH] = function(a, ea) local y = tanh(a) return y, ea + abs(y) end,
-  [RELU] = function(a, ea) return a > 0 and a or 0, ea end,
+  [RELU] = function(a, ea) return (a > 0 or a ~= a) and a or 0, ea end,  -- NaN stays NaN
   [SQUARE] = function(a, ea) return a * a, 2 * abs(a) * ea + a * a end,
   [ADD] = function(a, ea, b, eb) local y = a + b return y, ea + eb + abs(y) end,
   [SUB] = function(a, ea, b, eb) local y = a - b return y, ea + eb + abs(y) end,
   [MUL] = function(a, ea, b, eb) local y = a * b return y, abs(b) * ea + abs(a) * eb + abs(y) end,
   [DIV] = function(a, ea, b, eb) local y = a / b return y, ea / abs(b) + abs(y / b) * eb + abs(y) end,
-  [MAXIMUM] = function(a, ea, b, eb) return math.max(a, b), math.max(ea, eb) end,
-  [RELU_BACKWARD] = function(a, ea, b) return b > 0 and a or 0, ea end,
+  [MAXIMUM] = function(a, ea, b, eb) return (a ~= a or b ~= b) and 0 / 0 or math.max(a, b), math.max(ea, eb) end,
+  [RELU_BACKWARD] = function(a, ea, b) return b <= 0 and 0 or a, ea end,  -- NaN in b passes a
 }
 
 -- runs program prog on the inputs broadcast to the output shape; returns value array with scale
@@ -71,6 +71,11 @@ add{name = 'fused_elementwise_single', op = 'fused_elementwise', inputs = {input
     params = {program = {EXP, 0, 0}}, ref = fused_ref}
 add{name = 'fused_elementwise_relu_backward', op = 'fused_elementwise', inputs = {input({6}), input({6})},
     params = {program = {SQUARE, 0, 0, RELU_BACKWARD, 2, 1}}, ref = fused_ref}
+-- NaN through the fused interpreter as through the unfused ops (the same functors): relu keeps
+-- it, maximum propagates it from either side, relu_backward passes the gradient where b is NaN
+add{name = 'fused_elementwise_nan', op = 'fused_elementwise',
+    inputs = {input({4, 5}, {nan = 3}), input({5}, {nan = 4}), input({4, 5}, {nan = 7})},
+    params = {program = {RELU, 0, 0, MAXIMUM, 3, 1, RELU_BACKWARD, 2, 0, ADD, 4, 5}}, ref = fused_ref}
 add{name = 'fused_elementwise_bad_code', op = 'fused_elementwise', inputs = {input({2})},
     params = {program = {CLAMP, 0, 0}}, error = 'step 1 has op code 17; expected a parameterless unary code'}
 add{name = 'fused_elementwise_bad_operand', op = 'fused_elementwise', inputs = {input({2}), input({2})},

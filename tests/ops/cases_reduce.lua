@@ -37,13 +37,16 @@ local function fargmax(v) return L.arg_best(v, function(a, b) return a > b end) 
 local function fargmin(v) return L.arg_best(v, function(a, b) return a < b end) end
 
 local ARGDOM = {step = 0.5, ilo = -3, ihi = 3}  -- ties occur
+-- PyTorch's rule: integer (and uint8) sums and products are int64; float ones keep their dtype
+local function int64_accum(dtype) return (dtype == 'float32' or dtype == 'float64') and dtype or 'int64' end
+local ALL8 = {'float32', 'float64', 'int32', 'int64', 'uint8'}
 -- op, fold, dtypes, domain, exact, output dtype
 local reductions = {
-  {'sum', L.fsum, ALL, {}},
+  {'sum', L.fsum, ALL8, {}, nil, int64_accum},
   {'mean', fmean, FLOATS, {}},
   {'max', fmax, ALL, {step = 0.5}, true},
   {'min', fmin, ALL, {step = 0.5}, true},
-  {'prod', fprod, ALL, {lo = 0.5, hi = 1.6, ilo = -2, ihi = 2}},
+  {'prod', fprod, ALL8, {lo = 0.5, hi = 1.6, ilo = -2, ihi = 2}, nil, int64_accum},
   {'argmax', fargmax, ALL, ARGDOM, true, 'int64'},
   {'argmin', fargmin, ALL, ARGDOM, true, 'int64'},
 }
@@ -80,6 +83,16 @@ for _, name in ipairs{'max', 'min', 'argmax', 'argmin'} do
   add{name = name .. '_nan', op = name, inputs = {input({4, 6}, {step = 0.5, nan = 9})}, params = {dim = {2}},
       exact = true, out_dtype = out_of[name], ref = ref_of[name]}
 end
+-- several NaNs in a row: the values are NaN, the indices point at the first one (PyTorch), over
+-- one dim and over all
+local TWO_NANS = {values = {1, nan, 3, nan, 5, 6, 7, 8, 9, -1, nan, nan, 2, 4, 6, 8, 10, 12}}
+for _, name in ipairs{'max', 'min', 'argmax', 'argmin'} do
+  add{name = name .. '_two_nans', op = name, inputs = {input({3, 6}, TWO_NANS)}, params = {dim = {2}}, exact = true,
+      out_dtype = out_of[name], ref = ref_of[name]}
+  add{name = name .. '_all_nans', op = name, inputs = {input({3, 6}, TWO_NANS)}, exact = true,
+      out_dtype = out_of[name], ref = ref_of[name]}
+end
+add{name = 'sum_nan', op = 'sum', inputs = {input({3, 6}, TWO_NANS)}, params = {dim = {2}}, exact = true, ref = ref_of.sum}
 add{name = 'sum_large', op = 'sum', inputs = {input({64, 33})}, params = {dim = {1}}, ref = ref_of.sum}
 add{name = 'sum_8d', op = 'sum', inputs = {input({2, 1, 3, 2, 1, 2, 2, 3})}, params = {dim = {1, 3, 6, -1}},
     ref = ref_of.sum}
@@ -89,7 +102,19 @@ add{name = 'argmin_8d', op = 'argmin', inputs = {input({2, 2, 1, 2, 3, 1, 2, 2},
 add{name = 'sum_threads', op = 'sum', inputs = {input({300, 200})}, params = {dim = {2}}, ref = ref_of.sum}
 add{name = 'argmax_threads', op = 'argmax', inputs = {input({200, 300})}, params = {dim = {1}}, exact = true,
     out_dtype = 'int64', ref = ref_of.argmax}
-add{name = 'mean_int', op = 'mean', inputs = {input({2, 3})}, dtypes = {'int64'}, error = 'expected float32 or float64'}
+-- PyTorch's mean refuses integer input (it has no integer result to give)
+add{name = 'mean_int', op = 'mean', inputs = {input({2, 3})}, dtypes = {'int64', 'int32', 'uint8'},
+    error = 'expected float32 or float64'}
+-- integer sums and products do not wrap in the input's dtype: 1000 uint8 ones sum to 1000; int32
+-- values past 2^31 in total; a product past 2^31 (hand-computed: 4 * 2^30 = 2^32; 2^40)
+add{name = 'sum_uint8_1000', op = 'sum', inputs = {input({1000}, {ilo = 1, ihi = 1})}, dtypes = {'uint8'},
+    exact = true, out_dtype = 'int64', ref = function() return L.array({}, {1000}) end}
+add{name = 'sum_uint8_dim', op = 'sum', inputs = {input({3, 300}, {ilo = 255, ihi = 255})}, params = {dim = {2}},
+    dtypes = {'uint8'}, exact = true, out_dtype = 'int64', ref = function() return L.array({3}, {76500, 76500, 76500}) end}
+add{name = 'sum_int32_past_2_31', op = 'sum', inputs = {input({2, 4}, {ilo = 2 ^ 30, ihi = 2 ^ 30})}, params = {dim = {2}},
+    dtypes = {'int32'}, exact = true, out_dtype = 'int64', ref = function() return L.array({2}, {2 ^ 32, 2 ^ 32}) end}
+add{name = 'prod_int32_past_2_31', op = 'prod', inputs = {input({40}, {ilo = 2, ihi = 2})}, dtypes = {'int32', 'uint8'},
+    exact = true, out_dtype = 'int64', ref = function() return L.array({}, {2 ^ 40}) end}
 add{name = 'sum_dim_twice', op = 'sum', inputs = {input({2, 3})}, params = {dim = {1, -2}}, error = 'listed twice'}
 
 -- softmax / log_softmax ------------------------------------------------------------------------------

@@ -28,15 +28,18 @@ inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
     case MF_U_RSQRT: return T(A(1) / std::sqrt(x));
     case MF_U_SIGMOID: return T(x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x)));
     case MF_U_TANH: return T(std::tanh(x));
-    case MF_U_RELU: return T(x > 0 ? x : A(0));
+    // NaN passes through relu, as in PyTorch (x != x is false for integers: folded away)
+    case MF_U_RELU: return T((x > 0 || x != x) ? x : A(0));
     case MF_U_SIN: return T(std::sin(x));
     case MF_U_COS: return T(std::cos(x));
     case MF_U_SQUARE: return T(x * x);
-    case MF_U_SIGN: return T(x > 0 ? A(1) : x < 0 ? A(-1) : A(0));
+    // NaN stays NaN (NumPy's rule; PyTorch 1.13 gives 0, its open bug pytorch#41245)
+    case MF_U_SIGN: return T(x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x);
     case MF_U_FLOOR: return T(std::floor(x));
     case MF_U_CEIL: return T(std::ceil(x));
     case MF_U_ROUND: return T(std::nearbyint(x));  // half to even, as NumPy and PyTorch
-    case MF_U_CLAMP: return T(x < lo ? lo : x > hi ? hi : x);
+    // NaN elements stay NaN; a NaN bound makes every element NaN (PyTorch's clamp)
+    case MF_U_CLAMP: return T((lo != lo || hi != hi) ? lo + hi : x < lo ? lo : x > hi ? hi : x);
     case MF_U_ERF: return T(std::erf(x));
     // exact, as PyTorch's default: 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its digits
     case MF_U_GELU: return T(A(0.5) * x * std::erfc(x * A(-0.7071067811865476)));
@@ -63,7 +66,9 @@ inline auto binary_op(T x, T y, std::atomic<bool>& div0) {
   if constexpr (CODE == MF_B_POW) return T(std::pow(A(x), A(y)));
   if constexpr (CODE == MF_B_MAXIMUM) return T(x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y);
   if constexpr (CODE == MF_B_MINIMUM) return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y);
-  if constexpr (CODE == MF_B_RELU_BACKWARD) return T(y > T(0) ? x : T(0));  // x: gradient, y: relu's input
+  // x: gradient, y: relu's input or output; PyTorch's threshold_backward: 0 where y <= 0, so the
+  // gradient passes where y is NaN
+  if constexpr (CODE == MF_B_RELU_BACKWARD) return T(y <= T(0) ? T(0) : x);
   if constexpr (CODE == MF_B_EQ) return uint8_t(x == y);
   if constexpr (CODE == MF_B_NE) return uint8_t(x != y);
   if constexpr (CODE == MF_B_LT) return uint8_t(x < y);

@@ -91,9 +91,13 @@ struct ReducePlan {
   }
 };
 
+// Integer sums and products accumulate in uint64 (wrapping, as two's complement int64 does, with no
+// signed-overflow UB) and are written as int64 (the sum and prod ops: PyTorch's rule) or as T
+// (sum_to, whose result keeps its input's dtype); float ones accumulate in double, written as T.
 template <typename T>
 static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
-  using A = std::conditional_t<std::is_floating_point<T>::value, double, int64_t>;
+  constexpr bool kInt = !std::is_floating_point<T>::value;
+  using A = std::conditional_t<kInt, uint64_t, double>;
   const T* xp = (const T*)x.ptr;
   int64_t nout = out.count;
   parallel_for(nout, plan.rcount, [&](int64_t ob, int64_t oe) {
@@ -123,9 +127,11 @@ static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const Red
             }
           });
         }
-        if (code == MF_R_MEAN) {
+        if (code == MF_R_MEAN) {  // floats only (checked by reduce_cpu)
           double m = plan.rcount ? double(acc) / double(plan.rcount) : std::numeric_limits<double>::quiet_NaN();
           ((T*)out.ptr)[o] = T(m);
+        } else if (kInt && out.dtype_id == MF_INT64) {
+          ((int64_t*)out.ptr)[o] = int64_t(acc);
         } else {
           ((T*)out.ptr)[o] = T(acc);
         }
@@ -158,6 +164,13 @@ void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask)
   ReducePlan plan(x, dim_mask);
   if (plan.rcount == 0 && code != MF_R_SUM && code != MF_R_PROD && code != MF_R_MEAN)
     fail(reduce_name(code), ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
+  bool is_float = x.dtype_id == MF_FLOAT32 || x.dtype_id == MF_FLOAT64;
+  if (code == MF_R_MEAN && !is_float) fail("mean: x is ", dtype_name(x.dtype_id), "; expected float32 or float64");
+  int want = code == MF_R_ARGMAX || code == MF_R_ARGMIN ? int(MF_INT64) : x.dtype_id;
+  bool wide = !is_float && (code == MF_R_SUM || code == MF_R_PROD) && out.dtype_id == MF_INT64;
+  if (out.dtype_id != want && !wide)
+    fail(reduce_name(code), ": output is ", dtype_name(out.dtype_id), "; expected ", dtype_name(want),
+         is_float || (code != MF_R_SUM && code != MF_R_PROD) ? "" : " or int64");
   MF_DISPATCH(x.dtype_id, T, reduce_typed<T>(code, out, x, plan));
 }
 
