@@ -44,6 +44,11 @@ void batch_norm_shape(InferCtx& c) {
   if (w.ndim != 1 || b.ndim != 1 || w.shape[0] != x.shape[1] || b.shape[0] != x.shape[1])
     fail("batch_norm: x is ", shape_str(x), ", weight ", shape_str(w), ", bias ", shape_str(b), "; weight and bias need ",
          x.shape[1], " elements (one per channel, dim 2)");
+  // batch statistics of a single value per channel are meaningless (PyTorch raises this too)
+  int64_t per_channel = x.shape[0];
+  for (int d = 2; d < x.ndim; ++d) per_channel *= x.shape[d];
+  if (per_channel == 1)
+    fail("batch_norm: x is ", shape_str(x), "; expected more than 1 value per channel when training (batch statistics)");
   same_shape(c);
 }
 
@@ -89,6 +94,7 @@ end)lua");
   MF_REGISTER_OP(dropout_mask)
       .describe("Random mask shaped like x: 0 with probability p, else 1 / (1 - p) (inverted dropout: x * mask).")
       .inputs({"like"})
+      .strided()
       .param(Field::number("p", 0.5, "Probability of dropping an element.").range(0, 1))
       .random()
       .infer_shape(dropout_shape)
@@ -104,6 +110,7 @@ end)lua")
       .describe("-sum(labels * log_softmax(logits)) along dim: the loss of a softmax classifier, stable for any "
                 "logits; its gradient is the fused softmax(logits) * sum(labels) - labels.")
       .inputs({"logits", "labels"})
+      .strided()
       .param(Field::integer("dim", -1, "Class dim, 1-based (negative counts from the end)."))
       .infer_shape(xent_shape)
       .infer_type(xent_type)
@@ -122,6 +129,7 @@ end)lua");
   MF_REGISTER_OP(softmax)
       .describe("exp(x) / sum(exp(x)) along dim, computed after subtracting the max.")
       .inputs({"x"})
+      .strided()
       .param(Field::integer("dim", -1, "Dim to normalise over, 1-based (negative counts from the end)."))
       .infer_shape(softmax_shape)
       .infer_type(float_type)
@@ -131,6 +139,7 @@ end)lua");
   MF_REGISTER_OP(log_softmax)
       .describe("x - log(sum(exp(x))) along dim, computed after subtracting the max.")
       .inputs({"x"})
+      .strided()
       .param(Field::integer("dim", -1, "Dim to normalise over, 1-based (negative counts from the end)."))
       .infer_shape(softmax_shape)
       .infer_type(float_type)

@@ -139,8 +139,13 @@ batch_norm('batch_norm_4d', {2, 3, 4, 5}, nil, nil, {empty = {{{2, 3, 0, 5}, {3}
 batch_norm('batch_norm_eps', {5, 2, 3}, {eps = 0.5}, {0.5})
 batch_norm('batch_norm_eps_table', {3, 4, 2}, {eps = 1e-3})
 batch_norm('batch_norm_eps0', {4, 3, 2}, {eps = 0})
--- one element per channel: var 0, so y = b
-batch_norm('batch_norm_single', {1, 3})
+-- one element per channel: batch statistics are meaningless, an error as in PyTorch
+add{name = 'batch_norm_single', op = 'batch_norm', inputs = {input({1, 3}), input({3}), input({3})},
+    error = 'batch_norm: x is 1x3; expected more than 1 value per channel when training'}
+add{name = 'batch_norm_single_spatial', op = 'batch_norm', inputs = {input({1, 2, 1, 1}), input({2}), input({2})},
+    error = 'batch_norm: x is 1x2x1x1; expected more than 1 value per channel'}
+-- one sample, several positions per channel: fine
+batch_norm('batch_norm_one_sample', {1, 3, 4})
 -- the mean far from zero against the spread
 batch_norm('batch_norm_offset', {5, 3, 4}, nil, nil,
            {inputs = {input({5, 3, 4}, {lo = 10, hi = 11}), input({3}), input({3})}})
