@@ -37,7 +37,13 @@ function O.closest(key, names)
   end
   if not best then return nil end
   local limit = math.max(1, math.min(3, math.floor(math.max(#k, #best) / 3)))
-  if bd <= limit or (#k >= 3 and (best:lower():find(k, 1, true) or k:find(best:lower(), 1, true))) then return best end
+  if bd <= limit then return best end
+  -- a contained name (batch_size: batch) or a long shared prefix (reduce: reduction)
+  local b = best:lower()
+  if #k >= 3 and (b:find(k, 1, true) or k:find(b, 1, true)) then return best end
+  local pre = 0
+  while pre < math.min(#k, #b) and k:byte(pre + 1) == b:byte(pre + 1) do pre = pre + 1 end
+  if pre >= 4 and pre >= 0.6 * math.min(#k, #b) then return best end
   return nil
 end
 
