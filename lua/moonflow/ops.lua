@@ -243,6 +243,12 @@ return function(mf)
     for i = 1, nin do
       local s = T()
       e.ins[i] = s
+      -- the kernel layout contract: a kernel that does not take strides gets a contiguous copy
+      -- of a non-contiguous input (entries are per layout, so this is decided once)
+      if not op.strided and ins[i].is_contig ~= 1 then
+        e.copy_in = e.copy_in or {}
+        e.copy_in[#e.copy_in + 1] = i
+      end
     end
     for i = 1, e.nout do
       local s = T()
@@ -257,6 +263,19 @@ return function(mf)
     for i = 1, nin do
       ffi.copy(slots[i], ins[i], SZ)
       slots[i].owns = 0
+    end
+    local copy_in = e.copy_in
+    if copy_in then  -- contiguous copies of views, held by the entry until the kernel has run
+      local held = {}
+      for k = 1, #copy_in do
+        local i = copy_in[k]
+        local t = mf._new_like_meta(ins[i], op.name)
+        K.copy(t, ins[i])
+        ffi.copy(slots[i], t, SZ)
+        slots[i].owns = 0
+        held[k] = t
+      end
+      e.held = held
     end
     local nout = e.nout
     local r1, results
@@ -278,6 +297,7 @@ return function(mf)
       e.run = run
     end
     run()
+    if copy_in then e.held = nil end
     for i = 1, nout do
       if e.alias[i] then
         local t = T()
@@ -564,6 +584,7 @@ return function(mf)
     op.variadic = bit.band(flags, OPF_VARIADIC) ~= 0
     op.from_lua = bit.band(flags, OPF_LUA) ~= 0
     op.random = bit.band(flags, OPF_RANDOM) ~= 0
+    op.strided = bit.band(flags, C.MF_OPF_STRIDED) ~= 0  -- kernel takes views as they are
     op.multi = MULTI[op.name] or false
     for i = 0, C.mf_op_num_inputs(index) - 1 do op.inputs[i + 1] = cstr(C.mf_op_input_name(index, i)) end
     for i = 0, C.mf_op_num_params(index) - 1 do
@@ -617,7 +638,7 @@ return function(mf)
   function mf.register_op(def)
     if type(def) ~= 'table' then raise('register_op: expected a table {name=, num_inputs=, doc=, lua_compute=, ...}') end
     require('moonflow.options').keys('register_op ' .. tostring(def.name), def,
-      {'name', 'num_inputs', 'doc', 'lua_compute', 'infer_shape', 'gradient', 'params'}, 'field')
+      {'name', 'num_inputs', 'doc', 'lua_compute', 'infer_shape', 'gradient', 'params', 'strided'}, 'field')
     local name = def.name
     if type(name) ~= 'string' or not name:match('^[%a_][%w_]*$') then
       raise(('register_op: name %s must be an identifier'):format(tostring(name)))
@@ -633,12 +654,15 @@ return function(mf)
     if infer ~= 'same' and type(infer) ~= 'function' then
       raise(("register_op %s: infer_shape must be 'same' or function(in_shapes, p)"):format(name))
     end
+    if def.strided ~= nil and type(def.strided) ~= 'boolean' then
+      raise(('register_op %s: strided must be true (the kernel takes views with their strides) or false'):format(name))
+    end
     if def.gradient ~= nil and type(def.gradient) ~= 'function' then
       raise(('register_op %s: gradient must be a function(x1, ..., xn, y, gy, params) returning the list '
         .. '{g1, ..., gn} of input gradients (nil for none)'):format(name))
     end
     local factory = compile_kernel(name, 'cpu', def.lua_compute)  -- load errors surface before registering
-    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, nil, 0)
+    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, nil, def.strided and C.MF_OPF_STRIDED or 0)
     if index < 0 then raise(ffi.string(C.mf_last_error())) end
     local pnames = {}
     for k in pairs(def.params or {}) do pnames[#pnames + 1] = k end

@@ -90,6 +90,20 @@ return function(mf)
     return s
   end
 
+  -- The kernel layout contract in graphs: a step that copies the non-contiguous entry e into a
+  -- fresh contiguous one (the contiguous op), run at step `at` just before the consumer named name.
+  local function contiguous_copy(ex, pentries, e, at, name)
+    local op = mf._ops.contiguous
+    local rec = mf._params_record_text(op, '')
+    local metas = mf._infer(op, rec, {e.s}, 1)
+    local c = {s = metas[1], step = at, last_use = at}
+    pentries[#pentries + 1] = c
+    local st = {op = op, rec = rec, ins = {e.s}, in_entries = {e}, outs = {c}, name = name .. '/contiguous', step = at}
+    c.producer = st
+    ex.steps[#ex.steps + 1] = st
+    return c
+  end
+
   -- Binds an executor: order, shapes, memory plan, closures.
   function Session:bind(targets, feed_of)
     check_open(self, 'bind')
@@ -106,6 +120,7 @@ return function(mf)
     local ent = {}          -- node -> list of entry records {s = struct, step, plan index ...}
     local pentries = {}     -- plan entries (op outputs)
     local written = {}
+    local clock = 0         -- step numbers of the memory plan: copies of views, then their consumer
     for step = 1, n do
       local id = obuf[step - 1]
       local info = g.nodes[id]
@@ -132,17 +147,28 @@ return function(mf)
         ex.keep[#ex.keep + 1] = info.value
       else
         local op = mf._ops_by_index[C.mf_graph_node_op(g.h, id)]  -- simplification may have rewritten it
+        local copy_at = clock + 1
+        clock = clock + 2
         local ins = {}
         for k = 1, C.mf_graph_node_num_inputs(g.h, id) do
           if C.mf_graph_node_input(g.h, id, k - 1, r_node, r_index) ~= 0 then raise(ffi.string(C.mf_last_error())) end
           local e = ent[r_node[0]][r_index[0] + 1]
-          e.last_use = step
+          e.last_use = clock
           ins[k] = e
           if e.var and bit.band(op.flags, OPF_WRITES) == 0 and not written[e.var] then ex.needs_init[e.var] = true end
           if e.var and bit.band(op.flags, OPF_WRITES) ~= 0 then
             if op.name ~= 'assign' and not written[e.var] then ex.needs_init[e.var] = true end
             written[e.var] = true
             ex.writes[#ex.writes + 1] = e.var
+          end
+        end
+        if not op.strided then  -- a kernel that does not take strides reads contiguous copies of views
+          for k, e in ipairs(ins) do
+            if e.s.is_contig ~= 1 then
+              e.last_use = math.max(e.last_use, copy_at)
+              ins[k] = contiguous_copy(ex, pentries, e, copy_at, info.name)
+              ins[k].last_use = clock
+            end
           end
         end
         local rec = mf._params_record_text(op, ffi.string(C.mf_graph_node_params(g.h, id)))
@@ -152,7 +178,7 @@ return function(mf)
         if not ok then raise(('Session.run: node %s: %s'):format(info.name, tostring(metas):gsub('^.-:%d+: ', ''))) end
         local outs = {}
         for k, m in ipairs(metas) do
-          local e = {s = m, step = step, last_use = step, node = id, k = k}
+          local e = {s = m, step = clock, last_use = clock, node = id, k = k}
           if alias[k] then
             local base = ins[1]
             e.view_of = base
@@ -171,7 +197,7 @@ return function(mf)
           outs[k] = e
         end
         ent[id] = outs
-        local st = {op = op, rec = rec, ins = in_structs, in_entries = ins, outs = outs, name = info.name, step = step}
+        local st = {op = op, rec = rec, ins = in_structs, in_entries = ins, outs = outs, name = info.name, step = clock}
         for _, e in ipairs(outs) do e.producer = st end
         ex.steps[#ex.steps + 1] = st
       end
@@ -237,7 +263,11 @@ return function(mf)
       if info.kind ~= KIND_PLACEHOLDER then raise(("Session.run: '%s' is not a placeholder; only placeholders are fed"):format(info.name)) end
       v = check_feed(k, info, v)
       feed_of[k.node] = v
-      fkeys[#fkeys + 1] = k.node .. ':' .. v.dtype_id .. ':' .. v:shape_str()
+      local layout = ''
+      if v.is_contig ~= 1 then  -- executors are bound per feed layout (strided kernels hoist strides)
+        for d = 0, v.ndim - 1 do layout = layout .. ':' .. tonumber(v.strides[d]) end
+      end
+      fkeys[#fkeys + 1] = k.node .. ':' .. v.dtype_id .. ':' .. v:shape_str() .. layout
     end
     table.sort(fkeys)
     local tkeys, targets, seen = {}, {}, {}

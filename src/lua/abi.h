@@ -22,7 +22,7 @@ typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, 
    RANDOM draws from the generator; WRITES updates the variables among its inputs; INPLACE output 1
    may reuse the storage of an input of the same shape and dtype that dies at this op */
 typedef enum { MF_OPF_VIEW = 1, MF_OPF_VARIADIC = 2, MF_OPF_LUA = 4, MF_OPF_RANDOM = 8, MF_OPF_WRITES = 16,
-               MF_OPF_INPLACE = 32 } mf_op_flag;
+               MF_OPF_INPLACE = 32, MF_OPF_STRIDED = 64 } mf_op_flag;
 
 typedef struct mf_storage mf_storage;
 typedef struct mf_params mf_params;

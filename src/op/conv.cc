@@ -184,6 +184,7 @@ void register_conv_ops() {
       .describe("2-D convolution (cross-correlation, as in PyTorch) of x (N x C x H x W) with w (O x C x kh x kw), "
                 "no bias: N x O x Ho x Wo, Ho = floor((H + 2*padding - dilation*(kh-1) - 1)/stride) + 1.")
       .inputs({"x", "w"})
+      .strided()
       .param(Field::int_list("stride", "1", kStrideDoc))
       .param(Field::int_list("padding", "0", kPaddingDoc))
       .param(Field::int_list("dilation", "1", kDilationDoc))
@@ -200,6 +201,7 @@ end)lua");
       .describe("Gradient of conv2d with respect to x: gy (N x O x Ho x Wo) through w (O x C x kh x kw) back to "
                 "like's shape (N x C x H x W), the transposed convolution.")
       .inputs({"gy", "w", "like"})
+      .strided()
       .param(Field::int_list("stride", "1", kStrideDoc))
       .param(Field::int_list("padding", "0", kPaddingDoc))
       .param(Field::int_list("dilation", "1", kDilationDoc))
@@ -216,6 +218,7 @@ end)lua");
       .describe("Gradient of conv2d with respect to w: gy (N x O x Ho x Wo) correlated with x (N x C x H x W), "
                 "summed over the batch, in like's shape (O x C x kh x kw).")
       .inputs({"gy", "x", "like"})
+      .strided()
       .param(Field::int_list("stride", "1", kStrideDoc))
       .param(Field::int_list("padding", "0", kPaddingDoc))
       .param(Field::int_list("dilation", "1", kDilationDoc))
@@ -232,6 +235,7 @@ end)lua");
       .describe("Largest element of each kernel_size window of x (N x C x H x W), padding counting as -inf; NaN wins. "
                 "Ho = floor((H + 2*padding - kernel_size)/stride) + 1.")
       .inputs({"x"})
+      .strided()
       .param(Field::int_list("kernel_size", "", kKernelDoc).mandatory())
       .param(Field::int_list("stride", "", kPoolStrideDoc))
       .param(Field::int_list("padding", "0", kPoolPaddingDoc))
@@ -245,6 +249,7 @@ function(x, y, gy, p) return {mf.max_pool2d_backward(gy, x, p.kernel_size, p.str
       .describe("Gradient of max_pool2d: each gy element added at the first maximum of its window of x "
                 "(recomputed from x), zeros elsewhere; x's shape.")
       .inputs({"gy", "x"})
+      .strided()
       .param(Field::int_list("kernel_size", "", kKernelDoc).mandatory())
       .param(Field::int_list("stride", "", kPoolStrideDoc))
       .param(Field::int_list("padding", "0", kPoolPaddingDoc))
@@ -256,6 +261,7 @@ function(x, y, gy, p) return {mf.max_pool2d_backward(gy, x, p.kernel_size, p.str
       .describe("Mean of each kernel_size window of x (N x C x H x W); padding counts as zeros. "
                 "Ho = floor((H + 2*padding - kernel_size)/stride) + 1.")
       .inputs({"x"})
+      .strided()
       .param(Field::int_list("kernel_size", "", kKernelDoc).mandatory())
       .param(Field::int_list("stride", "", kPoolStrideDoc))
       .param(Field::int_list("padding", "0", kPoolPaddingDoc))
@@ -271,6 +277,7 @@ end)lua");
   MF_REGISTER_OP(avg_pool2d_backward)
       .describe("Gradient of avg_pool2d: each gy element spread evenly over its window, in like's shape.")
       .inputs({"gy", "like"})
+      .strided()
       .param(Field::int_list("kernel_size", "", kKernelDoc).mandatory())
       .param(Field::int_list("stride", "", kPoolStrideDoc))
       .param(Field::int_list("padding", "0", kPoolPaddingDoc))
@@ -287,6 +294,7 @@ end)lua");
       .describe("Mean over windows that tile x (N x C x H x W) into output_size (PyTorch's rule: output row i "
                 "covers rows floor(i*H/Ho) to ceil((i+1)*H/Ho)).")
       .inputs({"x"})
+      .strided()
       .param(Field::int_list("output_size", "", "Output Ho, Wo: 1 or 2 integers (one means both).").mandatory())
       .infer_shape(adaptive_shape)
       .infer_type(float_type)
@@ -300,6 +308,7 @@ end)lua")
   MF_REGISTER_OP(adaptive_avg_pool2d_backward)
       .describe("Gradient of adaptive_avg_pool2d: each gy element spread evenly over its window, in like's shape.")
       .inputs({"gy", "like"})
+      .strided()
       .param(Field::int_list("output_size", "", "Output Ho, Wo of the forward op: 1 or 2 integers.").mandatory())
       .infer_shape(adaptive_backward_shape)
       .infer_type(float_type)

@@ -60,6 +60,7 @@ void register_fused_ops() {
       .describe("Evaluates a program of pointwise ops over broadcast inputs in one pass over memory "
                 "(what graph fusion turns elementwise chains into). No gradient: fusion runs after autodiff.")
       .inputs({"inputs"})
+      .strided()
       .variadic()
       .param(Field::int_list("program", "", kProgramDoc).mandatory())
       .infer_shape(fused_shape)

@@ -35,6 +35,7 @@ void register_matmul_ops() {
   MF_REGISTER_OP(matmul)
       .describe("Matrix product of the last two dims of a and b; leading (batch) dims broadcast.")
       .inputs({"a", "b"})
+      .strided()
       .param(Field::boolean("transpose_a", false, "Use the transpose of a's last two dims."))
       .param(Field::boolean("transpose_b", false, "Use the transpose of b's last two dims."))
       .infer_shape(matmul_shape)

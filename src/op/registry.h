@@ -48,7 +48,11 @@ struct OpDef {
   OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }
   OpDef& inputs(std::vector<std::string> n) { inputs_ = std::move(n); return *this; }
   OpDef& variadic() { flags_ |= MF_OPF_VARIADIC; return *this; }  // any number of inputs named inputs_[0]
-  OpDef& view() { flags_ |= MF_OPF_VIEW; return *this; }          // output aliases input 1's storage
+  OpDef& view() { flags_ |= MF_OPF_VIEW | MF_OPF_STRIDED; return *this; }  // output aliases input 1's storage (so strided)
+  // The kernel reads (and writes) its inputs through their sizes, strides and offset. Without it the
+  // engine hands the kernel contiguous inputs, copying other views first (eager and graph); an op
+  // that writes its inputs in place must be strided. Outputs are always fresh and contiguous.
+  OpDef& strided() { flags_ |= MF_OPF_STRIDED; return *this; }
   OpDef& random() { flags_ |= MF_OPF_RANDOM; return *this; }      // draws from the generator
   OpDef& writes() { flags_ |= MF_OPF_WRITES; return *this; }      // updates the variables among its inputs
   OpDef& inplace() { flags_ |= MF_OPF_INPLACE; return *this; }    // output may take over a dying input's storage

@@ -41,6 +41,7 @@ void sum_to_cpu(mf_tensor& out, const mf_tensor& g);
 void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim);
 void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx, int dim);
 void one_hot_cpu(mf_tensor& out, const mf_tensor& labels);
+// batch_norm: x and y contiguous (its block is not strided, so the engine copies views first).
 void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps);
 void dropout_mask_cpu(mf_tensor& mask, mf_rng& g, double p);
 void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, int64_t step);
