@@ -7,13 +7,58 @@ local K = {}
 local tensor_ct = ffi.typeof('mf_tensor')
 local list_ct = ffi.typeof('const mf_tensor *[?]')
 
+-- When only moonflow frames are left, a tail call (`return f(...)`) replaced the frame of the chunk
+-- the host started: the script, the -e code or the REPL statement, which the CLI registers as
+-- registry['moonflow.entry']. Its own tail calls (CALLT/CALLMT bytecodes, found with jit.util) are
+-- the only ways out of it, so their lines name the user's line. Returns 'src:line: ' or nil.
+local tail_ops  -- opcodes of CALLT and CALLMT, read from two probe functions (false: no jit.util)
+local function tail_call_site()
+  local co, is_main = coroutine.running()
+  if co and not is_main then return nil end  -- a coroutine's body: not the entry chunk
+  local fn = debug.getregistry()['moonflow.entry']
+  if type(fn) ~= 'function' then return nil end
+  if tail_ops == nil then
+    local ok, ju = pcall(require, 'jit.util')
+    tail_ops = false
+    if ok then
+      local bit = require 'bit'
+      tail_ops = {}
+      for _, probe in ipairs{loadstring('return f()'), loadstring('return f(...)')} do
+        tail_ops[bit.band(ju.funcbc(probe, ju.funcinfo(probe).bytecodes - 1), 0xff)] = true
+      end
+    end
+  end
+  if not tail_ops then return nil end
+  local ju, bit = require 'jit.util', require 'bit'
+  local info = ju.funcinfo(fn)
+  if not info.source then return nil end  -- a C function
+  local lines, seen = {}, {}
+  for pc = 1, info.bytecodes - 1 do
+    local ins = ju.funcbc(fn, pc)
+    if ins and tail_ops[bit.band(ins, 0xff)] then
+      local line = ju.funcinfo(fn, pc).currentline
+      if line and not seen[line] then seen[line] = true; lines[#lines + 1] = line end
+    end
+  end
+  if #lines == 0 then return nil end
+  local src = info.source:gsub('^[@=]', '')
+  if #lines == 1 then return ('%s:%d: '):format(src, lines[1]) end
+  return ('%s:%d: '):format(src, lines[#lines]), (' (or the tail call on line %s)'):format(
+    table.concat(lines, ', ', 1, #lines - 1))
+end
+
 -- Raises msg blaming the first caller outside moonflow's own Lua files and kernel strings, so
 -- the user's line is the one reported.
 local function raise(msg)
   local level = 2  -- debug.getinfo(1) is raise itself; error() counts levels the same way
   while true do
     local info = debug.getinfo(level, 'S')
-    if not info then level = 0 break end  -- only internal frames (a tail call hid the caller)
+    if not info then  -- only internal frames (a tail call hid the caller)
+      local where, others = tail_call_site()
+      if where then error(where .. msg .. (others or ''), 0) end
+      level = 0
+      break
+    end
     local src = info.source
     if info.what ~= 'C' and not src:find('^@lua/moonflow/') and not src:find('kernel%)$') then break end
     level = level + 1

@@ -1,4 +1,4 @@
--- REPL helpers the moonflow executable calls: formatting results and tab completion.
+-- REPL helpers the moonflow executable calls (src/cli/repl.cc): formatting results and tab completion.
 local mf = require 'moonflow'
 local M = {}
 
@@ -37,40 +37,76 @@ function M.show(...)
   return table.concat(out, '\t')
 end
 
--- Candidates for the word being completed: globals, a.b.c fields, and t:method names.
+-- The names v offers: its own keys, and those of its metatable's __index tables (strings: the
+-- string library; moonflow modules: their class chain, kept in __class, and their parameters,
+-- buffers and children); tensors: their methods.
+local function names_of(v)
+  local keys, seen = {}, {}
+  local function collect(t, depth)
+    if seen[t] or depth > 16 then return end
+    if type(t) == 'table' then
+      seen[t] = true
+      for k in pairs(t) do if type(k) == 'string' then keys[k] = true end end
+    end
+    local mt = getmetatable(t)
+    if type(mt) ~= 'table' then return end
+    for _, via in ipairs{'__index', '__class'} do
+      local nxt = rawget(mt, via)
+      if type(nxt) == 'table' then collect(nxt, depth + 1) end
+    end
+  end
+  if mf.is_tensor(v) then
+    collect(mf.Tensor, 0)
+  else
+    collect(v, 0)
+    if type(v) == 'table' and rawget(v, '_is_module') then
+      for _, f in ipairs{'_params', '_buffers', '_children'} do
+        if type(rawget(v, f)) == 'table' then for k in pairs(rawget(v, f)) do keys[tostring(k)] = true end end
+      end
+    end
+  end
+  return keys
+end
+
+-- Candidates for the word being completed: globals and keywords; after `a.b.` the fields of a.b;
+-- after `obj:` only the methods (function values) obj offers, its own and its class's.
 function M.complete(word)
   local prefix, sep, last = word:match('^(.*)([%.:])([%w_]*)$')
-  local scope, lead = _G, ''
+  local keys, lead, v = nil, '', nil
   if prefix then
-    local v = _G
+    v = _G
     for part in prefix:gmatch('[^%.:]+') do
-      if type(v) ~= 'table' and not mf.is_tensor(v) then return {} end
+      if type(v) ~= 'table' and type(v) ~= 'string' and not mf.is_tensor(v) then return {} end
       local ok, nv = pcall(function() return v[part] end)
-      if not ok then return {} end
+      if not ok or nv == nil then return {} end
       v = nv
     end
-    if mf.is_tensor(v) then scope = mf.Tensor
-    elseif type(v) == 'table' then scope = v
-    else return {} end
+    keys = names_of(v)
     lead = prefix .. sep
   else
     last = word
+    keys = {}
+    for k in pairs(_G) do if type(k) == 'string' then keys[k] = true end end
   end
   local out = {}
-  local function add(t)
-    for k in pairs(t) do
-      if type(k) == 'string' and k:sub(1, #last) == last and k:sub(1, 1) ~= '_' then out[#out + 1] = lead .. k end
+  for k in pairs(keys) do
+    if k:sub(1, #last) == last and k:sub(1, 1) ~= '_' then
+      local keep = true
+      if sep == ':' then
+        local ok, val = pcall(function() return v[k] end)
+        keep = ok and type(val) == 'function'
+      end
+      if keep then out[#out + 1] = lead .. k end
     end
   end
-  add(scope)
-  if scope == _G then
+  if not prefix then
     local keywords = {'and', 'break', 'do', 'else', 'elseif', 'end', 'false', 'for', 'function', 'if', 'in',
                       'local', 'nil', 'not', 'or', 'repeat', 'return', 'then', 'true', 'until', 'while'}
     for _, k in ipairs(keywords) do if k:sub(1, #last) == last then out[#out + 1] = k end end
   end
   table.sort(out)
   local uniq = {}
-  for i, v in ipairs(out) do if v ~= out[i - 1] then uniq[#uniq + 1] = v end end
+  for i, c in ipairs(out) do if c ~= out[i - 1] then uniq[#uniq + 1] = c end end
   return uniq
 end
 

@@ -28,6 +28,7 @@ int run_chunk(lua_State* L, int load_status) {
     lua_pop(L, 1);
     return 1;
   }
+  mf::set_entry_chunk(L);  // an error after `return f()` on its last line still names the line
   std::string err;
   if (!mf::pcall_traceback(L, 0, 0, &err)) {
     std::fprintf(stderr, "moonflow: %s\n", err.c_str());
