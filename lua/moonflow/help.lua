@@ -29,7 +29,8 @@ return function(mf)
     get_rng_state = 'mf.get_rng_state(): {seed, offset} of the generator, for checkpoints.',
     set_rng_state = 'mf.set_rng_state(s): restores a state from get_rng_state().',
     register_op = 'mf.register_op{name=, num_inputs=, doc=, lua_compute=, infer_shape=, params=, gradient=}: adds an op to the registry; it becomes mf.<name> and a tensor method.',
-    help = "help(x): prints the docs of an op or function: help(mf.matmul), help('matmul').",
+    help = "help(x): prints the docs of an op or function: help(mf.matmul), help('matmul'); returns nothing (mf.help_text(x) returns the text).",
+    help_text = 'mf.help_text(x): the text help(x) prints, as a string.',
     list_ops = 'mf.list_ops(): sorted names of every registered op.',
     op_doc = 'mf.op_doc(name): the docs of a registered op as text (nil for an unknown name).',
     eager_stats = 'mf.eager_stats(): {calls, binds, factories}: eager op calls, shape-inference + bind events, kernel strings evaluated.',
@@ -122,8 +123,8 @@ return function(mf)
     return table.concat(lines, '\n')
   end
 
-  -- help(x) prints the docs of x; returns the text as well.
-  function mf.help(x)
+  -- help_text(x): the docs of x as text; help(x) prints them.
+  function mf.help_text(x)
     local text
     if x == nil then
       text = 'moonflow ' .. mf._VERSION .. "\nhelp('op') or help(mf.op) for an op; mf.list_ops() lists them:\n  "
@@ -142,7 +143,8 @@ return function(mf)
         text = ('help: no docs for %s'):format(type(x) == 'string' and ("'" .. x .. "'") or tostring(x))
       end
     end
-    print(text)
     return text
   end
+  -- Prints and returns nothing, so the REPL (which echoes values) shows the text once.
+  function mf.help(x) print(mf.help_text(x)) end
 end

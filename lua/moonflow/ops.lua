@@ -321,7 +321,7 @@ return function(mf)
     stats.calls = stats.calls + 1
     if interrupt[0] ~= 0 then  -- Ctrl-C in the REPL (a load: free on the hot path)
       interrupt[0] = 0
-      error('interrupted', 0)
+      raise('interrupted')  -- blames the user's line
     end
     local rec = op.default
     if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end

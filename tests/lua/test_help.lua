@@ -3,11 +3,8 @@
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
 local T = require 'testlib'
 
-local real_print = print
 local function doc_of(x)
-  print = function() end
-  local ok, text = pcall(mf.help, x)
-  print = real_print
+  local ok, text = pcall(mf.help_text, x)
   assert(ok, text)
   return text
 end
@@ -36,6 +33,17 @@ T.test('help of an op prints its registry docs', function()
   assert(doc_of('matmul'):find('transpose_a', 1, true))
   assert(doc_of(mf.reduce_sum):find('mf.sum(x, dim, keepdim)', 1, true))
   assert(doc_of('no_such_thing'):match('^help: no docs'))
+end)
+
+T.test('help prints the text once and returns nothing (the REPL would echo a result)', function()
+  local printed, real_print = {}, print
+  print = function(...) printed[#printed + 1] = table.concat({...}, '\t') end
+  local n = select('#', mf.help('matmul'))
+  print = real_print
+  T.eq(n, 0, 'values returned by help')
+  T.eq(#printed, 1, 'print calls')
+  T.eq(printed[1], mf.help_text('matmul'), 'printed text')
+  assert(printed[1]:find('transpose_a', 1, true))
 end)
 
 T.finish()
