@@ -80,7 +80,8 @@ return function(mf)
     return ('%.1fs'):format(s)
   end
 
-  local FIT_ARGS = {model = 'table', loss = 'table', optimizer = 'table', data = 'any', epochs = O.posint,
+  local FIT_ARGS = {model = {type = 'table', doc = 'an nn module'}, loss = {type = 'table', doc = 'an nn criterion'},
+    optimizer = {type = 'table', doc = 'an mf.optim optimizer'}, data = 'any', epochs = O.posint,
     validate = 'any', on_epoch = 'callable', on_step = 'callable', log = 'string', scheduler = 'table',
     start_epoch = O.posint, quiet = 'boolean', max_steps = O.posint, history = 'table',
     _hints = {criterion = 'loss', optim = 'optimizer', opt = 'optimizer', loader = 'data', train = 'data',

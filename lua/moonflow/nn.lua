@@ -326,12 +326,24 @@ return function(mf)
 
   function Module:forward() raise(self.__name .. ': forward is not implemented') end
 
+  -- m.parameters() for m:parameters() is an error that says so
+  O.guard_methods(Module, function(m) return type(m) == 'table' and rawget(m, '_is_module') == true end,
+    function(name) return ('m:%s(...)'):format(name) end)
+
   -- size of dim d of x, or nil when a symbol does not know it yet
   local function size_of(x, d) return x:size(d) end
   local function label(self)
     local r = self:extra_repr()
     return self.__name .. (r ~= '' and ('(' .. r .. ')') or '')
   end
+  -- m.forward(x) (a dot for a colon) passes x as self
+  local function check_self(self)
+    if type(self) ~= 'table' or not rawget(self, '_is_module') then
+      raise(('forward: called on %s; call it as m:forward(x) or m(x) (with a colon)'):format(
+        is_tensor(self) and ('a ' .. self:shape_str() .. ' tensor') or shape_of(self)))
+    end
+  end
+  nn._check_self = check_self
   local function fail_input(self, x, want)
     raise(('%s: input is %s; expected %s'):format(label(self), shape_of(x), want))
   end
@@ -371,6 +383,7 @@ return function(mf)
   end
   function Linear:extra_repr() return ('%d -> %d'):format(self.n_in, self.n_out) end
   function Linear:forward(x)
+    check_self(self)
     check_x(self, x, ('... x %d'):format(self.n_in))
     local n = x:dim()
     local last = n and n > 0 and size_of(x, -1)
@@ -419,6 +432,7 @@ return function(mf)
     return ('%d -> %d, %dx%d, stride %d'):format(self.c_in, self.c_out, self.k[1], self.k[2], self.stride[1])
   end
   function Conv2d:forward(x)
+    check_self(self)
     check_x(self, x, ('N x %d x H x W'):format(self.c_in))
     if x:dim() ~= nil and (x:dim() ~= 4 or (size_of(x, 2) and size_of(x, 2) ~= self.c_in)) then
       fail_input(self, x, ('N x %d x H x W'):format(self.c_in))
@@ -441,6 +455,7 @@ return function(mf)
     end
     function cls:extra_repr() return ('%dx%d, stride %d'):format(self.k[1], self.k[2], self.stride[1]) end
     function cls:forward(x)
+      check_self(self)
       check_x(self, x, 'N x C x H x W')
       if x:dim() ~= nil and x:dim() ~= 4 then fail_input(self, x, 'N x C x H x W') end
       local p = {kernel_size = self.k, stride = self.stride, padding = self.padding}
@@ -459,6 +474,7 @@ return function(mf)
   function Adaptive:__init(out) self.out = int_pair(out, 'output_size', 'nn.AdaptiveAvgPool2d', 1) end
   function Adaptive:extra_repr() return ('%dx%d'):format(self.out[1], self.out[2]) end
   function Adaptive:forward(x)
+    check_self(self)
     check_x(self, x, 'N x C x H x W')
     if x:dim() ~= nil and x:dim() ~= 4 then fail_input(self, x, 'N x C x H x W') end
     return mf.adaptive_avg_pool2d(x, {output_size = self.out})
@@ -471,6 +487,7 @@ return function(mf)
       if check then self.a = check(...) else no_args(name, ...) end
     end
     function cls:forward(x)
+      check_self(self)
       check_x(self, x)
       return fn(self, x)
     end
@@ -504,6 +521,7 @@ return function(mf)
   nn.Flatten = Flatten
   function Flatten:__init(...) no_args('Flatten', ...) end
   function Flatten:forward(x)
+    check_self(self)
     check_x(self, x)
     local n, rest = x:dim(), 1
     if not n then raise('Flatten: the input rank must be known') end
@@ -526,6 +544,7 @@ return function(mf)
   end
   function Dropout:extra_repr() return 'p = ' .. self.p end
   function Dropout:forward(x)
+    check_self(self)
     check_x(self, x)
     if not self.training or self.p == 0 then return x end
     return x * mf.dropout_mask(x, self.p)
@@ -544,6 +563,7 @@ return function(mf)
     end
     function cls:extra_repr() return tostring(self.c) end
     function cls:forward(x)
+      check_self(self)
       local shape_want = want:format(self.c, self.c)
       check_x(self, x, shape_want)
       local n = x:dim()
@@ -598,6 +618,7 @@ return function(mf)
   end
   function Embedding:extra_repr() return ('%d, %d'):format(self.num, self.dim) end
   function Embedding:forward(idx)
+    check_self(self)
     check_x(self, idx, 'int64 indices in 1..' .. self.num)
     if idx:dtype() ~= 'int64' then
       raise(('%s: indices are %s %s; expected int64 indices in 1..%d'):format(label(self), shape_of(idx), idx:dtype(), self.num))
@@ -633,6 +654,7 @@ return function(mf)
     end
   end
   function Sequential:forward(x)
+    check_self(self)
     for _, c in ipairs(self._child_order) do x = self._children[c]:forward(x) end
     return x
   end
@@ -650,6 +672,7 @@ return function(mf)
       self.reduction = opts.reduction or 'mean'
     end
     function cls:forward(input, target, ...)
+      check_self(self)
       if select('#', ...) > 0 then raise(('%s: expected (input, target), got %d arguments'):format(name, 2 + select('#', ...))) end
       check_x(self, input, nil, 'input')
       check_x(self, target, nil, 'target')

@@ -204,6 +204,9 @@ return function(mf)
     return self
   end
 
+  O.guard_methods(Optimizer, function(o) return getmetatable(o) == Optimizer end,
+    function(name) return ('opt:%s(...)'):format(name) end)
+
   local RATE, FRACTION = O.rate, O.prob
 
   -- SGD as PyTorch's: weight decay added to the gradient, momentum buffer with dampening,
@@ -259,6 +262,9 @@ return function(mf)
     self.epoch = s.epoch
     self.opt:set_lr(self:lr_at(self.epoch))
   end
+
+  O.guard_methods(Scheduler, function(s) return getmetatable(s) == Scheduler end,
+    function(name) return ('scheduler:%s(...)'):format(name) end)
 
   local function scheduler(kind, opt, opts, spec, required)
     local what = 'optim.' .. kind

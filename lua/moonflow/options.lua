@@ -67,6 +67,7 @@ function O.unknown_message(what, key, names, hints, noun)
 end
 
 local function show(v)
+  if v == nil then return 'nil' end
   if type(v) == 'number' then
     if v ~= v then return 'nan' end
     if v == math.huge then return 'inf' elseif v == -math.huge then return '-inf' end
@@ -195,6 +196,22 @@ function O.keys(what, tbl, names, noun)
     end
   end
   return tbl
+end
+
+-- Wraps every function of a method table so that a call with a dot instead of a colon
+-- (model.parameters() in Python style) is an error naming the method, not an internal one.
+-- is_self(x) tells whether x is a proper receiver; what(name) is how the call should look.
+function O.guard_methods(tbl, is_self, what)
+  for name, f in pairs(tbl) do
+    if type(f) == 'function' and type(name) == 'string' and name:sub(1, 1) ~= '_' then
+      tbl[name] = function(self, ...)
+        if not is_self(self) then
+          raise(('%s: called on %s; call it as %s (with a colon)'):format(name, show(self), what(name)))
+        end
+        return f(self, ...)
+      end
+    end
+  end
 end
 
 -- Common rules

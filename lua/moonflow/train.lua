@@ -41,6 +41,10 @@ return function(mf)
 
   -- One update op per (grad, var) with a gradient; returns the group that runs them all.
   function Optimizer:apply_gradients(grads_and_vars, name)
+    if type(grads_and_vars) ~= 'table' then
+      raise(('%s:apply_gradients: expected the list of {grad, var} pairs compute_gradients returns, got %s'):format(self.name,
+        O.show(grads_and_vars)))
+    end
     local updates = {}
     for _, gv in ipairs(grads_and_vars) do
       if gv[1] ~= nil then updates[#updates + 1] = self:update(gv[2], gv[1]) end
@@ -69,6 +73,9 @@ return function(mf)
     end
     return c
   end
+
+  O.guard_methods(Optimizer, function(o) return getmetatable(o) == Optimizer end,
+    function(name) return ('opt:%s(...)'):format(name) end)
 
   local function new(name, fields)
     fields.name = name
