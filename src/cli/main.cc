@@ -30,7 +30,9 @@ int run_chunk(lua_State* L, int load_status) {
   }
   mf::set_entry_chunk(L);  // an error after `return f()` on its last line still names the line
   std::string err;
-  if (!mf::pcall_traceback(L, 0, 0, &err)) {
+  bool ok = mf::pcall_traceback(L, 0, 0, &err);
+  mf::clear_entry_chunk(L);
+  if (!ok) {
     std::fprintf(stderr, "moonflow: %s\n", err.c_str());
     return 1;
   }

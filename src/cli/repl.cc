@@ -349,6 +349,7 @@ bool execute(lua_State* L, bool interactive) {
   } else {
     ok = pcall_traceback(L, 0, LUA_MULTRET, &err);
   }
+  clear_entry_chunk(L);
   if (!ok) {
     if (!g_exit_requested) std::fprintf(stderr, "%s\n", err.c_str());
     std::fflush(stderr);
@@ -369,6 +370,11 @@ bool blank(const std::string& s) { return s.find_first_not_of(" \t\r") == std::s
 
 void set_entry_chunk(lua_State* L) {
   lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "moonflow.entry");
+}
+
+void clear_entry_chunk(lua_State* L) {
+  lua_pushnil(L);
   lua_setfield(L, LUA_REGISTRYINDEX, "moonflow.entry");
 }
 

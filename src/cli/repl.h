@@ -15,5 +15,7 @@ int run_repl(lua_State* L);
 // Marks the function on top of the stack (left there) as the chunk the host is running, so that an
 // error raised after a tail call replaced its frame can still name its line (K.raise in kernels.lua).
 void set_entry_chunk(lua_State* L);
+// Forgets it once the chunk has returned (a later error, from a finalizer say, is not its doing).
+void clear_entry_chunk(lua_State* L);
 
 }  // namespace mf

@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import struct
 import sys
@@ -25,6 +26,7 @@ MF = os.path.abspath(sys.argv[1])
 HOME = tempfile.mkdtemp(prefix='mf_pty_')
 FAILS = []
 PROMPT = 'mf> '
+SESSIONS = []  # killed at the end, so a failed check never leaves a REPL spinning
 
 
 class Session:
@@ -33,6 +35,7 @@ class Session:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             os.execve(MF, [MF], env)
+        SESSIONS.append(self)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 100, 0, 0))
         self.buf = ''
         self.status = None
@@ -232,4 +235,13 @@ if __name__ == '__main__':
     except AssertionError as e:
         FAILS.append(str(e))
         print('FAIL: %s' % e)
+    finally:
+        for sess in SESSIONS:
+            if sess.status is None:
+                try:
+                    os.kill(sess.pid, signal.SIGKILL)
+                    os.waitpid(sess.pid, 0)
+                except OSError:
+                    pass
+        shutil.rmtree(HOME, ignore_errors=True)
     sys.exit(1 if FAILS else 0)
