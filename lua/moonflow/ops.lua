@@ -342,8 +342,9 @@ return function(mf)
 
   -- argument adapters: Lua call syntax -> (input tensors, params table) -----------------------
   -- Integer dtypes: [lo, hi) of the values a number converted into them must lie in.
-  local INT_RANGE = {[2] = {-2 ^ 31, 2 ^ 31, 'int32'}, [3] = {-2 ^ 63, 2 ^ 63, 'int64'}, [4] = {0, 256, 'uint8'}}
-  local FLOAT32 = 0
+  local INT_RANGE = {[2] = {-2 ^ 31, 2 ^ 31, 'int32', '-2147483648..2147483647'},
+                     [3] = {-2 ^ 63, 2 ^ 63, 'int64', '-2^63..2^63-1'}, [4] = {0, 256, 'uint8', '0..255'}}
+  local FLOAT32, OPF_WRITES = 0, 16
   -- a number operand becomes a 0-dim tensor of like_dtype (chosen by number_operands below); one
   -- that does not fit an integer dtype is an error, never a wrapped value
   local function as_tensor(v, like_dtype, op, i)
@@ -352,9 +353,11 @@ return function(mf)
       if type(v) == 'boolean' then v = v and 1 or 0 end
       local r = INT_RANGE[like_dtype]
       if r and not (v % 1 == 0 and v >= r[1] and v < r[2]) then
-        raise(('%s: the number %s (input %d, %s) does not fit %s, the dtype of the other operands (%s..%s)')
-          :format(op.name, tostring(v), i, op.inputs[i] or op.inputs[1] or '?', r[3], ('%d'):format(r[1]),
-            ('%d'):format(r[2] - 1)))
+        local what = ('%s: the number %s (input %d, %s)'):format(op.name, tostring(v), i, op.inputs[i] or op.inputs[1] or '?')
+        if v % 1 ~= 0 then  -- only ops that write their integer inputs get here (number_operands)
+          raise(('%s is not an integer; the %s it is written into holds integers only'):format(what, r[3]))
+        end
+        raise(('%s does not fit %s, the dtype of the other operands (%s)'):format(what, r[3], r[4]))
       end
       local t = mf._new_tensor({}, like_dtype)
       K.fill(t, v)
@@ -386,7 +389,9 @@ return function(mf)
       end
     end
     like = like or FLOAT32
-    if frac and INT_RANGE[like] then
+    -- an op that writes its inputs (assign_add) must write them, not float copies: no promotion,
+    -- so a fractional number for an integer variable is an error (as_tensor)
+    if frac and INT_RANGE[like] and bit.band(op.flags or 0, OPF_WRITES) == 0 then
       like = FLOAT32
       for i = 1, nin do
         local x = ins[i]

@@ -152,7 +152,15 @@ T.test('numbers that do not fit an integer dtype, and mixed tensor dtypes, are e
   T.errors(function() local _ = mf.tensor({1}, 'uint8') + 300 end, 'add: the number 300', 'does not fit uint8', '0..255')
   T.errors(function() local _ = mf.tensor({1}, 'uint8') - -1 end, 'sub: the number -1', 'does not fit uint8')
   T.errors(function() local _ = mf.tensor({1}, 'int32') * 2 ^ 31 end, 'mul: the number 2147483648', 'does not fit int32')
-  T.errors(function() local _ = mf.tensor({1}, 'int64') + 2 ^ 63 end, 'does not fit int64')
+  T.errors(function() local _ = mf.tensor({1}, 'int64') + 2 ^ 63 end, 'does not fit int64', '-2^63..2^63-1')
+  -- an op writing an integer input in place writes it, never a float32 copy: a fractional number is
+  -- an error there, and the variable keeps its values
+  local v = mf.tensor({1, 2}, 'int64')
+  T.errors(function() mf.assign_add(v, 0.5) end, 'assign_add: the number 0.5', 'is not an integer', 'int64')
+  T.errors(function() mf.assign(v, 0 / 0) end, 'assign: the number', 'is not an integer')
+  check(v, {1, 2}, 'int64', 'variable after refused writes')
+  mf.assign_add(v, 2)
+  check(v, {3, 4}, 'int64', 'assign_add 2')
   -- tensors of two dtypes: an error naming both (no silent conversion)
   T.errors(function() local _ = mf.tensor({1}, 'int64') + mf.tensor({1}) end, 'add', 'int64', 'float32', 'expected one dtype')
   T.errors(function() local _ = mf.where(mf.tensor({1}, 'uint8'), mf.tensor({1}, 'int64'), mf.tensor({0.5})) end,
