@@ -31,6 +31,10 @@ return function(mf)
       raise(('%s: parameter groups ({params = ..., lr = ...}) are not supported; make one optimizer per group'):format(what))
     end
     local n = #params
+    if n == 0 and next(params) ~= nil then
+      raise(('%s(params, opts): the first argument is an options table; pass the parameters first: %s(model:parameters(), {...})'):format(
+        what, what))
+    end
     for k in pairs(params) do
       if type(k) ~= 'number' or k < 1 or k > n or k ~= math.floor(k) then
         raise(('%s: params has key %s; expected a list {p1, p2, ...}'):format(what, O.show(k)))
