@@ -224,10 +224,21 @@ return function(mf)
       raise('optim.SGD: nesterov needs momentum > 0 and dampening 0')
     end
     o.slot_names = hp.momentum ~= 0 and {'momentum_buffer'} or {}
-    function o:update(w, g, st, lr)
+    -- PyTorch starts the buffer at the (decayed) gradient: buf = d_p on the first step, then
+    -- buf = momentum * buf + (1 - dampening) * d_p; with dampening the first step is told apart
+    -- by a step count, as Adam's
+    local damped = hp.momentum ~= 0 and hp.dampening ~= 0
+    if damped then o.step_t = holder(mf.tensor(0, 'float64')) end
+    function o:update(w, g, st, lr, step)
       if hp.momentum == 0 then return mf.sgd_update(w, g, lr, {weight_decay = hp.weight_decay}) end
-      return mf.momentum_update(w, st.momentum_buffer, g, lr,
-        {momentum = hp.momentum, dampening = hp.dampening, weight_decay = hp.weight_decay, nesterov = hp.nesterov})
+      if not damped then
+        return mf.momentum_update(w, st.momentum_buffer, g, lr,
+          {momentum = hp.momentum, dampening = 0, weight_decay = hp.weight_decay, nesterov = hp.nesterov})
+      end
+      local d_p = hp.weight_decay ~= 0 and g + w * hp.weight_decay or g
+      local later = mf.minimum(step - 1, 1)                        -- 0 on the first step, 1 after
+      local scale = mf.cast(1 - later * hp.dampening, w:dtype())   -- 1, then 1 - dampening
+      return mf.momentum_update(w, st.momentum_buffer, d_p * scale, lr, {momentum = hp.momentum})
     end
     return o
   end

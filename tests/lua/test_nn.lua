@@ -287,4 +287,42 @@ T.test('mf.optim steps tensors eagerly with each parameter .grad', function()
   T.errors(function() mf.optim.SGD({p}, {learning_rate = 1}) end, "unknown option 'learning_rate'")
 end)
 
+T.test('SGD with dampening starts its buffer at the gradient (PyTorch), eager and in a graph', function()
+  -- reference: d_p = g + wd * w; buf = d_p at step 1, then mu * buf + (1 - d) * d_p; w = w - lr * buf
+  local lr, mu, d, wd, grads = 0.1, 0.5, 0.5, 0.1, {1, 2, 4}
+  local function reference()
+    local w, buf, out = 1, nil, {}
+    for k, g in ipairs(grads) do
+      local dp = g + wd * w
+      buf = buf and mu * buf + (1 - d) * dp or dp
+      w = w - lr * buf
+      out[k] = w
+    end
+    return out
+  end
+  local want = reference()
+  T.near(want[1], 0.89, 1e-15)   -- by hand: 1 - 0.1 * (1 + 0.1)
+  local opts = {lr = lr, momentum = mu, dampening = d, weight_decay = wd}
+  local p = mf.nn.Parameter(mf.tensor({1}, 'float64'))
+  local opt = mf.optim.SGD({p}, opts)
+  for k, g in ipairs(grads) do
+    p.grad = mf.tensor({g}, 'float64')
+    opt:step()
+    T.near(p.data:get(1), want[k], 1e-14, 'eager step ' .. k)
+  end
+  mf.reset_default_graph()
+  local q = mf.nn.Parameter(mf.tensor({1}, 'float64'))
+  local gin = mf.placeholder('float64', {1}, 'g')
+  local m = mf.nn.Module('Lin')
+  function m:forward(x) return mf.sum(self:value('w', x) * x) end
+  local mod = m()
+  mod:register_parameter('w', q)
+  local train = mf.optim.SGD(mod:parameters(), opts):minimize(mod(gin))
+  local s = mf.Session()
+  for k, g in ipairs(grads) do
+    s:run(train, {[gin] = mf.tensor({g}, 'float64')})
+    T.near(q.data:get(1), want[k], 1e-14, 'graph step ' .. k)
+  end
+end)
+
 T.finish()
