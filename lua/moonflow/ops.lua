@@ -127,11 +127,15 @@ return function(mf)
   mf._params_record, mf._params_record_text = params_record, params_record_text
 
   -- shape inference --------------------------------------------------------------------------
-  local function infer_native(op, rec, ins, nin)
+  local function infer_native(op, rec, ins, nin, unknown)
     for i = 1, nin do in_ptrs[i - 1] = ins[i] end
-    if C.mf_op_infer(op.index, rec.h, nin, in_ptrs, MAXOUT, meta_buf, alias_buf, nout_buf) ~= 0 then
-      raise(ffi.string(C.mf_last_error()))
+    local st
+    if unknown then  -- graph building: sizes equal to unknown are not known yet (graph.lua)
+      st = C.mf_op_infer_partial(op.index, rec.h, nin, in_ptrs, unknown, MAXOUT, meta_buf, alias_buf, nout_buf)
+    else
+      st = C.mf_op_infer(op.index, rec.h, nin, in_ptrs, MAXOUT, meta_buf, alias_buf, nout_buf)
     end
+    if st ~= 0 then raise(ffi.string(C.mf_last_error())) end
     local metas, alias = {}, {}
     for i = 1, nout_buf[0] do
       local m = T()
@@ -187,10 +191,10 @@ return function(mf)
   end
 
   -- output metadata (shape, dtype, strides) and alias flags of op on inputs ins: eager and graph
-  -- binding both come through here
-  function mf._infer(op, rec, ins, nin)
+  -- binding both come through here; unknown (graph building only) is the sentinel of unknown sizes
+  function mf._infer(op, rec, ins, nin, unknown)
     if op.lua_infer then return infer_lua(op, rec, ins, nin) end
-    return infer_native(op, rec, ins, nin)
+    return infer_native(op, rec, ins, nin, unknown)
   end
 
   -- binding ------------------------------------------------------------------------------------
@@ -666,21 +670,33 @@ return function(mf)
       raise(('register_op %s: gradient must be a function(x1, ..., xn, y, gy, params) returning the list '
         .. '{g1, ..., gn} of input gradients (nil for none)'):format(name))
     end
-    local factory = compile_kernel(name, 'cpu', def.lua_compute)  -- load errors surface before registering
-    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, nil, def.strided and C.MF_OPF_STRIDED or 0)
-    if index < 0 then raise(ffi.string(C.mf_last_error())) end
-    local pnames = {}
-    for k in pairs(def.params or {}) do pnames[#pnames + 1] = k end
+    -- params are checked before registering, so a failed registration leaves nothing behind
+    if def.params ~= nil and type(def.params) ~= 'table' then
+      raise(('register_op %s: params must be a table {name = {type =, default =, doc =}}, got a %s'):format(name, type(def.params)))
+    end
+    local pnames, pspecs = {}, {}
+    for k in pairs(def.params or {}) do
+      if type(k) ~= 'string' then raise(('register_op %s: param names must be strings, got a %s'):format(name, type(k))) end
+      pnames[#pnames + 1] = k
+    end
     table.sort(pnames)
     for _, k in ipairs(pnames) do
       local spec = def.params[k]
       if type(spec) ~= 'table' then raise(("register_op %s: param '%s' must be a table {type=, default=, doc=}"):format(name, k)) end
+      require('moonflow.options').keys(("register_op %s: param '%s'"):format(name, k), spec, {'type', 'default', 'doc'}, 'field')
       local kind = spec.type or 'number'
       if not PARAM_KINDS[kind] and not tostring(kind):match('^enum:') then
         raise(("register_op %s: param '%s' has type '%s'"):format(name, k, tostring(kind)))
       end
-      local dflt = spec.default ~= nil and encode_value({name = name, param_kind = {}}, k, spec.default) or nil
-      if C.mf_op_add_param(index, k, kind, dflt, spec.doc or '') ~= 0 then raise(ffi.string(C.mf_last_error())) end
+      pspecs[k] = {kind = kind, doc = spec.doc or '',
+                   dflt = spec.default ~= nil and encode_value({name = name, param_kind = {}}, k, spec.default) or nil}
+    end
+    local factory = compile_kernel(name, 'cpu', def.lua_compute)  -- load errors surface before registering
+    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, nil, def.strided and C.MF_OPF_STRIDED or 0)
+    if index < 0 then raise(ffi.string(C.mf_last_error())) end
+    for _, k in ipairs(pnames) do
+      local s = pspecs[k]
+      if C.mf_op_add_param(index, k, s.kind, s.dflt, s.doc) ~= 0 then raise(ffi.string(C.mf_last_error())) end
     end
     local op = load_op(index)
     op.factories.cpu = factory
