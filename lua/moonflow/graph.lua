@@ -199,27 +199,38 @@ return function(mf)
   -- op nodes ----------------------------------------------------------------------------------
   -- Build-time shape inference. Unknown dims stand in as a large prime; the rules run twice with
   -- two different primes, and an output dim that differs between the runs depends on an unknown
-  -- one (stride or division rules included). A rule that fails only because of unknown dims
-  -- leaves the output shapes unknown instead of raising.
-  local function infer_with(op, rec, ins, sentinel)
+  -- one (stride or division rules included). Native rules know the sentinel (mf_op_infer_partial):
+  -- they check every size that is known, so a mismatch of known sizes is an error here, at the
+  -- user's build line, with unknown sizes printed as '?'. Only a rule that cannot tell its output
+  -- shape before the run ([unknown-output]), or a Lua-registered rule (which sees the sentinels as
+  -- numbers) failing on unknown sizes, leaves the output shapes unknown.
+  local function infer_with(op, rec, ins, sentinel, has_unknown)
     local metas = {}
     for i, s in ipairs(ins) do
       local m = T()
       m.dtype_id = s.dtype_id
       m.ndim = #s.shape
-      local acc = 1
+      local acc = 1  -- strides and count as if unknown sizes were 1: no overflow with many of them
       for d = #s.shape, 1, -1 do
         local v = s.shape[d]
-        if v < 0 then v = sentinel end
-        m.shape[d - 1] = v
+        m.shape[d - 1] = v < 0 and sentinel or v
         m.strides[d - 1] = acc
-        acc = acc * v
+        acc = acc * math.max(v, 1)
       end
       m.count = acc
+      for d = 1, #s.shape do if s.shape[d] == 0 then m.count = 0 end end
       m.is_contig = 1
       metas[i] = m
     end
-    return pcall(mf._infer, op, rec, metas, #metas)
+    return pcall(mf._infer, op, rec, metas, #metas, has_unknown and sentinel or nil)
+  end
+
+  -- a failed build-time inference: unknown output shapes (nil), or the rule's error raised again
+  local function infer_failed(op, has_unknown, msg)
+    msg = tostring(msg)
+    if msg:find('[unknown-output]', 1, true) or (has_unknown and op.lua_infer) then return nil end
+    msg = msg:gsub(tostring(UNKNOWN2), '?'):gsub(tostring(UNKNOWN), '?')
+    error(msg, 0)  -- the message already names the user's line (K.raise skips moonflow's frames)
   end
 
   local function static_infer(op, rec, ins)
@@ -228,15 +239,12 @@ return function(mf)
       if not s.shape then return nil end
       for _, v in ipairs(s.shape) do has_unknown = has_unknown or v < 0 end
     end
-    local ok, outs = infer_with(op, rec, ins, UNKNOWN)
-    if not ok then
-      if has_unknown then return nil end
-      error(outs, 0)
-    end
+    local ok, outs = infer_with(op, rec, ins, UNKNOWN, has_unknown)
+    if not ok then return infer_failed(op, has_unknown, outs) end
     local outs2
     if has_unknown then
-      local ok2, o2 = infer_with(op, rec, ins, UNKNOWN2)
-      if not ok2 then return nil end
+      local ok2, o2 = infer_with(op, rec, ins, UNKNOWN2, true)
+      if not ok2 then return infer_failed(op, true, o2) end
       outs2 = o2
     end
     local res = {}
@@ -287,9 +295,12 @@ return function(mf)
     end
     local rec = mf._params_record(op, ptable)
     local outs = static_infer(op, rec, syms)
-    local nout = outs and #outs or (op.multi and nil or 1)
+    local nout = outs and #outs
     if not nout then
-      raise(('%s: the number of outputs depends on shapes that are unknown when the graph is built'):format(op.name))
+      if op.multi then
+        raise(('%s: the number of outputs depends on sizes that are unknown when the graph is built'):format(op.name))
+      end
+      nout = 1
     end
     local text = ffi.string(C.mf_params_canonical(rec.h))
     local name = g:unique_name(op.name)

@@ -715,8 +715,9 @@ return function(mf)
     end
     local rt = target:dim()
     if rt ~= nil and rt ~= 1 then
-      raise(('%s: target is %s; expected a 1-D tensor of N class labels (one per row of the %s input)'):format(self.__name,
-        shape_of(target), shape_of(input)))
+      raise(('%s: target is %s; expected a 1-D tensor of N class labels (one per row of the %s input)%s'):format(self.__name,
+        shape_of(target), shape_of(input), rt == 0 and mf.is_symbol(target)
+          and ("; a placeholder declared with shape {nil} is 0-dim (Lua drops a lone nil): write {-1}") or ''))
     end
     local ni, nt = size_of(input, 1), rt and size_of(target, 1)
     if ni and nt and ni ~= nt then

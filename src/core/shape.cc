@@ -7,12 +7,33 @@
 
 namespace mf {
 
+namespace {
+thread_local int64_t t_unknown = 0;  // the sentinel of the active UnknownDims scope
+}
+
+UnknownDims::UnknownDims(int64_t sentinel) : prev_(t_unknown) { t_unknown = sentinel; }
+UnknownDims::~UnknownDims() { t_unknown = prev_; }
+bool is_unknown(int64_t d) { return t_unknown != 0 && d == t_unknown; }
+int64_t unknown_dim() { return t_unknown; }
+bool has_unknown(const mf_tensor& t) {
+  for (int i = 0; i < t.ndim; ++i)
+    if (is_unknown(t.shape[i])) return true;
+  return false;
+}
+bool dims_match(int64_t a, int64_t b) { return a == b || is_unknown(a) || is_unknown(b); }
+bool shapes_match(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!dims_match(a[i], b[i])) return false;
+  return true;
+}
+
 std::string shape_str(const Shape& s) {
   if (s.empty()) return "scalar";
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (i) out += "x";
-    out += std::to_string(s[i]);
+    out += is_unknown(s[i]) ? std::string("?") : std::to_string(s[i]);
   }
   return out;
 }
@@ -31,6 +52,7 @@ int64_t checked_numel(int ndim, const int64_t* s, const char* what) {
   }
   if (empty) return 0;
   for (int i = 0; i < ndim; ++i) {
+    if (is_unknown(s[i])) continue;  // build-time inference: an unknown size counts as 1
     if (n > std::numeric_limits<int64_t>::max() / s[i])
       fail(what, ": shape ", shape_str(Shape(s, s + ndim)), " has too many elements");
     n *= s[i];
@@ -102,6 +124,11 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b, const cha
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (is_unknown(da) || is_unknown(db)) {  // build time: an unknown size is 1 or the other size
+      int64_t other = is_unknown(da) ? db : da;
+      out[i] = other == 1 ? unknown_dim() : other;
+      continue;
+    }
     if (da != db && da != 1 && db != 1)
       fail(op, ": ", an, " is ", shape_str(a), ", ", bn, " is ", shape_str(b), "; sizes ", da, " and ", db,
            " at dim ", i + 1, " of the broadcast shape differ and neither is 1");

@@ -30,4 +30,25 @@ Shape broadcast_strides(const mf_tensor& t, const Shape& out);
 // Normalises a 1-based (negative counts from the end) dim to 0-based; throws naming op.
 int normalize_dim(const char* op, int64_t dim, int ndim, bool allow_end = false);
 
+// Build-time shape inference (graph mode) runs shape rules with sizes not known yet standing in as
+// one sentinel value. While an UnknownDims scope is active on this thread, is_unknown(d) tells the
+// sentinel apart, broadcasting and dims_match treat it as matching any size, shape_str prints it as
+// '?' and checked_numel counts it as 1. Rules check every size they know and give an output size
+// that depends on an unknown one as unknown_dim().
+class UnknownDims {
+ public:
+  explicit UnknownDims(int64_t sentinel);
+  ~UnknownDims();
+  UnknownDims(const UnknownDims&) = delete;
+  UnknownDims& operator=(const UnknownDims&) = delete;
+
+ private:
+  int64_t prev_;
+};
+bool is_unknown(int64_t d);
+int64_t unknown_dim();                        // the active sentinel (0 outside a scope)
+bool has_unknown(const mf_tensor& t);         // any size of t is unknown
+bool dims_match(int64_t a, int64_t b);        // equal, or either unknown
+bool shapes_match(const Shape& a, const Shape& b);  // same rank, dims_match throughout
+
 }  // namespace mf

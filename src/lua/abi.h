@@ -20,7 +20,9 @@ typedef enum { MF_FUSED_BINARY = 64 } mf_fused_code;
 typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
 /* op flags: VIEW output 1.. alias input 1; VARIADIC any number of inputs; LUA registered from Lua;
    RANDOM draws from the generator; WRITES updates the variables among its inputs; INPLACE output 1
-   may reuse the storage of an input of the same shape and dtype that dies at this op */
+   may reuse the storage of an input of the same shape and dtype that dies at this op; STRIDED the
+   kernel takes its inputs as they are (any sizes, strides, offset): without it the engine hands it
+   contiguous inputs, copying a non-contiguous view first (the kernel layout contract) */
 typedef enum { MF_OPF_VIEW = 1, MF_OPF_VARIADIC = 2, MF_OPF_LUA = 4, MF_OPF_RANDOM = 8, MF_OPF_WRITES = 16,
                MF_OPF_INPLACE = 32, MF_OPF_STRIDED = 64 } mf_op_flag;
 
@@ -119,6 +121,13 @@ int64_t mf_params_list_item(const mf_params *p, int i, int j);
    fills out_meta[0..*n_out) with shape, dtype, device and strides; out_alias[i] = 1 marks an output that
    is a view of input 1, whose offset field is then relative to input 1's data */
 int mf_op_infer(int op, const mf_params *p, int n_in, const mf_tensor *const *in_meta, int max_out, mf_tensor *out_meta, int *out_alias, int *n_out);
+/* the same at graph-build time: a size equal to unknown (a sentinel no real size takes) is not known
+   yet; rules check every size they know (a mismatch is an error naming the op and the shapes, with
+   unknown sizes printed as '?') and give output sizes that depend on unknown ones as unknown or a
+   value derived from it; an error containing "[unknown-output]" means the output shape itself
+   cannot be told before the run */
+int mf_op_infer_partial(int op, const mf_params *p, int n_in, const mf_tensor *const *in_meta, int64_t unknown,
+                        int max_out, mf_tensor *out_meta, int *out_alias, int *n_out);
 
 /* counter-based generator (Philox4x32-10), one per Lua state */
 mf_rng *mf_rng_new(uint64_t seed);

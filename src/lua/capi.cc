@@ -261,7 +261,13 @@ int64_t mf_params_list_item(const mf_params* p, int i, int j) { return p->values
 
 int mf_op_infer(int op, const mf_params* p, int n_in, const mf_tensor* const* in_meta, int max_out, mf_tensor* out_meta,
                 int* out_alias, int* n_out) {
+  return mf_op_infer_partial(op, p, n_in, in_meta, 0, max_out, out_meta, out_alias, n_out);
+}
+
+int mf_op_infer_partial(int op, const mf_params* p, int n_in, const mf_tensor* const* in_meta, int64_t unknown,
+                        int max_out, mf_tensor* out_meta, int* out_alias, int* n_out) {
   return guarded([&] {
+    UnknownDims scope(unknown);  // 0: every size is known
     const OpDef& def = op_at(op);
     if (!def.infer_shape_) fail(def.name_, ": has no native shape rule");
     ParamValues none;

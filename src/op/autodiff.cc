@@ -11,7 +11,7 @@ void first_type(InferCtx& c) { c.out[0].dtype_id = c.input(0).dtype_id; }
 void sum_to_shape(InferCtx& c) {
   Shape g = c.in_shape(0), like = c.in_shape(1);
   Shape b = broadcast_shapes("sum_to", g, like, "x", "like");
-  if (b != g) fail("sum_to: x is ", shape_str(g), ", like is ", shape_str(like), "; like must broadcast to x");
+  if (!shapes_match(b, g)) fail("sum_to: x is ", shape_str(g), ", like is ", shape_str(like), "; like must broadcast to x");
   // nothing to sum when the shapes agree (the common case once batch sizes are known): a view
   if (g == like) c.set_view(0, like, Shape(c.input(0).strides, c.input(0).strides + c.input(0).ndim), 0);
   else c.set_out(0, like);
@@ -21,7 +21,8 @@ void broadcast_like_shape(InferCtx& c) {
   const mf_tensor& g = c.input(0);
   Shape like = c.in_shape(1);
   Shape b = broadcast_shapes("broadcast_like", shape_of(g), like, "x", "like");
-  if (b != like) fail("broadcast_like: x is ", shape_str(g), ", like is ", shape_str(like), "; x must broadcast to like");
+  if (!shapes_match(b, like))
+    fail("broadcast_like: x is ", shape_str(g), ", like is ", shape_str(like), "; x must broadcast to like");
   c.set_view(0, like, broadcast_strides(g, like), 0);
 }
 
@@ -41,7 +42,7 @@ void unreduce_like_shape(InferCtx& c) {
     bool reduced = mask & (1u << d);
     if (reduced && !keep) continue;
     if (k >= g.ndim) fail("unreduce_like: x is ", shape_str(g), "; does not match a reduction of ", shape_str(like));
-    if (!reduced && g.shape[k] != like.shape[d])
+    if (!reduced && !dims_match(g.shape[k], like.shape[d]))
       fail("unreduce_like: x is ", shape_str(g), "; does not match a reduction of ", shape_str(like));
     st[size_t(d)] = reduced ? 0 : g.strides[k];
     ++k;
@@ -53,7 +54,8 @@ void unreduce_like_shape(InferCtx& c) {
 void reshape_as_shape(InferCtx& c) {
   const mf_tensor& g = c.input(0);
   Shape like = c.in_shape(1);
-  if (checked_numel(like, "reshape_as") != g.count)
+  // (at graph build, counts with unknown sizes are not compared)
+  if (!has_unknown(g) && !has_unknown(c.input(1)) && checked_numel(like, "reshape_as") != g.count)
     fail("reshape_as: x is ", shape_str(g), ", like is ", shape_str(like), "; element counts differ");
   if (g.is_contig) c.set_view(0, like, contiguous_strides(like), 0);
   else c.set_out(0, like);
@@ -66,8 +68,8 @@ void pad_like_shape(InferCtx& c) {
   int64_t start = c.p.get_int("start"), step = c.p.get_int("step"), n = like.shape[d];
   if (start < 0) start += n + 1;
   bool ok = g.ndim == like.ndim && start >= 1;
-  for (int k = 0; ok && k < like.ndim; ++k) ok = k == d || g.shape[k] == like.shape[k];
-  if (ok && g.shape[d] > 0) ok = start + (g.shape[d] - 1) * step <= n;
+  for (int k = 0; ok && k < like.ndim; ++k) ok = k == d || dims_match(g.shape[k], like.shape[k]);
+  if (ok && g.shape[d] > 0 && !is_unknown(g.shape[d]) && !is_unknown(n)) ok = start + (g.shape[d] - 1) * step <= n;
   if (!ok)
     fail("pad_like: x is ", shape_str(g), ", like is ", shape_str(like), "; x must fit into like along dim ", d + 1,
          " from ", c.p.get_int("start"), " by ", step);

@@ -40,7 +40,7 @@ void need_4d(InferCtx& c, const mf_tensor& t, const char* what, const char* layo
 Shape conv_out(InferCtx& c, const mf_tensor& x, const char* xn, const mf_tensor& w, const char* wn) {
   need_4d(c, x, xn, "N x C x H x W");
   need_4d(c, w, wn, "O x C x kh x kw");
-  if (x.shape[1] != w.shape[1])
+  if (!dims_match(x.shape[1], w.shape[1]))
     fail(c.name(), ": ", xn, " is ", shape_str(x), ", ", wn, " is ", shape_str(w), "; ", xn, ":size(2) = ", x.shape[1],
          " (input channels) must equal ", wn, ":size(2) = ", w.shape[1]);
   Pair s = pair_param(c, "stride", 1), p = pair_param(c, "padding", 0), d = pair_param(c, "dilation", 1);
@@ -48,7 +48,8 @@ Shape conv_out(InferCtx& c, const mf_tensor& x, const char* xn, const mf_tensor&
   if (kh < 1 || kw < 1) fail(c.name(), ": ", wn, " is ", shape_str(w), "; the kernel must be at least 1x1");
   int64_t eh = d.h * (kh - 1) + 1, ew = d.w * (kw - 1) + 1;
   int64_t ph = x.shape[2] + 2 * p.h, pw = x.shape[3] + 2 * p.w;
-  if (eh > ph || ew > pw) {
+  bool uh = is_unknown(x.shape[2]), uw = is_unknown(x.shape[3]);  // graph build: sizes known at run
+  if ((eh > ph && !uh) || (ew > pw && !uw)) {
     // floor division, so a too-large kernel shows the output size it would give
     auto out = [](int64_t n, int64_t e, int64_t st) { return (n - e >= 0 ? (n - e) / st : -((e - n + st - 1) / st)) + 1; };
     fail(c.name(), ": ", xn, " is ", shape_str(x), ", ", wn, " is ", shape_str(w), "; the ", kh, "x", kw, " kernel (dilation ",
@@ -56,7 +57,7 @@ Shape conv_out(InferCtx& c, const mf_tensor& x, const char* xn, const mf_tensor&
          "): the output size floor((H + 2*padding - dilation*(k-1) - 1)/stride) + 1 would be ", out(ph, eh, s.h), "x",
          out(pw, ew, s.w), ", not positive");
   }
-  return {x.shape[0], w.shape[0], (ph - eh) / s.h + 1, (pw - ew) / s.w + 1};
+  return {x.shape[0], w.shape[0], uh ? unknown_dim() : (ph - eh) / s.h + 1, uw ? unknown_dim() : (pw - ew) / s.w + 1};
 }
 
 void conv2d_shape(InferCtx& c) { c.set_out(0, conv_out(c, c.input(0), "x", c.input(1), "w")); }
@@ -64,7 +65,7 @@ void conv2d_shape(InferCtx& c) { c.set_out(0, conv_out(c, c.input(0), "x", c.inp
 // gy must be what conv2d of (x, w) gives; the output takes like's shape
 void check_gy(InferCtx& c, const Shape& want, const char* how) {
   const mf_tensor& gy = c.input(0);
-  if (shape_of(gy) != want)
+  if (!shapes_match(shape_of(gy), want))
     fail(c.name(), ": gy is ", shape_str(gy), ", but ", how, " gives ", shape_str(want), "; gy must have that shape");
 }
 
@@ -122,10 +123,11 @@ Shape pool_out(InferCtx& c, const mf_tensor& x, const char* xn) {
   int64_t H = x.shape[2], W = x.shape[3];
   if (H < 1 || W < 1) fail(c.name(), ": ", xn, " is ", shape_str(x), "; its height and width must be at least 1");
   int64_t ph = H + 2 * p.h, pw = W + 2 * p.w;
-  if (k.h > ph || k.w > pw)
+  bool uh = is_unknown(H), uw = is_unknown(W);  // graph build: sizes known at run
+  if ((k.h > ph && !uh) || (k.w > pw && !uw))
     fail(c.name(), ": ", xn, " is ", shape_str(x), "; kernel_size ", pair_str(k), " is larger than the input padded by ",
          pair_str(p), " (", ph, "x", pw, "): the output size floor((H + 2*padding - kernel_size)/stride) + 1 would not be positive");
-  return {x.shape[0], x.shape[1], (ph - k.h) / s.h + 1, (pw - k.w) / s.w + 1};
+  return {x.shape[0], x.shape[1], uh ? unknown_dim() : (ph - k.h) / s.h + 1, uw ? unknown_dim() : (pw - k.w) / s.w + 1};
 }
 
 void pool_shape(InferCtx& c) { c.set_out(0, pool_out(c, c.input(0), "x")); }

@@ -32,7 +32,7 @@ void fused_assign_shape(InferCtx& c) {
   const mf_tensor& ref = c.input(0);
   Shape s = shape_of(ref);
   for (size_t i = 1; i < c.in.size(); ++i)
-    if (broadcast_shapes(c.name(), s, c.in_shape(i), "ref", ("input " + std::to_string(i + 1)).c_str()) != s)
+    if (!shapes_match(broadcast_shapes(c.name(), s, c.in_shape(i), "ref", ("input " + std::to_string(i + 1)).c_str()), s))
       fail(c.name(), ": input ", i + 1, " is ", shape_str(c.input(i)), "; it must broadcast to ref ", shape_str(s));
   check_writable(c, ref, "ref");
   c.set_view(0, s, Shape(ref.strides, ref.strides + ref.ndim), 0);

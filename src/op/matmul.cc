@@ -13,7 +13,7 @@ void matmul_shape(InferCtx& c) {
   int64_t n = a.shape[a.ndim - 2], k = a.shape[a.ndim - 1], k2 = b.shape[b.ndim - 2], m = b.shape[b.ndim - 1];
   if (ta) std::swap(n, k);
   if (tb) std::swap(k2, m);
-  if (k != k2)
+  if (!dims_match(k, k2))  // at graph build a size may be unknown ('?'): only known sizes must agree
     fail("matmul: a is ", shape_str(a), ta ? " (transposed)" : "", ", b is ", shape_str(b), tb ? " (transposed)" : "",
          "; a:size(", ta ? a.ndim - 1 : a.ndim, ") = ", k, " must equal b:size(", tb ? b.ndim : b.ndim - 1, ") = ", k2);
   Shape ba(a.shape, a.shape + a.ndim - 2), bb(b.shape, b.shape + b.ndim - 2);

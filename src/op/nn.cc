@@ -24,8 +24,10 @@ end)lua";
 void xent_shape(InferCtx& c) {
   const mf_tensor &x = c.input(0), &l = c.input(1);
   int d = normalize_dim("softmax_cross_entropy", c.p.get_int("dim"), x.ndim);
-  if (shape_of(x) != shape_of(l))
-    fail("softmax_cross_entropy: logits are ", shape_str(x), ", labels ", shape_str(l), "; expected one shape");
+  if (!shapes_match(shape_of(x), shape_of(l)))
+    fail("softmax_cross_entropy: logits are ", shape_str(x), ", labels ", shape_str(l), "; expected one shape",
+         l.ndim == 0 && x.ndim > 0 ? " (labels are 0-dim: a placeholder shape {nil} is {} in Lua, which drops a lone nil;"
+                                     " write {-1} for one unknown size)" : "");
   Shape s = shape_of(x);
   s.erase(s.begin() + d);
   c.set_out(0, s);
@@ -41,11 +43,11 @@ void xent_type(InferCtx& c) {
 void batch_norm_shape(InferCtx& c) {
   const mf_tensor &x = c.input(0), &w = c.input(1), &b = c.input(2);
   if (x.ndim < 2) fail("batch_norm: x is ", shape_str(x), "; expected N x C x ... (at least 2 dims)");
-  if (w.ndim != 1 || b.ndim != 1 || w.shape[0] != x.shape[1] || b.shape[0] != x.shape[1])
+  if (w.ndim != 1 || b.ndim != 1 || !dims_match(w.shape[0], x.shape[1]) || !dims_match(b.shape[0], x.shape[1]))
     fail("batch_norm: x is ", shape_str(x), ", weight ", shape_str(w), ", bias ", shape_str(b), "; weight and bias need ",
          x.shape[1], " elements (one per channel, dim 2)");
   // batch statistics of a single value per channel are meaningless (PyTorch raises this too)
-  int64_t per_channel = x.shape[0];
+  int64_t per_channel = has_unknown(x) ? 0 : x.shape[0];  // unknown at graph build: checked at run
   for (int d = 2; d < x.ndim; ++d) per_channel *= x.shape[d];
   if (per_channel == 1)
     fail("batch_norm: x is ", shape_str(x), "; expected more than 1 value per channel when training (batch statistics)");

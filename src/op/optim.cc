@@ -18,11 +18,11 @@ void check_vars(InferCtx& c, size_t nstate, size_t noperand) {
     const std::string& name = c.op.inputs_[i];
     if (i >= nstate) {
       Shape b = broadcast_shapes(c.name(), shape_of(v), shape_of(t), c.op.inputs_[0].c_str(), name.c_str());
-      if (b != shape_of(v))
+      if (!shapes_match(b, shape_of(v)))
         fail(c.name(), ": ", name, " is ", shape_str(t), "; it must broadcast to ", c.op.inputs_[0], " ", shape_str(v));
       continue;
     }
-    if (shape_of(t) != shape_of(v))
+    if (!shapes_match(shape_of(t), shape_of(v)))
       fail(c.name(), ": ", name, " is ", shape_str(t), "; it must have ", c.op.inputs_[0], "'s shape ", shape_str(v));
     check_writable(c, t, name);
   }

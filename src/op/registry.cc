@@ -10,8 +10,19 @@ const char* InferCtx::name() const { return op.name_.c_str(); }
 void InferCtx::set_out(size_t i, const Shape& s) {
   checked_numel(s, name());
   if (out.size() <= i) out.resize(i + 1, mf_tensor{});
-  set_meta(out[i], s, in.empty() ? MF_FLOAT32 : in[0]->dtype_id, in.empty() ? MF_CPU : in[0]->device_id);
+  // build time: strides and count as if unknown sizes were 1 (no overflow), the sizes themselves kept
+  Shape known = s;
+  for (auto& d : known)
+    if (is_unknown(d)) d = 1;
+  set_meta(out[i], known, in.empty() ? MF_FLOAT32 : in[0]->dtype_id, in.empty() ? MF_CPU : in[0]->device_id);
+  for (size_t d = 0; d < s.size(); ++d) out[i].shape[d] = s[d];
 }
+
+void unknown_output(InferCtx& c) {
+  fail(c.name(), ": the output shape depends on sizes unknown until the graph runs ", kUnknownOutput);
+}
+
+const char* const kUnknownOutput = "[unknown-output]";
 
 void InferCtx::set_view(size_t i, const Shape& s, const Shape& stride, int64_t rel_offset) {
   set_out(i, s);

@@ -33,6 +33,12 @@ struct InferCtx {
 
 using InferFn = void (*)(InferCtx&);
 
+// Build time only (an UnknownDims scope, src/core/shape.h): the output shape depends on unknown
+// sizes in a way a size cannot express (how many parts split makes, whether squeeze drops a dim).
+// Throws an error carrying kUnknownOutput, which graph building reads as "shape known at run".
+[[noreturn]] void unknown_output(InferCtx& c);
+extern const char* const kUnknownOutput;
+
 struct OpDef {
   std::string name_;
   std::string doc_;

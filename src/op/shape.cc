@@ -42,6 +42,18 @@ Shape resolve_reshape(InferCtx& c, const Shape& want) {
       known *= s[i];
     }
   }
+  if (has_unknown(x)) {  // graph build: x's count is (product of its known sizes) * unknown
+    int64_t xk = 1;
+    for (int d = 0; d < x.ndim; ++d)
+      if (!is_unknown(x.shape[d])) xk *= x.shape[d];
+    if (infer_at >= 0) {
+      s[size_t(infer_at)] = unknown_dim();
+    } else if (xk != 0 && known % xk != 0) {
+      fail(c.name(), ": x is ", shape_str(x), " (a multiple of ", xk, " elements); shape ", shape_str(s), " has ", known,
+           ", not a multiple of ", xk);
+    }
+    return s;
+  }
   if (infer_at >= 0) {
     if (known == 0 || x.count % known != 0)
       fail(c.name(), ": x is ", shape_str(x), " (", x.count, " elements); cannot infer the -1 in ", shape_str(want));
@@ -89,7 +101,7 @@ void narrow_shape(InferCtx& c) {
   const mf_tensor& x = c.input(0);
   int d = normalize_dim("narrow", c.p.get_int("dim"), x.ndim);
   int64_t start = c.p.get_int("start"), len = c.p.get_int("length");
-  if (start < 1 || len < 0 || start - 1 + len > x.shape[d])
+  if (start < 1 || len < 0 || (start - 1 + len > x.shape[d] && !is_unknown(x.shape[d])))
     fail("narrow: x is ", shape_str(x), "; start ", start, " and length ", len, " must lie in 1..", x.shape[d],
          " along dim ", d + 1);
   Shape s = shape_of(x);
@@ -101,6 +113,15 @@ void slice_shape(InferCtx& c) {
   const mf_tensor& x = c.input(0);
   int d = normalize_dim("slice", c.p.get_int("dim"), x.ndim);
   int64_t n = x.shape[d], start = c.p.get_int("start"), stop = c.p.get_int("stop"), step = c.p.get_int("step");
+  if (is_unknown(n)) {  // graph build: the length is known only from positive start and stop
+    bool from_end = start < 0 || stop < 0;  // counted from the unknown end: the length shows at run
+    if (start == 0 || (!from_end && stop < start - 1))
+      fail("slice: x is ", shape_str(x), "; start ", start, " and stop ", stop, " must satisfy 1 <= start <= stop + 1");
+    Shape s = shape_of(x);
+    s[size_t(d)] = from_end ? unknown_dim() : stop >= start ? (stop - start) / step + 1 : 0;
+    c.set_out(0, s);
+    return;
+  }
   if (start < 0) start += n + 1;
   if (stop < 0) stop += n + 1;
   if (start < 1 || start > n + 1 || stop > n || stop < start - 1)
@@ -117,8 +138,9 @@ void select_shape(InferCtx& c) {
   const mf_tensor& x = c.input(0);
   int d = normalize_dim("select", c.p.get_int("dim"), x.ndim);
   int64_t i = c.p.get_int("index");
+  if (is_unknown(x.shape[d])) i = i < 0 ? 1 : i;  // graph build: the range is checked at run
   if (i < 0) i += x.shape[d] + 1;
-  if (i < 1 || i > x.shape[d])
+  if (i < 1 || (i > x.shape[d] && !is_unknown(x.shape[d])))
     fail("select: index ", c.p.get_int("index"), " out of range 1..", x.shape[d], " along dim ", d + 1, " of ", shape_str(x));
   Shape s = shape_of(x), st = strides_of(x);
   s.erase(s.begin() + d);
@@ -140,7 +162,7 @@ void expand_shape(InferCtx& c) {
     }
     int64_t have = x.shape[i - lead];
     if (want[i] == -1) want[i] = have;
-    if (want[i] == have) st[i] = x.strides[i - lead];
+    if (want[i] == have || is_unknown(have)) st[i] = x.strides[i - lead];  // unknown: 1 or want[i], told at run
     else if (have != 1)
       fail("expand: x is ", shape_str(x), "; cannot expand dim ", i - lead + 1, " of size ", have, " to ", want[i],
            " (only size-1 dims expand)");
@@ -156,7 +178,9 @@ void squeeze_shape(InferCtx& c) {
   for (int64_t d : dims) mask |= 1u << normalize_dim("squeeze", d, x.ndim);
   Shape s, st;
   for (int d = 0; d < x.ndim; ++d) {
-    bool drop = x.shape[d] == 1 && (dims.empty() || (mask & (1u << d)));
+    bool listed = dims.empty() || (mask & (1u << d));
+    if (listed && is_unknown(x.shape[d])) unknown_output(c);  // whether it is dropped shows at run
+    bool drop = x.shape[d] == 1 && listed;
     if (!drop) {
       s.push_back(x.shape[d]);
       st.push_back(x.strides[d]);
@@ -188,6 +212,18 @@ void split_shape(InferCtx& c) {
   const auto& sizes = c.p.get_list("size");
   int64_t n = x.shape[d];
   Shape parts;
+  if (is_unknown(n)) {  // graph build: the listed sizes are the parts; chunks of one size are not known
+    if (sizes.size() == 1) unknown_output(c);
+    int64_t at = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0) fail("split: size ", sizes[i], " is negative");
+      Shape s = shape_of(x);
+      s[size_t(d)] = sizes[i];
+      c.set_view(i, s, strides_of(x), at * x.strides[d]);
+      at += sizes[i];
+    }
+    return;
+  }
   if (sizes.size() == 1) {
     if (sizes[0] < 1) fail("split: size ", sizes[0], " must be at least 1");
     for (int64_t at = 0; at < n; at += sizes[0]) parts.push_back(std::min(sizes[0], n - at));
@@ -219,13 +255,15 @@ void concat_shape(InferCtx& c) {
   for (size_t i = 1; i < c.in.size(); ++i) {
     const mf_tensor& y = c.input(i);
     bool ok = y.ndim == x.ndim;
-    for (int k = 0; ok && k < x.ndim; ++k) ok = k == d || y.shape[k] == x.shape[k];
+    for (int k = 0; ok && k < x.ndim; ++k) ok = k == d || dims_match(y.shape[k], x.shape[k]);
+    for (int k = 0; ok && k < x.ndim; ++k)
+      if (k != d && is_unknown(s[size_t(k)])) s[size_t(k)] = y.shape[k];  // a size another tensor knows
     if (!ok)
       fail("concat: tensor 1 is ", shape_str(x), ", tensor ", i + 1, " is ", shape_str(y), "; all sizes but dim ", d + 1,
            " must match");
     if (y.dtype_id != x.dtype_id)
       fail("concat: tensor 1 is ", dtype_name(x.dtype_id), ", tensor ", i + 1, " is ", dtype_name(y.dtype_id));
-    s[size_t(d)] += y.shape[d];
+    s[size_t(d)] = is_unknown(s[size_t(d)]) || is_unknown(y.shape[d]) ? unknown_dim() : s[size_t(d)] + y.shape[d];
   }
   c.set_out(0, s);
 }
@@ -248,8 +286,8 @@ void index_type(InferCtx& c) {
 void index_add_like_shape(InferCtx& c) {
   const mf_tensor &g = c.input(0), &idx = c.input(1), &like = c.input(2);
   int d = normalize_dim("index_add_like", c.p.get_int("dim"), like.ndim);
-  bool ok = idx.ndim == 1 && g.ndim == like.ndim && g.shape[d] == idx.shape[0];
-  for (int k = 0; ok && k < like.ndim; ++k) ok = k == d || g.shape[k] == like.shape[k];
+  bool ok = idx.ndim == 1 && g.ndim == like.ndim && dims_match(g.shape[d], idx.shape[0]);
+  for (int k = 0; ok && k < like.ndim; ++k) ok = k == d || dims_match(g.shape[k], like.shape[k]);
   if (!ok)
     fail("index_add_like: x is ", shape_str(g), ", indices ", shape_str(idx), ", like ", shape_str(like),
          "; x must be like with dim ", d + 1, " sized by the indices");
