@@ -285,6 +285,7 @@ return function(mf)
   function Module:load(path) return self:load_state_dict((mf.load(path))) end
 
   function Module:train(on)
+    if on ~= nil and type(on) ~= 'boolean' then raise(('%s:train(mode): mode is %s; expected true, false or nothing'):format(self.__name, O.show(on))) end
     self.training = on ~= false
     for _, c in ipairs(self._child_order) do self._children[c]:train(on) end
     return self

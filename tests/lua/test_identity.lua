@@ -159,6 +159,16 @@ T.test('p.data = t is an error where a graph cannot follow, or for a non-tensor'
   T.errors(function() nn.Sequential{l}['1'] = 5 end, "cannot replace child module '1'")
 end)
 
+T.test('an optimizer refuses a step after its parameter was rebound to another shape', function()
+  local p = nn.Parameter(mf.zeros(2))
+  local opt = mf.optim.SGD({p}, {lr = 0.1, momentum = 0.9})
+  p.grad = mf.ones(2)
+  opt:step()
+  p.data = mf.zeros(3)
+  p.grad = mf.ones(3)
+  T.errors(function() opt:step() end, "state 'momentum_buffer' of params[1] is 2 float32 but the parameter is 3 float32")
+end)
+
 T.test('assigning a Parameter or a buffer tensor to a module field rebinds it', function()
   local l = nn.Linear(1, 1)
   local p = nn.Parameter(mf.tensor{{4}})
