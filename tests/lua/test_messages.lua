@@ -95,6 +95,10 @@ local cases = {
   {'placeholder with a fractional size', function() return mf.placeholder('float32', {2.5}) end},
   {'Variable of a string', function() return mf.Variable('x') end},
   {'constant of a string', function() return mf.constant('x') end},
+  {'matmul shapes known at build time', function() return mf.matmul(mf.placeholder('float32', {-1, 3}), mf.ones(4, 4)) end},
+  {'Linear on a symbol of the wrong width', function() return nn.Linear(3, 2)(mf.placeholder('float32', {-1, 4})) end},
+  {'CrossEntropyLoss on a {nil} label placeholder', function()
+    return nn.CrossEntropyLoss()(mf.placeholder('float32', {-1, 3}), mf.placeholder('int64', {nil})) end},
   {'matmul of a placeholder and a Lua table', function() return mf.matmul(mf.placeholder('float32', {-1, 3}), {1, 2}) end},
   {'run a number', function() graph(); return mf.Session():run(5) end},
   {'run with a string feed', function() local x, _, y = graph(); return mf.Session():run(y, {[x] = 'abc'}) end},
