@@ -39,3 +39,37 @@ int omp_threads_in_team() { return omp_get_num_threads(); }
 int omp_thread_id() { return omp_get_thread_num(); }
 
 }  // namespace mf
+
+#if defined(__SANITIZE_THREAD__)
+// ThreadSanitizer builds only (scripts/sanitize.sh). libgomp is not built with TSan, so TSan cannot
+// see that GOMP_parallel, which every `#pragma omp parallel` calls, orders the caller's work before
+// the region's threads (fork) and their work before its return (join); it would report the region's
+// reads of what the caller wrote as races. This wrapper, found before libgomp's GOMP_parallel by the
+// dynamic linker, declares exactly those two edges and forwards to the real one: races between the
+// threads of a team, or between the caller's other threads, stay visible.
+#include <dlfcn.h>
+#include <sanitizer/tsan_interface.h>
+
+namespace {
+struct TsanRegion {
+  void (*fn)(void*);
+  void* data;
+  char joined;
+};
+void tsan_region_body(void* arg) {
+  __tsan_acquire(arg);  // before reading *arg: the fork edge
+  auto* r = static_cast<TsanRegion*>(arg);
+  r->fn(r->data);
+  __tsan_release(&r->joined);
+}
+}  // namespace
+
+extern "C" void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) {
+  using Real = void (*)(void (*)(void*), void*, unsigned, unsigned);
+  static Real real = reinterpret_cast<Real>(dlsym(RTLD_NEXT, "GOMP_parallel"));
+  TsanRegion r{fn, data, 0};
+  __tsan_release(&r);
+  real(tsan_region_body, &r, num_threads, flags);
+  __tsan_acquire(&r.joined);  // the join edge
+}
+#endif

@@ -1,12 +1,10 @@
 // The two thread models of mf::Engine with 4 threads: an engine per thread (sharing the process-wide
 // op registry and allocator), and one engine shared in locking mode.
 //
-// scripts/sanitize.sh runs these under ThreadSanitizer. OpenMP's runtime (libgomp) is not built
-// with TSAN, so a parallel region would report races inside it that are not ours: the sanitizer run
-// sets MF_NUM_THREADS=1, and every tensor here is small enough (well below kGrain, 131072
-// element-ops) that parallel_for stays serial and OpenBLAS takes its single-threaded path, so no
-// OpenMP region opens. Catch2's assertions are not thread safe: threads record failures, the main
-// thread checks them.
+// scripts/sanitize.sh runs these under ThreadSanitizer (with MF_NUM_THREADS=4; every tensor here is
+// below kGrain, 131072 element-ops, so these stay serial inside each engine: test_embed_parallel.cc
+// runs OpenMP teams inside engines on several threads). Catch2's assertions are not thread safe:
+// threads record failures, the main thread checks them.
 #include <catch2/catch.hpp>
 #include <moonflow/moonflow.hpp>
 
