@@ -472,7 +472,9 @@ return function(mf)
 
   local Adaptive = nn.Module('AdaptiveAvgPool2d')
   nn.AdaptiveAvgPool2d = Adaptive
-  function Adaptive:__init(out) self.out = int_pair(out, 'output_size', 'nn.AdaptiveAvgPool2d', 1) end
+  function Adaptive:__init(out, ...)
+    if select('#', ...) > 0 then raise('nn.AdaptiveAvgPool2d takes one argument (output_size)') end
+    self.out = int_pair(out, 'output_size', 'nn.AdaptiveAvgPool2d', 1) end
   function Adaptive:extra_repr() return ('%dx%d'):format(self.out[1], self.out[2]) end
   function Adaptive:forward(x)
     check_self(self)
@@ -611,7 +613,8 @@ return function(mf)
 
   local Embedding = nn.Module('Embedding')
   nn.Embedding = Embedding
-  function Embedding:__init(num, dim)
+  function Embedding:__init(num, dim, opts)
+    O.check('nn.Embedding', opts, {})   -- PyTorch's padding_idx, max_norm ... are not supported
     size_arg('nn.Embedding(num, dim)', 'num', num)
     size_arg('nn.Embedding(num, dim)', 'dim', dim)
     self.num, self.dim = num, dim

@@ -77,6 +77,8 @@ local cases = {
   {'ReLU: an argument', function() return nn.ReLU(0.1) end, 'nn.ReLU takes no arguments'},
   {'LeakyReLU: a string', function() return nn.LeakyReLU('x') end, "negative_slope is 'x'"},
   {'Softmax: fractional dim', function() return nn.Softmax(1.5) end, 'dim is 1.5'},
+  {'Embedding: an unsupported option', function() return nn.Embedding(10, 3, {padding_idx = 1}) end,
+   "nn.Embedding: unknown option 'padding_idx'; it takes no options"},
   {'Embedding: zero rows', function() return nn.Embedding(0, 3) end, 'num is 0'},
   {'Sequential: a class', function() return nn.Sequential{nn.ReLU} end, 'element 1 is the class ReLU', 'nn.ReLU()'},
   {'Sequential: a number', function() return nn.Sequential{nn.ReLU(), 3} end, 'element 2 is 3; expected a module'},
