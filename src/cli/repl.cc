@@ -303,21 +303,24 @@ enum Compiled { kOk, kIncomplete, kSyntaxError };
 // unlike `return expr` a call in it is no tail call, whose vanished frame would leave an error
 // without the user's line. first_line pads the chunk so that line numbers are the input's.
 Compiled compile(lua_State* L, const std::string& code, int first_line, std::string* msg) {
-  const std::string pad(size_t(first_line - 1), '\n');
   bool eq = code[0] == '=';
   std::string expr = eq ? code.substr(1) : code;
   auto load = [&](const std::string& s) { return luaL_loadbuffer(L, s.data(), s.size(), "=stdin") == 0; };
-  if (load(pad + "return " + expr)) {
-    // `return E` parses, so `select(1, E)` holds the same expression list (else keep the first:
-    // a trailing ';' parses only there)
-    if (load(pad + "return select(1, " + expr + "\n)")) lua_remove(L, -2);
-    else lua_pop(L, 1);
-    return kOk;
-  }
-  if (!eq) {
+  // The source is picked by compiling without the padding (cheap), then compiled once with it.
+  std::string src;
+  if (load("return " + expr)) {
     lua_pop(L, 1);
-    if (load(pad + code)) return kOk;
+    // `return E` parses, so `select(1, E)` holds the same expression list (else keep `return E`:
+    // a trailing ';' parses only there)
+    src = "return select(1, " + expr + "\n)";
+    bool ok = load(src);
+    lua_pop(L, 1);
+    if (!ok) src = "return " + expr;
+  } else {
+    lua_pop(L, 1);
+    src = eq ? "return " + expr : code;
   }
+  if (load(std::string(size_t(first_line - 1), '\n') + src)) return kOk;
   *msg = lua_tostring(L, -1);
   lua_pop(L, 1);
   size_t len = msg->size();
