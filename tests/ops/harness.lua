@@ -1,6 +1,8 @@
--- The op test harness: runs each case of tests/ops/cases.lua through the public mf.<op> function
--- on float32 and float64 (and integer dtypes where the case lists them), in several memory layouts,
--- and compares every element with the case's pure-Lua float64 reference.
+-- The op test harness: runs each case of tests/ops/cases.lua (and of cases_custom.lua: ops
+-- registered from Lua) through the public mf.<op> function on float32 and float64 (and integer
+-- dtypes where the case lists them), in several memory layouts, eagerly and in a graph (placeholders
+-- fed the same views, each output read by another op), and compares every element with the case's
+-- pure-Lua float64 reference.
 --
 -- Load with loadfile('tests/ops/harness.lua')(dir) (dir: this folder); it returns
 --   H.op_names()          every registered op, sorted
@@ -22,6 +24,7 @@ local dir = not as_script and select(1, ...) or nil
 if type(dir) ~= 'string' then dir = script and script:match('^(.*)[/\\]') or '.' end
 local L = dofile(dir .. '/cases_lib.lua')
 local CASES = assert(loadfile(dir .. '/cases.lua'))(dir, L)
+for _, c in ipairs(assert(loadfile(dir .. '/cases_custom.lua'))(mf, L)) do CASES[#CASES + 1] = c end
 
 local H = {}
 local floor = math.floor
@@ -78,12 +81,13 @@ end
 -- layouts: where the same logical values live in memory ------------------------------------------
 -- contiguous: row-major. transposed: the last two dims swapped in memory. permuted: every dim
 -- reversed in memory (3+ dims). narrowed: a window at offset 1 in every dim of a buffer padded by
--- 1 before and 2 after (a 0-dim tensor: the middle of 3 elements). strided: every other element
--- along the last dim. expanded: stride 0 along the first dim longer than 1 (its values are made
--- equal along that dim). Padding holds NaN (or 99 for integers), so reading outside the view
--- shows up in the result, and writing outside it (ops that write inputs) is caught by
--- padding_intact. Inputs a layout does not apply to (too few dims) stay contiguous.
-local LAYOUTS = {'contiguous', 'transposed', 'permuted', 'narrowed', 'strided', 'expanded'}
+-- 1 before and 2 after (a 0-dim tensor: the middle of 3 elements). sliced: every other element
+-- along the last dim (a slice with step 2). selected: index 2 of a trailing dim of size 3 (a
+-- select: every stride tripled, offset 1). expanded: stride 0 along the first dim longer than 1
+-- (its values are made equal along that dim). Padding holds NaN (or 99 for integers), so reading
+-- outside the view shows up in the result, and writing outside it (ops that write inputs) is
+-- caught by padding_intact. Inputs a layout does not apply to (too few dims) stay contiguous.
+local LAYOUTS = {'contiguous', 'transposed', 'permuted', 'narrowed', 'sliced', 'selected', 'expanded'}
 
 local function expand_dim(shape)
   for d = 1, #shape do if shape[d] > 1 then return d end end
@@ -95,8 +99,9 @@ local function layout_applies(layout, shape)
   if layout == 'transposed' then return nd >= 2 end
   if layout == 'permuted' then return nd >= 3 end
   if layout == 'expanded' then return expand_dim(shape) ~= nil end
-  if layout == 'strided' then return nd >= 1 end
-  return true  -- narrowed: a 0-dim tensor becomes one element inside a 3-element buffer
+  if layout == 'sliced' then return nd >= 1 end
+  if layout == 'selected' then return nd < 8 end  -- its buffer has one more dim
+  return true  -- narrowed, selected: a 0-dim tensor becomes one element inside a 3-element buffer
 end
 
 -- Values equal along the dim the expanded layout repeats (others unchanged).
@@ -122,7 +127,7 @@ local function make_input(shape, dtype, values, layout)
     for d = 1, nd do perm[d] = nd + 1 - d end
   elseif layout == 'narrowed' then
     for d = 1, nd do base_shape[d] = shape[d] + 3 end
-  elseif layout == 'strided' then
+  elseif layout == 'sliced' then
     base_shape[nd] = 2 * shape[nd]
   elseif layout == 'expanded' then
     base_shape[expand_dim(shape)] = 1
@@ -130,6 +135,7 @@ local function make_input(shape, dtype, values, layout)
   -- memory order: base dim k holds logical dim perm[k]
   local mem_shape = {}
   for k = 1, nd do mem_shape[k] = base_shape[perm[k]] end
+  if layout == 'selected' then mem_shape[nd + 1], offset = 3, 1 end  -- index 2 of a trailing dim of 3
   if nd == 0 and layout == 'narrowed' then mem_shape, offset = {3}, 1 end
   local base = alloc(mem_shape, dtype)
   local p, total = ffi.cast(PTR[CODE[dtype]], base.ptr), L.numel(mem_shape)
@@ -138,7 +144,7 @@ local function make_input(shape, dtype, values, layout)
   local st = {}
   for k = 1, nd do st[perm[k]] = mem_st[k] end
   if layout == 'narrowed' then for d = 1, nd do offset = offset + st[d] end end
-  if layout == 'strided' then st[nd] = st[nd] * 2 end
+  if layout == 'sliced' then st[nd] = st[nd] * 2 end
   if layout == 'expanded' then st[expand_dim(shape)] = 0 end
   L.walk(shape, {st}, function(i, o) p[offset + o[1]] = values[i] end)
   local mem = {base = base, numel = total, pad = pad, offset = offset, strides = st}
@@ -256,7 +262,7 @@ local function call_op(c, ins, dtype)
     args[n] = params
   end
   local r = pack(f(unpack(args, 1, n)))
-  if r.n == 1 and type(r[1]) == 'table' then return r[1] end
+  if r.n == 1 and type(r[1]) == 'table' and not mf.is_symbol(r[1]) then return r[1] end  -- split's list
   return r
 end
 
@@ -357,9 +363,69 @@ local function run_once(c, dtype, layout, r, what)
   return nil, nil, outs
 end
 
+-- Graph mode: the op on placeholders (of the inputs' shapes, or with every size unknown) fed the
+-- same inputs in the same layout; each output feeds harness_identity (cases_custom.lua), so it is
+-- an intermediate of the graph, planned and bound like any other, and the identity is fetched.
+-- Cases of ops that write their inputs, draw random numbers (check) or take no tensor input run
+-- eagerly only.
+local function graph_applies(c)
+  if c.error or c.check or c.writes then return false end
+  for _, spec in ipairs(c.inputs or {}) do
+    if not spec.number then return true end
+  end
+  return false
+end
+
+local function run_graph(c, dtype, layout, r, what, unknown)
+  local ins = {}
+  for i, spec in ipairs(c.inputs) do
+    local a = r.ins[i]
+    if spec.number then ins[i] = a.data[1] else ins[i] = make_input(a.shape, spec.dtype or dtype, a.data, layout) end
+  end
+  local old = mf.get_default_graph()
+  mf._set_default_graph(mf.Graph())
+  local ok, outs = pcall(function()
+    local syms, feeds = {}, {}
+    for i, spec in ipairs(c.inputs) do
+      if spec.number then
+        syms[i] = ins[i]
+      else
+        local shape = {}
+        for d = 1, #r.ins[i].shape do shape[d] = unknown and -1 or r.ins[i].shape[d] end
+        syms[i] = mf.placeholder(spec.dtype or dtype, shape, 'in' .. i)
+        feeds[syms[i]] = ins[i]
+      end
+    end
+    local res, fetch = call_op(c, syms, dtype), {}
+    for k = 1, #res do fetch[k] = mf.harness_identity(res[k]) end
+    return {mf.Session():run(fetch, feeds)}
+  end)
+  mf._set_default_graph(old)
+  what = ('%s in a graph%s'):format(what, unknown and ' (sizes unknown when built)' or '')
+  if not ok then
+    -- an op whose number of outputs depends on its input sizes (split in chunks) cannot be built
+    -- with them unknown: that error is the expected result
+    if unknown and tostring(outs):find('number of outputs depends on sizes that are unknown', 1, true) then return nil end
+    return ('%s: raised %s'):format(what, tostring(outs))
+  end
+  local err = check_outputs(c, dtype, outs, r, what)
+  if err then return err end
+  for i, t in ipairs(ins) do
+    if mf.is_tensor(t) then
+      local got, orig = read(t), r.ins[i].data
+      for j = 1, #orig do
+        if not (got[j] == orig[j] or (got[j] ~= got[j] and orig[j] ~= orig[j])) then
+          return ('%s: input %d was modified at element %d'):format(what, i, j)
+        end
+      end
+    end
+  end
+end
+
 -- Every dtype x (declared shapes, then each empty variant) x layout, each run twice with new
 -- values: the second call reuses the closure bound by the first, and must leave the first call's
--- results as they were.
+-- results as they were. Each layout runs once in a graph too, the contiguous one also with every
+-- placeholder size unknown when the graph is built.
 function H.run_case(name)
   local c = by_name[name]
   if not c then return 'no case named ' .. tostring(name) end
@@ -390,6 +456,11 @@ function H.run_case(name)
           local err, skip, outs = run_once(c, dtype, layout, r, what)
           if skip then break end
           if err then return err end
+          if run == 1 and graph_applies(c) then
+            err = run_graph(c, dtype, layout, r, what, false)
+            if not err and layout == 'contiguous' then err = run_graph(c, dtype, layout, r, what, true) end
+            if err then return err end
+          end
           if run == 1 then
             first = {outs = outs, r = r, what = what}
           elseif not c.error then
