@@ -60,6 +60,74 @@ T.test('a closed session is an error to use', function()
   sess:close()  -- closing twice is fine
 end)
 
+-- the kernel layout contract -------------------------------------------------------------------
+-- README's swish: a plain loop over x:data(), right only on contiguous input
+mf.register_op{name = 'swish_t', num_inputs = 1, doc = 'x * sigmoid(x)', infer_shape = 'same',
+  lua_compute = [[ function(ins, outs, p)
+    local x, y, n = ins[1], outs[1], ins[1]:numel()
+    mf._seen_ptr, mf._seen_contig = x.ptr, x.is_contig
+    return function()
+      mf._run_ptr = x.ptr
+      local xp, yp = x:data(), y:data()
+      for i = 0, n - 1 do local v = xp[i]; yp[i] = v / (1 + math.exp(-v)) end
+    end end ]]}
+
+local function swish_ref(t)
+  local out = {}
+  for i, row in ipairs(t:totable()) do
+    out[i] = {}
+    for j, v in ipairs(row) do out[i][j] = v / (1 + math.exp(-v)) end
+  end
+  return out
+end
+
+T.test('a plain kernel gets contiguous inputs: transposed, narrowed, expanded views', function()
+  local a = mf.tensor({{1, -2, 3}, {-4, 5, -6}}, 'float64')
+  for _, v in ipairs{a:t(), a:narrow(2, 2, 2), mf.tensor({{0.5}, {-1.5}}, 'float64'):expand(2, 4), a:select(1, 2):reshape(3, 1)} do
+    T.tensor_eq(mf.swish_t(v), swish_ref(v), 1e-12, 'swish of a ' .. v:shape_str() .. ' view')
+    T.eq(mf._seen_contig, 1, 'the kernel saw a contiguous input')
+  end
+  -- a contiguous input is passed as it is: no copy
+  local c = mf.randn(3, 4, {dtype = 'float64'})
+  mf.swish_t(c)
+  T.eq(tostring(mf._run_ptr), tostring(c.ptr), 'contiguous input handed over without a copy')
+end)
+
+T.test('a plain kernel in a graph: views of placeholders and fed views become contiguous', function()
+  for _, fuse in ipairs{true, false} do
+    local x = mf.placeholder('float64', {2, 3}, 'x')
+    local a = mf.tensor({{1, -2, 3}, {-4, 5, -6}}, 'float64')
+    local sess = mf.Session{fuse = fuse}
+    T.tensor_eq(sess:run(mf.swish_t(mf.transpose(x, 1, 2)) * 1, {[x] = a}), swish_ref(a:t()), 1e-12, 'transpose in the graph')
+    T.tensor_eq(sess:run(mf.swish_t(mf.narrow(x, 2, 2, 2)) + 0, {[x] = a}), swish_ref(a:narrow(2, 2, 2)), 1e-12, 'narrow')
+    local wide = mf.tensor({{1, 2}, {3, 4}, {5, 6}}, 'float64')
+    T.tensor_eq(sess:run(mf.swish_t(x), {[x] = wide:t()}), swish_ref(wide:t()), 1e-12, 'a transposed feed')
+    T.tensor_eq(sess:run(mf.swish_t(x), {[x] = a}), swish_ref(a), 1e-12, 'then a contiguous feed of that shape')
+  end
+end)
+
+T.test('strided = true: the kernel receives views with sizes, strides and offset', function()
+  mf.register_op{name = 'strided_probe', num_inputs = 1, doc = 'x, read through its strides; records the layout',
+    strided = true, infer_shape = 'same',
+    lua_compute = [[ function(ins, outs, p)
+      local x, y = ins[1], outs[1]
+      mf._probe = {x:stride(1), x:stride(2), x:storage_offset(), x.is_contig}
+      local rows, cols, s1, s2 = x:size(1), x:size(2), x:stride(1), x:stride(2)
+      return function()
+        local xp, yp = x:data(), y:data()
+        for r = 0, rows - 1 do for c = 0, cols - 1 do yp[r * cols + c] = xp[r * s1 + c * s2] end end
+      end end ]]}
+  local base = mf.tensor({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}, 'float64')
+  local v = base:narrow(2, 2, 2):t()  -- 2x3, strides 1 and 4, offset 1 (0-based)
+  T.tensor_eq(mf.strided_probe(v), {{2, 6, 10}, {3, 7, 11}})
+  T.eq(mf._probe[1], 1, 'stride 1')
+  T.eq(mf._probe[2], 4, 'stride 2')
+  T.eq(mf._probe[3], 2, 'storage offset (1-based)')
+  T.eq(mf._probe[4], 0, 'not contiguous')
+  T.errors(function() mf.register_op{name = 'strided_bad', num_inputs = 1, doc = 'x', strided = 1,
+    lua_compute = [[ function() return function() end end ]]} end, 'strided must be true')
+end)
+
 -- gradients ------------------------------------------------------------------------------------
 local function finite_diff(f, x0, eps)
   local g = {}
