@@ -53,6 +53,12 @@ return function(mf)
         if r <= 0 then error(("read_idx: '%s' is truncated: %d of %d data bytes"):format(path, got, total), 0) end
         got = got + r
       end
+      -- the header must describe the whole file: extra bytes mean a wrong shape, not spare data
+      local extra = ffi.new('uint8_t[1]')
+      if z().gzread(f, extra, 1) > 0 then
+        error(("read_idx: '%s' has data past the %d elements its header declares (shape %s)"):format(path, total,
+          table.concat(shape, 'x')), 0)
+      end
       return t
     end)
     z().gzclose(f)

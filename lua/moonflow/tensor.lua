@@ -111,11 +111,14 @@ return function(mf)
     shape.leaf = nil
     local t = new_tensor(shape, dtype)
     local p, i = ffi.cast(PTR[dtype], t.ptr), 0
+    local int = dtype >= 2  -- integer dtypes: each number must fit (300 into uint8 is an error)
     local function fill(v)
       if type(v) == 'table' then
         for k = 1, #v do fill(v[k]) end
       else
-        p[i] = type(v) == 'boolean' and (v and 1 or 0) or v
+        if type(v) == 'boolean' then v = v and 1 or 0 end
+        if int and C.mf_check_value(v, dtype, 'mf.tensor') ~= 0 then raise(ffi.string(C.mf_last_error())) end
+        p[i] = v
         i = i + 1
       end
     end
@@ -145,11 +148,44 @@ return function(mf)
     return tonumber(v)
   end
 
+  -- The write rule (README "Writes"; src/core/writes.h) for element and row assignment: the
+  -- tensor written has no overlapping elements, a number fits its dtype, a tensor source broadcasts.
+  local function check_writable(t, what)
+    if C.mf_check_writable(t, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+  end
+  -- the number a value stands for when written into one element: numbers, booleans, and tensors
+  -- of one element whose dims are all 1 (PyTorch drops leading size-1 dims of an assigned value)
+  local function scalar_value(v, dtype, what)
+    if type(v) == 'boolean' then v = v and 1 or 0 end
+    if is_tensor(v) then
+      for d = 0, v.ndim - 1 do
+        if v.shape[d] ~= 1 then
+          raise(('%s: source %s does not broadcast to destination scalar (one element is written)'):format(what, methods.shape_str(v)))
+        end
+      end
+      v = tonumber(ffi.cast(PTR[v.dtype_id], v.ptr)[0])
+    end
+    if type(v) ~= 'number' then raise(('%s: the value is a %s; expected a number or a tensor'):format(what, type(v))) end
+    if dtype >= 2 and C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    return v
+  end
+  -- copy and fill through the native rule, the message naming the caller's operation
+  local function copy_into(dst, src, what)
+    if C.mf_k_copy(dst, src) ~= 0 then raise((ffi.string(C.mf_last_error()):gsub('^copy:', what .. ':'))) end
+  end
+  local function fill_into(dst, v, what)
+    if C.mf_k_fill(dst, v) ~= 0 then raise((ffi.string(C.mf_last_error()):gsub('^fill:', what .. ':'))) end
+  end
+
   function methods.set(t, ...)
+    local n = select('#', ...)
+    if n == 0 then raise('set: expected indices and a value: t:set(i, j, v)') end
     local args = {...}
-    local v = table.remove(args)
-    if type(v) ~= 'number' then raise('set: the last argument is the value; expected a number') end
-    ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, args, 'set')] = v
+    local v = args[n]
+    args[n] = nil
+    local off = elem_offset(t, args, 'set')
+    check_writable(t, 'set')
+    ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'set')
     return t
   end
 
@@ -216,15 +252,17 @@ return function(mf)
     if t.is_contig ~= 1 then raise('view: tensor is not contiguous; use reshape (copies) or :contiguous() first') end
     return mf.reshape(t, ...)
   end
-  -- in place, as Torch7: copy src's values (broadcast to t's shape, converted to t's dtype) into t
+  -- in place, as Torch7: copy src's values (broadcast to t's shape, converted to t's dtype) into t;
+  -- the write rule (README "Writes") is the native one, so graph kernels and C++ hosts share it
   function methods.copy(t, src)
-    if not is_tensor(src) then raise('copy: expected a source tensor') end
-    K.copy(t, src)
+    if not is_tensor(src) then
+      raise(('copy: the source is a %s; expected a tensor (fill(v) writes a number)'):format(type(src)))
+    end
+    copy_into(t, src, 'copy')
     return t
   end
   function methods.fill(t, v)
-    if type(v) ~= 'number' then raise('fill: expected a number') end
-    K.fill(t, v)
+    fill_into(t, scalar_value(v, t.dtype_id, 'fill'), 'fill')
     return t
   end
   function methods.cpu(t) return t end
@@ -375,12 +413,40 @@ return function(mf)
     raise(("tensor has no method or field '%s'"):format(tostring(k)))
   end
 
+  -- t[i] = v: element i of a 1-D tensor, or the row t:select(1, i) of a larger one; v is a number
+  -- (every element of the row) or a tensor that broadcasts to the row (leading size-1 dims dropped)
   local function newindex(t, k, v)
-    if type(k) ~= 'number' then raise(("cannot set field '%s' of a tensor"):format(tostring(k))) end
-    if t.ndim == 1 then return methods.set(t, k, v) end
-    local row = mf.select(t, 1, k)
-    local src = is_tensor(v) and v or mf.full(methods.size(row), v, {dtype = DTYPE_NAME[t.dtype_id]})
-    K.copy(row, src)
+    if type(k) == 'table' then  -- t[{i, j}] = v: one element
+      local off = elem_offset(t, k, 'index assignment')
+      check_writable(t, 'index assignment')
+      ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
+      return
+    end
+    if type(k) ~= 'number' then
+      if type(k) == 'string' then raise(("cannot set field '%s' of a tensor"):format(k)) end
+      raise(('index assignment: the index is a %s; expected a number (t[i] = v: row i) or a table (t[{i, j}] = v)')
+        :format(is_tensor(k) and 'tensor' or type(k)))
+    end
+    if t.ndim == 0 then raise('index assignment: cannot index a 0-dim tensor; use :fill(v) or :copy(src)') end
+    if t.ndim == 1 then
+      local off = elem_offset(t, {k}, 'index assignment')
+      check_writable(t, 'index assignment')
+      ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
+      return
+    end
+    local n = tonumber(t.shape[0])
+    local i = k < 0 and k + n + 1 or k
+    if i < 1 or i > n or i ~= math.floor(i) then
+      raise(('index assignment: index %s out of range 1..%d at dim 1'):format(tostring(k), n))
+    end
+    check_writable(t, 'index assignment')
+    local row = mf.select(t, 1, i)
+    if is_tensor(v) then
+      while v.ndim > row.ndim and v.shape[0] == 1 do v = mf.select(v, 1, 1) end
+      copy_into(row, v, 'index assignment')
+    else
+      fill_into(row, scalar_value(v, t.dtype_id, 'index assignment'), 'index assignment')
+    end
   end
 
   local function binop(name)
@@ -429,7 +495,23 @@ return function(mf)
   end
   function mf.initial_seed() return tonumber(C.mf_rng_get_seed(K.rng)) end
   function mf.get_rng_state() return {seed = tonumber(C.mf_rng_get_seed(K.rng)), offset = tonumber(C.mf_rng_get_offset(K.rng))} end
+  -- s: a table {seed = n, offset = n} as get_rng_state returns (non-negative integers)
   function mf.set_rng_state(s)
+    if type(s) ~= 'table' or is_tensor(s) then
+      raise(('set_rng_state: expected a table {seed = n, offset = n} as get_rng_state() returns, got a %s'):format(type(s)))
+    end
+    for _, k in ipairs{'seed', 'offset'} do
+      local v = s[k]
+      if type(v) ~= 'number' or v < 0 or v ~= math.floor(v) or v >= 2 ^ 64 then
+        raise(('set_rng_state: %s is %s; expected a non-negative integer (the table get_rng_state() returns)')
+          :format(k, type(v) == 'number' and tostring(v) or 'a ' .. type(v)))
+      end
+    end
+    for k in pairs(s) do
+      if k ~= 'seed' and k ~= 'offset' then
+        raise(("set_rng_state: unknown key '%s'; expected seed and offset"):format(tostring(k)))
+      end
+    end
     C.mf_rng_seed(K.rng, s.seed)
     C.mf_rng_set_offset(K.rng, s.offset)
   end

@@ -46,6 +46,9 @@ void tensor_wrap(mf_tensor& t, void* data, const Shape& shape, int dtype) {
   if (!dtype_valid(dtype)) fail("invalid dtype code ", dtype);
   mf_tensor fresh{};
   set_meta(fresh, shape, dtype, MF_CPU);
+  if (!data && fresh.count > 0) fail("wrap: data is null for a tensor of size ", shape_str(fresh));
+  if (fresh.count > (int64_t(1) << 62) / dtype_size(dtype))
+    fail("wrap: shape ", shape_str(fresh), " needs more bytes than can be addressed");
   auto* s = new mf_storage();
   s->ptr = data;
   s->nbytes = fresh.count * dtype_size(dtype);

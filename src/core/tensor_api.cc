@@ -8,6 +8,7 @@
 #include "allocator.h"
 #include "error.h"
 #include "tensor.h"
+#include "writes.h"
 
 namespace mf {
 
@@ -61,9 +62,17 @@ Tensor Tensor::view(void* data, const Shape& shape, DType dtype) {
   return adopt(t);
 }
 
+Tensor Tensor::view(void* data, int64_t capacity, const Shape& shape, DType dtype) {
+  int64_t n = checked_numel(shape, "Tensor::view");
+  if (capacity < 0 || n > capacity)
+    fail("Tensor::view: shape ", shape_str(shape), " needs ", n, " elements but the buffer holds ", capacity);
+  return view(data, shape, dtype);
+}
+
 Tensor Tensor::from_handle(const mf_tensor* t) {
   if (!t) fail("Tensor::from_handle: null tensor");
   if (!t->store && t->count > 0) fail("Tensor::from_handle: the tensor has no storage to share");
+  check_in_storage(*t, "Tensor::from_handle", "tensor");  // a hand-made struct must describe real bytes
   Tensor out;
   out.t_ = new mf_tensor{};
   tensor_share(*out.t_, *t);

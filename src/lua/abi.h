@@ -67,6 +67,10 @@ void mf_tensor_release(mf_tensor *t);
 int64_t mf_tensor_nbytes(const mf_tensor *t);
 int mf_storage_refcount(const mf_tensor *t);
 int mf_dtype_size(int32_t dtype);
+/* the write rule (src/core/writes.h), for writers outside the kernels (element and row assignment):
+   t has no overlapping elements; v fits dtype. what names the caller in the error */
+int mf_check_writable(const mf_tensor *t, const char *what);
+int mf_check_value(double v, int32_t dtype, const char *what);
 
 /* allocator statistics, in bytes and counts */
 typedef struct mf_memory_stats {

@@ -11,6 +11,7 @@
 #include "../core/rng.h"
 #include "../core/tensor.h"
 #include "../core/threads.h"
+#include "../core/writes.h"
 #include "../kernels/cpu/kernels.h"
 #include "../op/registry.h"
 
@@ -47,7 +48,18 @@ T* guarded_ptr(F&& f) {
 
 Shape to_shape(int32_t ndim, const int64_t* shape) {
   if (ndim < 0 || ndim > kMaxDims) fail("tensor: ", ndim, " dims requested; expected 0..", kMaxDims);
+  if (ndim > 0 && !shape) fail("tensor: ", ndim, " dims requested but the shape array is null");
   return Shape(shape, shape + ndim);
+}
+
+std::string list_str(const Shape& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out;
+}
+
+void need(const void* p, const char* what) {
+  if (!p) fail(what, ": null tensor");
 }
 
 const OpDef& op_at(int op) { return Registry::get().at(op); }
@@ -78,34 +90,53 @@ double mf_clock(void) {
 // -- tensors ---------------------------------------------------------------------------------
 int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dtype, int32_t device) {
   return guarded([&] {
-    if (ndim < 0 || ndim > kMaxDims) fail("tensor: ", ndim, " dims requested; expected 0..", kMaxDims);
+    need(t, "tensor");
+    to_shape(ndim, shape);  // dims and null checks
     tensor_init(*t, ndim, shape, dtype, device);
   });
 }
 
 int mf_tensor_wrap(mf_tensor* t, void* data, int32_t ndim, const int64_t* shape, int32_t dtype) {
-  return guarded([&] { tensor_wrap(*t, data, to_shape(ndim, shape), dtype); });
+  return guarded([&] {
+    need(t, "wrap");
+    tensor_wrap(*t, data, to_shape(ndim, shape), dtype);
+  });
 }
 
 int mf_tensor_share(mf_tensor* dst, const mf_tensor* src) {
-  return guarded([&] { tensor_share(*dst, *src); });
+  return guarded([&] {
+    need(dst, "share");
+    need(src, "share");
+    tensor_share(*dst, *src);
+  });
 }
 
 int mf_tensor_restride(mf_tensor* t, int32_t ndim, const int64_t* shape, const int64_t* strides, int64_t offset) {
   return guarded([&] {
+    need(t, "view");
     if (!t->store) fail("view: tensor has no storage");
-    Shape s = to_shape(ndim, shape), st(strides, strides + ndim);
+    Shape s = to_shape(ndim, shape);
+    if (ndim > 0 && !strides) fail("view: ", ndim, " dims requested but the strides array is null");
+    Shape st(strides, strides + ndim);
+    checked_numel(s, "view");  // negative sizes, too many elements
     int64_t es = dtype_size(t->dtype_id);
-    // every addressed element must stay inside the storage
-    int64_t lo = offset, hi = offset;
-    for (int i = 0; i < ndim; ++i) {
-      if (s[i] == 0) { lo = 0; hi = -1; break; }
-      int64_t span = (s[i] - 1) * st[i];
-      (span < 0 ? lo : hi) += span;
+    if (es == 0) fail("view: tensor has invalid dtype code ", t->dtype_id);
+    if (offset < 0) fail("view: offset ", offset, " is negative");
+    // every addressed element must stay inside the storage (arithmetic that overflows is refused)
+    int64_t lo = offset, hi = offset, end = 0;
+    bool empty = false;
+    for (int i = 0; i < ndim; ++i) empty = empty || s[i] == 0;
+    for (int i = 0; i < ndim && !empty; ++i) {
+      int64_t span;
+      bool over = __builtin_mul_overflow(s[i] - 1, st[i], &span);
+      over = over || (span < 0 ? __builtin_add_overflow(lo, span, &lo) : __builtin_add_overflow(hi, span, &hi));
+      if (over) fail("view: shape ", shape_str(s), " with stride ", st[i], " at dim ", i + 1, " overflows the address range");
     }
-    if (hi >= lo && (lo < 0 || (hi + 1) * es > t->store->nbytes))
-      fail("view: shape ", shape_str(s), " with these strides and offset ", offset, " reaches outside the storage");
-    char* base = (char*)t->ptr - t->offset * es;
+    if (!empty && (lo < 0 || __builtin_add_overflow(hi, 1, &end) || __builtin_mul_overflow(end, es, &end) ||
+                   end > t->store->nbytes))
+      fail("view: shape ", shape_str(s), " with strides (", list_str(st), ") and offset ", offset,
+           " reaches outside the storage of ", t->store->nbytes / es, " elements");
+    char* base = (char*)t->store->ptr;  // offsets count from the storage's first element
     set_strided(*t, s, st, offset);
     t->ptr = base + offset * es;
   });
@@ -117,6 +148,16 @@ void mf_tensor_release(mf_tensor* t) {
 int64_t mf_tensor_nbytes(const mf_tensor* t) { return t ? tensor_nbytes(*t) : 0; }
 int mf_storage_refcount(const mf_tensor* t) { return t && t->store ? t->store->refs.load() : 0; }
 int mf_dtype_size(int32_t dtype) { return dtype_size(dtype); }
+int mf_check_writable(const mf_tensor* t, const char* what) {
+  return guarded([&] {
+    need(t, what ? what : "write");
+    check_meta(*t, what ? what : "write", "tensor");
+    check_writable(*t, what ? what : "write", "tensor");
+  });
+}
+int mf_check_value(double v, int32_t dtype, const char* what) {
+  return guarded([&] { check_value_fits(v, dtype, what ? what : "write"); });
+}
 
 int mf_memory_stats_get(int32_t device, mf_memory_stats* out) {
   return guarded([&] {

@@ -1,6 +1,7 @@
 // Tensor creation: constant fills, ranges, identity and seeded random draws (Philox, src/core/rng.cc).
 #include <cmath>
 
+#include "../core/writes.h"
 #include "registry.h"
 
 namespace mf {
@@ -13,6 +14,12 @@ void float_dtype_param(InferCtx& c) {
   dtype_param(c);
   if (!dtype_is_float(c.out[0].dtype_id))
     fail(c.name(), ": dtype ", dtype_name(c.out[0].dtype_id), " not supported; expected float32 or float64");
+}
+
+// full's value must fit its dtype (300 into uint8, NaN into int64 are errors; NaN fills floats).
+void full_type(InferCtx& c) {
+  dtype_param(c);
+  check_value_fits(c.p.get_float("value"), c.out[0].dtype_id, c.name());
 }
 
 void arange_shape(InferCtx& c) {
@@ -67,9 +74,9 @@ void register_init_ops() {
       .inputs({})
       .param(shape_field())
       .param(dtype_field())
-      .param(Field::number("value", 0, "Fill value.").mandatory())
+      .param(Field::number("value", 0, "Fill value (NaN and infinities fill float dtypes).").mandatory().allow_nan())
       .infer_shape(shape_param)
-      .infer_type(dtype_param)
+      .infer_type(full_type)
       .lua_compute(MF_CPU, fill_kernel("p.value"));
 
   MF_REGISTER_OP(arange)

@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "../core/writes.h"
+
 namespace mf {
 
 const char* InferCtx::name() const { return op.name_.c_str(); }
@@ -115,9 +117,7 @@ void float_type(InferCtx& c) {
 }
 
 void check_writable(InferCtx& c, const mf_tensor& t, const std::string& name) {
-  for (int d = 0; d < t.ndim && t.count > 0; ++d)
-    if (t.strides[d] == 0 && t.shape[d] > 1)
-      fail(c.name(), ": ", name, " is an expanded view (stride 0 along dim ", d + 1, "); it cannot be written in place");
+  check_writable(t, c.name(), name.c_str());  // the one rule, src/core/writes.h
 }
 
 }  // namespace mf

@@ -74,7 +74,7 @@ static ParamValue parse_value(const std::string& op, const Field& f, const std::
       break;
     }
     case FieldKind::Float:
-      if (!parse_number(text, &v.num) || std::isnan(v.num)) bad("a number");
+      if (!parse_number(text, &v.num) || (std::isnan(v.num) && !f.nan_ok)) bad("a number");
       break;
     case FieldKind::Enum: {
       bool ok = false;

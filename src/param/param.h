@@ -17,6 +17,7 @@ struct Field {
   std::string doc;
   bool required = false;
   bool has_range = false;
+  bool nan_ok = false;  // Float: NaN is a valid value (a fill value), not a mistake (a rate)
   double lo = 0, hi = 0;
   std::vector<std::string> choices;  // for Enum
 
@@ -28,6 +29,7 @@ struct Field {
   static Field int_list(std::string name, std::string def, std::string doc);
   Field& range(double lo_, double hi_) { has_range = true; lo = lo_; hi = hi_; return *this; }
   Field& mandatory() { required = true; return *this; }
+  Field& allow_nan() { nan_ok = true; return *this; }
   const char* kind_name() const;
 };
 

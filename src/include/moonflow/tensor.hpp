@@ -54,6 +54,18 @@ class Tensor {
     return view(static_cast<void*>(data), shape, dtype_of<T>::value);
   }
   static Tensor view(void* data, const Shape& shape, DType dtype);
+  // As view(data, shape), checked against the buffer's length: throws mf::Error unless the shape
+  // needs at most capacity elements (data.size() for a vector). Prefer these when the length is known.
+  template <typename T>
+  static Tensor view(T* data, int64_t capacity, const Shape& shape) {
+    static_assert(!std::is_const<T>::value, "mf::Tensor::view needs writable memory (Lua may write to it)");
+    return view(static_cast<void*>(data), capacity, shape, dtype_of<T>::value);
+  }
+  template <typename T>
+  static Tensor view(std::vector<T>& data, const Shape& shape) {
+    return view(data.data(), static_cast<int64_t>(data.size()), shape);
+  }
+  static Tensor view(void* data, int64_t capacity, const Shape& shape, DType dtype);
   // A new handle sharing t's storage (refcount + 1); t stays the caller's. Throws for a null t.
   static Tensor from_handle(const mf_tensor* t);
 

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "../../core/error.h"
+#include "../../core/writes.h"
 #include "kernels.h"
 #include "pointwise.h"
 #include "strided.h"
@@ -161,22 +162,79 @@ static void copy_typed(mf_tensor& dst, const mf_tensor& src) {
   });
 }
 
+// Whether every destination element reads the source element at its own address (an in-place
+// copy onto itself), so overlapping memory needs no staging.
+static bool reads_own_position(const mf_tensor& dst, const mf_tensor& src) {
+  if (dst.ptr != src.ptr || dtype_size(dst.dtype_id) != dtype_size(src.dtype_id)) return false;
+  int lead = dst.ndim - src.ndim;
+  for (int d = 0; d < dst.ndim; ++d) {
+    if (dst.shape[d] <= 1) continue;
+    int64_t ss = d < lead || src.shape[d - lead] == 1 ? 0 : src.strides[d - lead];
+    if (ss != dst.strides[d]) return false;
+  }
+  return true;
+}
+
+// The write rule (src/core/writes.h): src broadcasts to dst, dst has no overlapping elements. A
+// source that shares memory with dst (a:copy(a:t()), a:copy(a[1])) is read whole before any write.
 void copy_cpu(mf_tensor& dst, const mf_tensor& src) {
+  check_meta(dst, "copy", "destination");
+  check_meta(src, "copy", "source");
+  check_broadcast(src, dst, "copy");
+  check_writable(dst, "copy", "destination");
+  if (dst.count == 0) return;
+  if (memory_overlaps(dst, src) && !reads_own_position(dst, src)) {
+    mf_tensor staged{};
+    tensor_init(staged, shape_of(src), src.dtype_id, MF_CPU);
+    try {
+      MF_DISPATCH(src.dtype_id, S, copy_typed<S, S>(staged, src));
+      MF_DISPATCH(dst.dtype_id, D, { MF_DISPATCH(src.dtype_id, S, copy_typed<D, S>(dst, staged)); });
+    } catch (...) {
+      tensor_release(staged);
+      throw;
+    }
+    tensor_release(staged);
+    return;
+  }
   MF_DISPATCH(dst.dtype_id, D, { MF_DISPATCH(src.dtype_id, S, copy_typed<D, S>(dst, src)); });
 }
 
 // -- fill, arange, eye, rand ---------------------------------------------------------------
+// Dense tensors take one flat loop (as fast as before); views are written through their strides
+// after the write rule's checks (an expanded view is refused, not written past its storage).
 void fill_cpu(mf_tensor& t, double value) {
+  check_meta(t, "fill", "tensor");
+  check_value_fits(value, t.dtype_id, "fill");
+  if (is_contiguous(t)) {
+    MF_DISPATCH(t.dtype_id, T, {
+      T v = T(value);
+      T* p = (T*)t.ptr;
+      parallel_for(t.count, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) p[i] = v;
+      });
+    });
+    return;
+  }
+  check_writable(t, "fill", "tensor");
+  StridedIter<1> it(shape_of(t), {strides_of(t)});
   MF_DISPATCH(t.dtype_id, T, {
     T v = T(value);
-    T* p = (T*)t.ptr;
-    parallel_for(t.count, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = v;
+    it.run({(char*)t.ptr}, {int(sizeof(T))}, 1, [&](auto p, int64_t n, auto st) {
+      T* q = (T*)p[0];
+      if (st[0] == 1) {
+        for (int64_t i = 0; i < n; ++i) q[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) q[i * st[0]] = v;
+      }
     });
   });
 }
 
 void arange_cpu(mf_tensor& t, double start, double step) {
+  if (t.count > 0) {  // the values run monotonically: the ends bound them
+    check_value_fits(start, t.dtype_id, "arange");
+    check_value_fits(start + double(t.count - 1) * step, t.dtype_id, "arange");
+  }
   MF_DISPATCH(t.dtype_id, T, {
     T* p = (T*)t.ptr;
     parallel_for(t.count, 1, [&](int64_t b, int64_t e) {
