@@ -1,5 +1,7 @@
 // CachingAllocator against hand-computed layouts: alignment, best fit, split, coalescing, stats,
 // empty_cache, failure on absurd requests, and a multi-threaded stress that checks blocks never overlap.
+// In AddressSanitizer builds: the poisoning of bytes not handed out, and child processes that write
+// past a tensor through a view, or read a freed tensor, and must die with an ASan report.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -11,6 +13,20 @@
 
 #include "core/allocator.h"
 #include "core/error.h"
+#include "lua/capi.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MF_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MF_TEST_ASAN 1
+#endif
+#endif
+#ifdef MF_TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 namespace {
 
@@ -463,3 +479,116 @@ TEST_CASE("allocator: four threads allocating and freeing never get overlapping 
   a.empty_cache();
   CHECK(a.stats().cached == 0);  // every block came back and merged into whole regions
 }
+
+// -- AddressSanitizer builds: poisoning ------------------------------------------------------------
+// Without poisoning every byte of a 2 MiB region or of the slab is addressable to ASan, so each
+// check below fails and each child below exits 0 without a report.
+#ifdef MF_TEST_ASAN
+namespace {
+
+bool poisoned(const void* p) { return __asan_address_is_poisoned(p) != 0; }
+
+struct Child {
+  int status = 0;
+  std::string report;  // what the child wrote to stderr
+};
+
+// Runs f in a forked child with stderr captured; the child exits 0 if f returns.
+template <typename F>
+Child run_child(F f) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    f();
+    _exit(0);
+  }
+  close(fds[1]);
+  Child c;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) c.report.append(buf, size_t(n));
+  close(fds[0]);
+  waitpid(pid, &c.status, 0);
+  return c;
+}
+
+bool died(const Child& c) { return !(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0); }
+
+}  // namespace
+
+TEST_CASE("allocator: under ASan, only the bytes requested are addressable", "[allocator][asan]") {
+  mf::CachingAllocator a;  // with the small-block slab, as the process allocator
+  char* s = bytes(a.allocate(12));  // a slab block
+  CHECK(__asan_region_is_poisoned(s, 12) == nullptr);
+  CHECK(poisoned(s + 12));
+  CHECK(poisoned(s + 255));
+  char* b = bytes(a.allocate(1000));  // a BFC block of 1024
+  CHECK(__asan_region_is_poisoned(b, 1000) == nullptr);
+  CHECK(poisoned(b + 1000));  // the rounding tail
+  CHECK(poisoned(b + 1023));
+  CHECK(poisoned(b + 1024));  // the free rest of the region
+  CHECK(poisoned(b + kRegion - 1));
+  a.free(b);
+  a.free(s);
+  CHECK(poisoned(b));  // cached, not handed out
+  CHECK(poisoned(s));
+  char* b2 = bytes(a.allocate(600));  // the same cached block, reused for fewer bytes
+  CHECK(b2 == b);
+  CHECK(__asan_region_is_poisoned(b2, 600) == nullptr);
+  CHECK(poisoned(b2 + 600));
+  char* s2 = bytes(a.allocate(3));
+  CHECK(s2 == s);
+  CHECK(!poisoned(s2 + 2));
+  CHECK(poisoned(s2 + 3));
+  a.free(b2);
+  a.free(s2);
+  a.empty_cache();  // regions go back to the system unpoisoned; ASan's own free checks them
+}
+
+TEST_CASE("allocator: under ASan, a write one element past a tensor through a view is reported", "[allocator][asan]") {
+  // a 2x5 float32 tensor (40 bytes: a slab block) and a 20x50 one (4000 bytes: a BFC block); a view
+  // of each one's last row; the child writes element 6 of that 5-element (50-element) view
+  for (int64_t cols : {int64_t(5), int64_t(50)}) {
+    INFO("2 x " << cols << " float32");
+    Child c = run_child([cols] {
+      mf_tensor t{};
+      int64_t shape[2] = {cols == 5 ? 2 : 20, cols};
+      if (mf_tensor_init(&t, 2, shape, MF_FLOAT32, MF_CPU) != 0) _exit(3);
+      int64_t row[1] = {cols}, stride[1] = {1};
+      if (mf_tensor_restride(&t, 1, row, stride, (shape[0] - 1) * cols) != 0) _exit(4);
+      volatile float* v = static_cast<float*>(t.ptr);
+      for (int64_t i = 0; i < cols; ++i) v[i] = 1.0f;  // inside the view: fine
+      v[cols] = 2.0f;                                    // one past it, and past the storage
+      mf_tensor_release(&t);
+    });
+    INFO(c.report);
+    CHECK(died(c));
+    CHECK(c.report.find("ERROR: AddressSanitizer: use-after-poison") != std::string::npos);
+    CHECK(c.report.find("WRITE of size 4") != std::string::npos);
+  }
+}
+
+TEST_CASE("allocator: under ASan, reading a released tensor's cached block is reported", "[allocator][asan]") {
+  Child c = run_child([] {
+    mf_tensor t{};
+    int64_t shape[1] = {300};
+    if (mf_tensor_init(&t, 1, shape, MF_FLOAT64, MF_CPU) != 0) _exit(3);
+    volatile double* v = static_cast<double*>(t.ptr);
+    v[0] = 1.0;
+    mf_tensor_release(&t);  // the block goes back to the cache, not to the system
+    double x = v[7];
+    (void)x;
+  });
+  INFO(c.report);
+  CHECK(died(c));
+  CHECK(c.report.find("ERROR: AddressSanitizer: use-after-poison") != std::string::npos);
+  CHECK(c.report.find("READ of size 8") != std::string::npos);
+}
+#else
+TEST_CASE("allocator: poisoning checks need an AddressSanitizer build", "[allocator][asan]") {
+  WARN("skipped: not an AddressSanitizer build; scripts/sanitize.sh asan runs the poisoning tests");
+}
+#endif
