@@ -428,8 +428,9 @@ return function(mf)
       cursor, prev = s.e, s
     end
     if cursor > data_size then
-      fail(('truncated data: the header describes %s bytes of tensor data but only %d follow it'):format(
-        int_str(cursor), data_size))
+      fail(("truncated data: tensor '%s' [%s, %s] runs past the end of the file: the header describes %s bytes"
+        .. ' of tensor data but only %d follow it'):format(prev.name, int_str(prev.b), int_str(prev.e), int_str(cursor),
+        data_size))
     elseif cursor < data_size then
       fail(('gap in the data: the last %d bytes of the data area belong to no tensor'):format(data_size - cursor))
     end

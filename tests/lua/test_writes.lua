@@ -546,4 +546,25 @@ T.test('read_idx: a file with more data than its header declares is an error', f
   os.remove(p)
 end)
 
+T.test('mf.load: offsets past the file or a shape that is not its byte count name file and tensor', function()
+  local p = (os.getenv('TMPDIR') or '/tmp') .. '/moonflow_test_writes_' .. tostring(os.time()) .. '.safetensors'
+  local function st_file(header, data)
+    local n, len = #header, {}
+    for i = 1, 8 do len[i] = string.char(n % 256); n = math.floor(n / 256) end
+    local f = assert(io.open(p, 'wb'))
+    f:write(table.concat(len), header, data)
+    f:close()
+  end
+  local four = '\0\0\128\63\0\0\0\64\0\0\64\64\0\0\128\64'  -- float32 1, 2, 3, 4
+  st_file('{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}', four:sub(1, 10))
+  T.errors(function() mf.load(p) end, "mf.load: '" .. p .. "'", "tensor 'w' [0, 16] runs past the end of the file")
+  st_file('{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4000]}}', four)
+  T.errors(function() mf.load(p) end, "mf.load: '" .. p .. "'", "tensor 'w'", 'needs 8 bytes', 'span 4000')
+  st_file('{"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,16]}}', four)
+  T.errors(function() mf.load(p) end, "tensor 'w': shape/offset mismatch", 'needs 24 bytes')
+  st_file('{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}', four)
+  T.tensor_eq(mf.load(p).w, {1, 2, 3, 4})
+  os.remove(p)
+end)
+
 T.finish()
