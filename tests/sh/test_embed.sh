@@ -11,6 +11,11 @@ src=$(pwd)
 tmp=$(mktemp -d "$build/embed-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+# A sanitizer build of the library (scripts/sanitize.sh) needs its runtime loaded first: the hosts
+# are built with the same -fsanitize flags then.
+san=
+if readelf -d "$build/libmoonflow.so" 2>/dev/null | grep -q 'libasan'; then san="-fsanitize=address,undefined"
+elif readelf -d "$build/libmoonflow.so" 2>/dev/null | grep -q 'libtsan'; then san="-fsanitize=thread"; fi
 check_run() {  # what, host executable
   local out
   if ! out=$(cd "$tmp" && env -i PATH=/usr/bin:/bin "$2" "$src/examples/embed/model.lua" 2>&1); then
@@ -35,7 +40,8 @@ out=$(env -i PATH=/usr/bin:/bin "$p/bin/moonflow" -e 'print(mf.ones(3):sum():ite
 [ "$out" = 3 ] || { echo "FAIL: installed moonflow executable: $out"; fail=1; }
 
 # CMake: find_package(moonflow CONFIG) -> moonflow::moonflow
-if cmake -S "$src/examples/embed" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$p" >"$tmp/cmake.log" 2>&1 &&
+if cmake -S "$src/examples/embed" -B "$tmp/cmake" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_CXX_FLAGS="$san" \
+     -DCMAKE_EXE_LINKER_FLAGS="$san" >"$tmp/cmake.log" 2>&1 &&
    cmake --build "$tmp/cmake" >>"$tmp/cmake.log" 2>&1; then
   check_run 'CMake build' "$tmp/cmake/embed_host"
   if cmake --install "$tmp/cmake" --prefix "$tmp/host" >>"$tmp/cmake.log" 2>&1; then
@@ -50,7 +56,7 @@ fi
 # pkg-config
 export PKG_CONFIG_PATH=$(dirname "$pc")
 if flags=$(pkg-config --cflags moonflow) && libs=$(pkg-config --libs moonflow) &&
-   ${CXX:-c++} -std=c++17 -Wall -Wextra -Wpedantic -Werror $flags "$src/examples/embed/main.cc" -o "$tmp/embed_pc" $libs \
+   ${CXX:-c++} -std=c++17 -Wall -Wextra -Wpedantic -Werror $san $flags "$src/examples/embed/main.cc" -o "$tmp/embed_pc" $libs \
      >"$tmp/pc.log" 2>&1; then
   check_run 'pkg-config build' "$tmp/embed_pc"
 else
