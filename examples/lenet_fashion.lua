@@ -16,12 +16,20 @@ if smoke then
   local tx, ty = test:tensors()
   validate = mf.data.TensorDataset(tx:narrow(1, 1, 200), ty:narrow(1, 1, 200)):loader{batch = 100}
 end
+local val_loss0 = mf.evaluate(model, validate).loss
 local t0 = mf.clock()
+local losses = {}
 local history = mf.fit{
   model = model, loss = mf.nn.CrossEntropyLoss(),
   optimizer = mf.optim.SGD(model:parameters(), {lr = 0.02, momentum = 0.9}),
   data = train:loader{batch = 64, shuffle = true, seed = 1},
-  epochs = 2, validate = validate, max_steps = smoke and 10 or nil}
+  epochs = 2, validate = validate, max_steps = smoke and 40 or nil,
+  on_step = function(_, l) losses[#losses + 1] = l end}
 local last = history[#history]
 print(('test accuracy %.4f after %d epoch(s), %.1f s'):format(last.val_accuracy, #history, mf.clock() - t0))
+-- it learns, in the smoke run too: the validation loss well below its value before training
+print(('validation loss %.4f before training, %.4f after'):format(val_loss0, last.val_loss))
+if not (last.val_loss < 0.7 * val_loss0) then
+  error(('lenet_fashion: validation loss %.4f after %d steps is not well below %.4f before'):format(last.val_loss, #losses, val_loss0))
+end
 if not smoke and last.val_accuracy < 0.87 then error(('lenet_fashion: accuracy %.4f below 0.87'):format(last.val_accuracy)) end

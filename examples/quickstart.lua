@@ -37,12 +37,17 @@ local w_true = mf.tensor{{2}, {-3}, {0.5}, {1}}
 local y = mf.matmul(X, w_true) + mf.randn(n, 1, {std = 0.01})
 local w = mf.zeros(d, 1)
 local lr = 0.1
+local first, loss
 for step = 1, smoke and 20 or 200 do
   local r = mf.matmul(X, w) - y                        -- residuals, n x 1
   local grad = mf.matmul(X, r, true, false) * (2 / n)  -- X^T r, without materialising X^T
   w = w - lr * grad
-  if step % 50 == 0 then print(('step %3d  loss %.6f'):format(step, (r * r):mean():item())) end
+  loss = (r * r):mean():item()
+  first = first or loss
+  if step % 50 == 0 then print(('step %3d  loss %.6f'):format(step, loss)) end
 end
+-- it learns, in the smoke run too: the last step's loss far below the first's
+if not (loss < 0.1 * first) then error(('quickstart: loss %.6f is not well below the first %.4f'):format(loss, first)) end
 print('recovered w (want 2, -3, 0.5, 1):') print(w:t())
 local err = (w - w_true):abs():max():item()
 print(('max |w - w_true| = %.4f'):format(err))

@@ -290,6 +290,8 @@ return function(mf)
           local node, index = resolve(g, f.node, f.index - 1)
           local e = ex.ent[node][index + 1]
           if e.step and not e.alias_of and not e.external then e.external, e.per_run = true, true end
+          -- a fetched view is copied out after the last step: its base's slot must live that long
+          if e.alias_of then e.last_use = 2 ^ 30 end
           if e.var and not ex.written[e.var] then ex.needs_init[e.var] = true end
           ex.fetch[i] = e
         end

@@ -6,8 +6,9 @@ local T = require 'testlib'
 
 local tmp = os.tmpname()
 
--- two Gaussian blobs per class in 8-D, labels 1..3
-local function dataset(n, seed)
+-- two Gaussian blobs per class in 8-D, labels 1..3; with flip_every, every such sample is labelled
+-- as the next class (so no model reaches 100% and an accuracy count has something to count)
+local function dataset(n, seed, flip_every)
   mf.manual_seed(seed)
   local x = mf.randn(n, 8)
   local labels = {}
@@ -15,7 +16,26 @@ local function dataset(n, seed)
   local y = mf.tensor(labels, 'int64')
   local centers = mf.randn(3, 8) * 3
   x = x + mf.index_select(centers, y, 1)
-  return mf.data.TensorDataset(x, y)
+  if flip_every then
+    for i = flip_every, n, flip_every do labels[i] = labels[i] % 3 + 1 end
+    y = mf.tensor(labels, 'int64')
+  end
+  return mf.data.TensorDataset(x, y), x, labels
+end
+
+-- accuracy by an independent count: the eval-mode model's eager outputs, argmax and comparison in
+-- plain Lua (not mf.evaluate, not argmax/eq ops)
+local function counted_accuracy(m, x, labels)
+  m:evaluate()
+  local out = m(x):double():totable()
+  m:train()
+  local right = 0
+  for i, row in ipairs(out) do
+    local best = 1
+    for j = 2, #row do if row[j] > row[best] then best = j end end
+    if best == labels[i] then right = right + 1 end
+  end
+  return right / #out
 end
 
 local function model()
@@ -32,20 +52,23 @@ local function same_bytes(a, b)
 end
 
 T.test('fit learns, with history, callbacks and a CSV log', function()
-  local ds = dataset(600, 1)
+  local ds, xs, labels = dataset(600, 1, 10)
   mf.manual_seed(2)
   local m = model()
-  local epochs_seen, steps = {}, 0
+  local epochs_seen, steps, counted = {}, 0, {}
   local csv = tmp .. '.csv'
   local h = mf.fit{model = m, loss = mf.nn.CrossEntropyLoss(), optimizer = mf.optim.Adam(m:parameters(), {lr = 0.01}),
     data = ds:loader{batch = 32, shuffle = true, seed = 3}, epochs = 3, validate = ds:loader{batch = 100},
-    on_epoch = function(e, rec) epochs_seen[#epochs_seen + 1] = e end, on_step = function() steps = steps + 1 end,
+    on_epoch = function(e, rec)
+      epochs_seen[#epochs_seen + 1] = e
+      counted[e] = counted_accuracy(m, xs, labels)
+    end, on_step = function() steps = steps + 1 end,
     log = csv, quiet = true}
   T.eq(#h, 3); T.eq(table.concat(epochs_seen, ','), '1,2,3'); T.eq(steps, 3 * 19)
   assert(h[3].loss < h[1].loss, 'training loss falls')
-  assert(h[3].val_accuracy > 0.95, 'separable blobs are learnt: ' .. h[3].val_accuracy)
-  local ev = mf.evaluate(m, ds:loader{batch = 50})
-  T.near(ev.accuracy, h[3].val_accuracy, 1e-12)
+  for e = 1, 3 do T.near(h[e].val_accuracy, counted[e], 1e-12, 'fit val_accuracy vs counted, epoch ' .. e) end
+  -- the blobs are learnt; the 60 flipped labels (a tenth) cannot be
+  assert(counted[3] > 0.85 and counted[3] <= 0.9, 'separable blobs are learnt: counted accuracy ' .. counted[3])
   local lines = {}
   for l in io.lines(csv) do lines[#lines + 1] = l end
   os.remove(csv)
