@@ -524,6 +524,13 @@ T.test('C ABI: inconsistent pointers, shapes and strides are refused with a mess
   T.eq(ffi.string(C.mf_last_error()):find('claims 100 elements', 1, true) ~= nil, true)
   T.eq(C.mf_k_copy(base, liar) ~= 0, true, 'copy from a tensor whose count lies')
   T.tensor_eq(base, {0, 0, 3, 3})
+  -- kernel routines that custom kernels may call check what they write: concat's inputs tile its output
+  local out, K = mf.zeros(2, 3), mf.kernels
+  local parts = {mf.ones(2, 3), mf.ones(1, 3)}
+  T.errors(function() K.concat(out, 2, K.tensor_list(parts), 0) end, 'concat: input 2 is 1x3; it does not fit the output 2x3')
+  T.errors(function() K.concat(out, 1, K.tensor_list({mf.ones(1, 3)}), 0) end, 'the inputs fill 1 of the output')
+  T.errors(function() K.concat(out, 1, K.tensor_list({mf.ones(2, 2)}), 0) end, 'copy: source 2x2 does not broadcast')
+  T.errors(function() K.concat(out, 1, K.tensor_list(parts), 5) end, 'concat: dim 6 out of range')
   T.eq(C.mf_check_value(300, 4, 'probe') ~= 0, true)
   T.eq(ffi.string(C.mf_last_error()), 'probe: value 300 does not fit uint8 (0..255)')
 end)
