@@ -33,9 +33,24 @@ std::vector<int64_t> checked_indices(const char* op, const mf_tensor& idx, int64
   return out;
 }
 
+// The tensors a gather or scatter along dim pairs up: same rank, same sizes off dim, and as many
+// slices of a (the one written or read per index) as there are indices.
+void check_along(const char* op, const mf_tensor& a, const char* an, const mf_tensor& b, const char* bn, int dim,
+                 const mf_tensor& idx) {
+  if (dim < 0 || dim >= a.ndim || a.ndim != b.ndim || idx.ndim != 1)
+    fail(op, ": ", an, " is ", shape_str(a), ", ", bn, " ", shape_str(b), ", indices ", shape_str(idx), " along dim ",
+         dim + 1, "; expected equal ranks and 1-D indices");
+  for (int d = 0; d < a.ndim; ++d)
+    if (d != dim && a.shape[d] != b.shape[d])
+      fail(op, ": ", an, " is ", shape_str(a), ", ", bn, " ", shape_str(b), "; sizes off dim ", dim + 1, " must match");
+  if (a.shape[dim] != idx.count)
+    fail(op, ": ", an, " has ", a.shape[dim], " slices along dim ", dim + 1, " for ", idx.count, " indices");
+}
+
 }  // namespace
 
 void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim) {
+  check_along("index_select", out, "output", x, "x", dim, idx);
   std::vector<int64_t> p = checked_indices("index_select", idx, x.shape[dim]);
   for (int64_t j = 0; j < idx.count; ++j) {
     mf_tensor dst = slice_at(out, dim, j), src = slice_at(x, dim, p[size_t(j)] - 1);
@@ -44,6 +59,7 @@ void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, 
 }
 
 void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx, int dim) {
+  check_along("index_add_like", g, "gradient", out, "output", dim, idx);
   std::vector<int64_t> p = checked_indices("index_add_like", idx, out.shape[dim]);
   fill_cpu(out, 0);
   for (int64_t j = 0; j < idx.count; ++j) {  // in order: repeated indices accumulate
@@ -53,6 +69,8 @@ void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx
 }
 
 void one_hot_cpu(mf_tensor& out, const mf_tensor& labels) {
+  if (out.ndim < 1 || !is_contiguous(out) || out.count != labels.count * out.shape[out.ndim - 1])
+    fail("one_hot: output ", shape_str(out), " does not hold one contiguous row per label of ", shape_str(labels));
   int64_t classes = out.shape[out.ndim - 1];
   if (labels.dtype_id != MF_INT64 && labels.dtype_id != MF_INT32 && labels.dtype_id != MF_UINT8)
     fail("one_hot: labels are ", dtype_name(labels.dtype_id), "; expected an integer dtype");

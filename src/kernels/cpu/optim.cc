@@ -20,6 +20,13 @@ void sum_to_cpu(mf_tensor& out, const mf_tensor& g) {
 }
 
 void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, int64_t step) {
+  // g lands at start, start + step, ... along dim: every slice must fall inside out
+  bool fits = dim >= 0 && dim < out.ndim && g.ndim == out.ndim && start >= 0 && step >= 1;
+  for (int d = 0; fits && d < g.ndim; ++d) fits = d == dim || g.shape[d] == out.shape[d];
+  if (fits && g.shape[dim] > 0) fits = start + (g.shape[dim] - 1) * step < out.shape[dim];
+  if (!fits)
+    fail("pad_like: gradient ", shape_str(g), " placed from index ", start + 1, " by step ", step, " along dim ", dim + 1,
+         " does not fit inside ", shape_str(out));
   fill_cpu(out, 0);
   if (g.count == 0) return;
   mf_tensor view = out;
