@@ -410,7 +410,12 @@ return function(mf)
       if t.ndim == 0 then raise('index: cannot index a 0-dim tensor; use :item()') end
       return mf.select(t, 1, k)
     end
-    raise(("tensor has no method or field '%s'"):format(tostring(k)))
+    if type(k) == 'table' then return tonumber(ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, k, 'index t[{i, j, ...}]')]) end
+    if type(k) ~= 'string' then
+      raise(('index: the index is a %s; expected a number (t[i]: row i), a table (t[{i, j}]: one element) or a method name'):format(
+        is_tensor(k) and 'tensor (use mf.index_select or mf.where)' or type(k)))
+    end
+    raise(("tensor has no method or field '%s'"):format(k))
   end
 
   -- t[i] = v: element i of a 1-D tensor, or the row t:select(1, i) of a larger one; v is a number

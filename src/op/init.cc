@@ -22,6 +22,13 @@ void full_type(InferCtx& c) {
   check_value_fits(c.p.get_float("value"), c.out[0].dtype_id, c.name());
 }
 
+// rand: [low, high) must be a range (PyTorch's uniform_ refuses low > high too).
+void rand_shape(InferCtx& c) {
+  double low = c.p.get_float("low"), high = c.p.get_float("high");
+  if (low > high) fail("rand: low ", low, " is greater than high ", high, "; expected low <= high");
+  shape_param(c);
+}
+
 void arange_shape(InferCtx& c) {
   double start = c.p.get_float("start"), stop = c.p.get_float("stop"), step = c.p.get_float("step");
   if (step == 0) fail("arange: step is 0");
@@ -116,7 +123,7 @@ end)lua");
       .param(Field::number("high", 1, "Upper bound, excluded."))
       .param(dtype_field())
       .random()
-      .infer_shape(shape_param)
+      .infer_shape(rand_shape)
       .infer_type(float_dtype_param)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p)

@@ -1,6 +1,7 @@
 // Parsing and validation of "key=value;..." parameter text against declared fields.
 #include "param.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -133,6 +134,34 @@ static std::string value_text(const Field& f, const ParamValue& v) {
   return "";
 }
 
+namespace {
+// Optimal-string-alignment distance, for "did you mean" (the Lua options checker uses the same rule).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t v = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) v = std::min(v, d[i - 2][j - 2] + 1);
+      d[i][j] = v;
+    }
+  return d[a.size()][b.size()];
+}
+
+// "; did you mean 'x'?" for the closest field name, or "" when none is plausibly meant
+std::string did_you_mean(const std::string& key, const std::vector<Field>& fields) {
+  const Field* best = nullptr;
+  size_t bd = 0;
+  for (auto& f : fields) {
+    size_t d = edit_distance(key, f.name);
+    if (!best || d < bd) best = &f, bd = d;
+  }
+  size_t limit = std::max<size_t>(1, std::min<size_t>(3, std::max(key.size(), best ? best->name.size() : 0) / 3));
+  return best && bd <= limit ? "; did you mean '" + best->name + "'?" : "";
+}
+}  // namespace
+
 ParamValues ParamValues::parse(const std::string& op, const std::vector<Field>& fields, const std::string& text) {
   ParamValues pv;
   pv.fields_ = &fields;
@@ -151,7 +180,8 @@ ParamValues ParamValues::parse(const std::string& op, const std::vector<Field>& 
     if (i == fields.size()) {
       std::string known;
       for (auto& f : fields) known += (known.empty() ? "" : ", ") + f.name;
-      fail(op, ": unknown param '", key, "'", known.empty() ? "; it takes no params" : "; known params: " + known);
+      fail(op, ": unknown param '", key, "'", did_you_mean(key, fields),
+           known.empty() ? "; it takes no params" : " (known params: " + known + ")");
     }
     if (pv.values_[i].given) fail(op, ": param '", key, "' given twice");
     pv.values_[i] = parse_value(op, fields[i], val);

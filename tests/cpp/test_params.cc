@@ -133,6 +133,8 @@ TEST_CASE("params: an unknown field names the op and the field and lists the kno
   CHECK_THAT(msg, Contains("sum:"));
   CHECK_THAT(msg, Contains("'keep_dim'"));
   CHECK_THAT(msg, Contains("keepdim, dim, alpha, mode, dtype, dims"));
+  CHECK_THAT(msg, Contains("did you mean 'keepdim'?"));
+  CHECK_THAT(error_of("sum", reduce_fields(), "bogus"), !Contains("did you mean"));
 
   // a field name must match exactly
   CHECK_THAT(error_of("sum", reduce_fields(), "Dim=1"), Contains("'Dim'"));

@@ -222,6 +222,13 @@ local cases = {
     return mf.msg_ok(mf.ones(2), mf.ones(2)) end},
 }
 
+T.test('t[{i, j}] reads one element, as Torch7', function()
+  local t = mf.tensor{{1, 2, 3}, {4, 5, 6}}
+  T.eq(t[{2, 1}], 4)
+  T.eq(t[{1, -1}], 3)   -- negative indices count from the end
+  T.eq(t:t()[{3, 2}], 6)
+end)
+
 T.test('at least 60 misuse cases, across the API', function()
   assert(#cases >= 60, #cases .. ' cases')
 end)

@@ -25,10 +25,21 @@ function T.near(got, want, tol, what)
 end
 
 -- Checks that fn raises an error whose message contains every given plain-text fragment.
+-- With MF_MESSAGES_LOG set, each message is appended to that file with its caller's file (for
+-- test_messages.lua, which checks that no raw internal message reaches users).
+local messages_log = os.getenv('MF_MESSAGES_LOG')
 function T.errors(fn, ...)
   local ok, err = pcall(fn)
   if ok then error('expected an error, got none', 2) end
   err = tostring(err)
+  if messages_log then
+    local f = io.open(messages_log, 'a')
+    if f then
+      local src = debug.getinfo(2, 'S').short_src:match('[^/]*$')
+      f:write(src, '\t', (err:gsub('\n', '\\n')), '\n')
+      f:close()
+    end
+  end
   for _, frag in ipairs{...} do
     if not err:find(frag, 1, true) then
       error(("error message %q lacks %q"):format(err, frag), 2)
