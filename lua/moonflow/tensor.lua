@@ -493,8 +493,9 @@ return function(mf)
   -- the state's generator --------------------------------------------------------------------
   K.rng = ffi.gc(C.mf_rng_new(0), C.mf_rng_free)
   function mf.manual_seed(seed)
-    if type(seed) ~= 'number' or seed < 0 or seed ~= math.floor(seed) then
-      raise('manual_seed: expected a non-negative integer seed')
+    if type(seed) ~= 'number' or seed < 0 or seed ~= math.floor(seed) or seed >= 2 ^ 64 then
+      raise(('manual_seed: seed is %s; expected a non-negative integer below 2^64')
+        :format(type(seed) == 'number' and tostring(seed) or 'a ' .. type(seed)))
     end
     C.mf_rng_seed(K.rng, seed)
   end
