@@ -379,6 +379,17 @@ int mf_k_matmul(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t tr
 }
 int mf_k_alias(mf_tensor* view, const mf_tensor* base, int64_t offset) {
   return guarded([&] {
+    need(view, "alias");
+    need(base, "alias");
+    if (view->dtype_id != base->dtype_id)
+      fail("alias: view is ", dtype_name(view->dtype_id), ", base ", dtype_name(base->dtype_id), "; expected one dtype");
+    mf_tensor v = *view;  // the view as it would be: every element inside the base's storage
+    v.store = base->store;
+    v.ptr = (char*)base->ptr + offset * dtype_size(base->dtype_id);
+    check_in_storage(v, "alias", "view");
+    if (!base->store && v.count > 0 && (offset < 0 || offset + v.count > base->count))  // borrowed memory: stay in base
+      fail("alias: view of size ", shape_str(v), " at offset ", offset, " reaches outside its base of ", base->count,
+           " elements");
     view->store = base->store;
     view->owns = 0;
     view->offset = base->offset + offset;

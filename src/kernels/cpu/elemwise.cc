@@ -5,6 +5,7 @@
 
 #include "../../core/error.h"
 #include "../../core/writes.h"
+#include "checks.h"
 #include "kernels.h"
 #include "pointwise.h"
 #include "strided.h"
@@ -63,6 +64,13 @@ static void unary_switch(int code, mf_tensor& y, const mf_tensor& x, double a, d
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
   if (code < 0 || code >= MF_U_COUNT) fail("unary: bad op code ", code);
   if (x.dtype_id != y.dtype_id) fail(unary_name(code), ": input is ", dtype_name(x.dtype_id), ", output ", dtype_name(y.dtype_id));
+  const char* op = unary_name(code);
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "output", y);
+  const mf_tensor* ins[] = {&x};
+  static const char* const names[] = {"x"};
+  kcheck::broadcast_out(op, "output", y, 1, ins, names);
+  kcheck::writable(op, "output", y);
   MF_DISPATCH(x.dtype_id, T, unary_switch<T>(code, y, x, a, b, std::make_integer_sequence<int, MF_U_COUNT>{}));
 }
 
@@ -126,13 +134,31 @@ void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y) 
     fail(binary_name(code), ": operands are ", dtype_name(x.dtype_id), " and ", dtype_name(y.dtype_id), "; expected one dtype");
   int want = code >= MF_B_EQ ? MF_UINT8 : x.dtype_id;
   if (z.dtype_id != want) fail(binary_name(code), ": output is ", dtype_name(z.dtype_id), "; expected ", dtype_name(want));
+  const char* op = binary_name(code);
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "y", y);
+  kcheck::meta(op, "output", z);
+  const mf_tensor* ins[] = {&x, &y};
+  static const char* const names[] = {"x", "y"};
+  kcheck::broadcast_out(op, "output", z, 2, ins, names);
+  kcheck::writable(op, "output", z);
   MF_DISPATCH(x.dtype_id, T, binary_switch<T>(code, z, x, y, std::make_integer_sequence<int, MF_B_COUNT>{}));
 }
 
 // -- where ---------------------------------------------------------------------------------
 void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_tensor& b) {
   if (c.dtype_id != MF_UINT8) fail("where: cond is ", dtype_name(c.dtype_id), "; expected uint8");
-  if (a.dtype_id != b.dtype_id || a.dtype_id != out.dtype_id) fail("where: a and b must share the output dtype");
+  if (a.dtype_id != b.dtype_id || a.dtype_id != out.dtype_id)
+    fail("where: a is ", dtype_name(a.dtype_id), ", b ", dtype_name(b.dtype_id), ", output ", dtype_name(out.dtype_id),
+         "; a and b must share the output dtype");
+  kcheck::meta("where", "cond", c);
+  kcheck::meta("where", "a", a);
+  kcheck::meta("where", "b", b);
+  kcheck::meta("where", "output", out);
+  const mf_tensor* ins[] = {&c, &a, &b};
+  static const char* const names[] = {"cond", "a", "b"};
+  kcheck::broadcast_out("where", "output", out, 3, ins, names);
+  kcheck::writable("where", "output", out);
   Shape s = shape_of(out);
   StridedIter<4> it(s, {strides_of(out), broadcast_strides(c, s), broadcast_strides(a, s), broadcast_strides(b, s)});
   MF_DISPATCH(out.dtype_id, T, {
@@ -231,6 +257,8 @@ void fill_cpu(mf_tensor& t, double value) {
 }
 
 void arange_cpu(mf_tensor& t, double start, double step) {
+  kcheck::meta("arange", "output", t);
+  kcheck::contiguous("arange", "output", t);
   if (t.count > 0) {  // the values run monotonically: the ends bound them
     check_value_fits(start, t.dtype_id, "arange");
     check_value_fits(start + double(t.count - 1) * step, t.dtype_id, "arange");
@@ -244,6 +272,9 @@ void arange_cpu(mf_tensor& t, double start, double step) {
 }
 
 void eye_cpu(mf_tensor& t) {
+  kcheck::meta("eye", "output", t);
+  if (t.ndim != 2) fail("eye: output is ", shape_str(t), "; expected 2 dims");
+  kcheck::contiguous("eye", "output", t);
   fill_cpu(t, 0);
   int64_t n = t.shape[0] < t.shape[1] ? t.shape[0] : t.shape[1];
   MF_DISPATCH(t.dtype_id, T, {
@@ -254,6 +285,10 @@ void eye_cpu(mf_tensor& t) {
 
 void rand_cpu(mf_tensor& t, mf_rng& g, bool normal, double a, double b) {
   // Element i draws from counter offset + i alone, so any split across threads gives the same values.
+  const char* op = normal ? "randn" : "rand";
+  kcheck::meta(op, "output", t);
+  kcheck::float_dtype(op, "output", t);
+  kcheck::contiguous(op, "output", t);
   uint64_t seed = g.seed, base = g.offset;
   MF_DISPATCH_FLOAT(t.dtype_id, T, normal ? "randn" : "rand", {
     T* p = (T*)t.ptr;

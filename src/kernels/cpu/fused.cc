@@ -12,6 +12,7 @@
 
 #include "../../core/error.h"
 #include "../../core/threads.h"
+#include "checks.h"
 #include "kernels.h"
 #include "pointwise.h"
 
@@ -207,7 +208,14 @@ void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor*
   if (nin != fp.nin) fail(op, ": the program reads ", fp.nin, " inputs; got ", nin);
   if (out.dtype_id != MF_FLOAT32 && out.dtype_id != MF_FLOAT64)
     fail(op, ": output is ", dtype_name(out.dtype_id), "; expected float32 or float64");
-  if (!out.is_contig) fail(op, ": output must be contiguous");
+  kcheck::meta(op, "output", out);
+  kcheck::contiguous(op, "output", out);
+  if (!ins) fail(op, ": the input list is null");
+  for (int i = 0; i < nin; ++i) {
+    if (!ins[i]) fail(op, ": input ", i + 1, " is null");
+    kcheck::meta(op, "input", *ins[i]);
+  }
+  kcheck::broadcast_out(op, "output", out, nin, ins, nullptr);
   Input inputs[kFusedMaxInputs];
   for (int i = 0; i < nin; ++i) {
     const mf_tensor& t = *ins[i];

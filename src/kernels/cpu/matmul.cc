@@ -7,6 +7,7 @@
 
 #include "../../core/allocator.h"
 #include "../../core/error.h"
+#include "checks.h"
 #include "kernels.h"
 
 namespace mf {
@@ -76,7 +77,35 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
 
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
   if (a.dtype_id != b.dtype_id || c.dtype_id != a.dtype_id) fail("matmul: a, b and the output must share one dtype");
-  if (a.ndim < 2 || b.ndim < 2 || c.ndim < 2) fail("matmul: kernel expects operands of at least 2 dims");
+  if (a.ndim < 2 || b.ndim < 2 || c.ndim < 2)
+    fail("matmul: a is ", shape_str(a), ", b ", shape_str(b), ", output ", shape_str(c),
+         "; the kernel expects operands of at least 2 dims");
+  kcheck::meta("matmul", "a", a);
+  kcheck::meta("matmul", "b", b);
+  kcheck::meta("matmul", "output", c);
+  kcheck::float_dtype("matmul", "a", a);
+  kcheck::contiguous("matmul", "output", c);
+  {  // c = (batch) m x n with a (batch) m x k, b (batch) k x n after the transposes; batches broadcast
+    int64_t m = a.shape[a.ndim - (trans_a ? 1 : 2)], ka = a.shape[a.ndim - (trans_a ? 2 : 1)];
+    int64_t kb = b.shape[b.ndim - (trans_b ? 1 : 2)], n = b.shape[b.ndim - (trans_b ? 2 : 1)];
+    bool ok = ka == kb && c.shape[c.ndim - 2] == m && c.shape[c.ndim - 1] == n;
+    mf_tensor ba = a, bb = b, bc = c;  // the batch dims alone
+    ba.ndim -= 2, bb.ndim -= 2, bc.ndim -= 2;
+    const mf_tensor* ins[] = {&ba, &bb};
+    bool batch_ok = ba.ndim <= bc.ndim && bb.ndim <= bc.ndim;
+    if (ok && batch_ok) {
+      static const char* const names[] = {"a's batch", "b's batch"};
+      try {
+        kcheck::broadcast_out("matmul", "output's batch", bc, 2, ins, names);
+      } catch (const Error&) {
+        batch_ok = false;
+      }
+    }
+    if (!ok || !batch_ok)
+      fail("matmul: output is ", shape_str(c), ", a ", shape_str(a), trans_a ? " (transposed)" : "", ", b ", shape_str(b),
+           trans_b ? " (transposed)" : "",
+           "; expected a's columns to equal b's rows and the output of (broadcast batch) x a's rows x b's columns");
+  }
   int es = dtype_size(a.dtype_id);
   Shape batch(c.shape, c.shape + c.ndim - 2);
   GemmOperand A = prepare(a, trans_a, batch, es), B = prepare(b, trans_b, batch, es);

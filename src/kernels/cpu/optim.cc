@@ -4,13 +4,24 @@
 #include <cmath>
 
 #include "../../core/error.h"
+#include "checks.h"
 #include "kernels.h"
 #include "strided.h"
 
 namespace mf {
 
 void sum_to_cpu(mf_tensor& out, const mf_tensor& g) {
-  if (out.ndim > g.ndim) fail("sum_to: target has more dims than the gradient");
+  kcheck::meta("sum_to", "output", out);
+  kcheck::meta("sum_to", "gradient", g);
+  bool fits = out.ndim <= g.ndim;
+  for (int k = 1; k <= out.ndim && fits; ++k) {
+    int64_t o = out.shape[out.ndim - k];
+    fits = o == 1 || o == g.shape[g.ndim - k];
+  }
+  if (!fits)
+    fail("sum_to: output is ", shape_str(out), ", gradient ", shape_str(g),
+         "; expected an output that broadcasts to the gradient (dims align from the last; each size equal or 1)");
+  kcheck::dtype("sum_to", "output", out, g.dtype_id, " like the gradient");
   uint32_t mask = 0;
   int lead = g.ndim - out.ndim;
   for (int d = 0; d < g.ndim; ++d)
@@ -44,6 +55,9 @@ Shape dims(const mf_tensor& t) { return shape_of(t); }
 Shape strides(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
 
 void check_update(const char* op, const mf_tensor& var, const mf_tensor& grad) {
+  kcheck::meta(op, "variable", var);
+  kcheck::meta(op, "gradient", grad);
+  kcheck::writable(op, "variable", var);
   if (!dtype_is_float(var.dtype_id)) fail(op, ": variable is ", dtype_name(var.dtype_id), "; expected float32 or float64");
   if (grad.dtype_id != var.dtype_id)
     fail(op, ": gradient is ", dtype_name(grad.dtype_id), ", variable ", dtype_name(var.dtype_id));
@@ -52,6 +66,9 @@ void check_update(const char* op, const mf_tensor& var, const mf_tensor& grad) {
 
 // a slot the update writes beside the variable (accum, m, v): the loops index it by var's shape
 void check_slot(const char* op, const mf_tensor& var, const mf_tensor& slot) {
+  kcheck::meta(op, "slot", slot);
+  kcheck::dtype(op, "slot", slot, var.dtype_id, " like the variable");
+  kcheck::writable(op, "slot", slot);
   if (dims(slot) != dims(var))
     fail(op, ": slot is ", shape_str(slot), ", variable ", shape_str(var), "; expected one shape");
 }

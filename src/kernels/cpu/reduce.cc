@@ -4,6 +4,7 @@
 
 #include "../../core/error.h"
 #include "../../core/threads.h"
+#include "checks.h"
 #include "kernels.h"
 
 namespace mf {
@@ -161,7 +162,30 @@ static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const Red
 
 void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
   if (code < 0 || code >= MF_R_COUNT) fail("reduce: bad op code ", code);
+  const char* op = reduce_name(code);
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "output", out);
+  if (x.ndim < 32 && (dim_mask >> x.ndim) != 0)
+    fail(op, ": dim mask ", dim_mask, " names a dim past x's ", x.ndim, " (x is ", shape_str(x), ")");
+  kcheck::contiguous(op, "output", out);
   ReducePlan plan(x, dim_mask);
+  {  // out holds x's kept dims in order, with any dims of size 1 dropped or inserted (keepdim, sum_to)
+    int i = 0, k = 0;
+    bool ok = true;
+    while (ok) {
+      while (i < out.ndim && out.shape[i] == 1) ++i;
+      while (k < plan.nk && plan.kshape[k] == 1) ++k;
+      if (i == out.ndim || k == plan.nk) break;
+      ok = out.shape[i++] == plan.kshape[k++];
+    }
+    if (!ok || i != out.ndim || k != plan.nk) {
+      std::string dims;
+      for (int d = 0; d < x.ndim; ++d)
+        if (dim_mask & (1u << d)) dims += (dims.empty() ? "" : ",") + std::to_string(d + 1);
+      fail(op, ": output is ", shape_str(out), ", x is ", shape_str(x), " reduced over dim", dims.find(',') != std::string::npos ? "s " : " ",
+           dims.empty() ? "(none)" : dims, "; expected the output to hold x's other dims in order (size-1 dims aside)");
+    }
+  }
   if (plan.rcount == 0 && code != MF_R_SUM && code != MF_R_PROD && code != MF_R_MEAN)
     fail(reduce_name(code), ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
   bool is_float = x.dtype_id == MF_FLOAT32 || x.dtype_id == MF_FLOAT64;
@@ -238,6 +262,26 @@ static void softmax_xent_typed(mf_tensor& loss, const mf_tensor& x, const mf_ten
 
 void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labels, int dim) {
   if (dim < 0 || dim >= x.ndim) fail("softmax_cross_entropy: dim ", dim + 1, " out of range");
+  const char* op = "softmax_cross_entropy";
+  kcheck::meta(op, "logits", x);
+  kcheck::meta(op, "labels", labels);
+  kcheck::meta(op, "loss", loss);
+  kcheck::dtype(op, "labels", labels, x.dtype_id, " like the logits");
+  kcheck::dtype(op, "loss", loss, x.dtype_id, " like the logits");
+  kcheck::contiguous(op, "loss", loss);
+  {  // loss: logits' shape without dim (or with it kept as size 1)
+    bool ok = loss.ndim == x.ndim || loss.ndim == x.ndim - 1;
+    for (int d = 0, i = 0; d < x.ndim && ok; ++d) {
+      if (d == dim) {
+        if (loss.ndim == x.ndim) ok = loss.shape[i++] == 1;
+        continue;
+      }
+      ok = loss.shape[i++] == x.shape[d];
+    }
+    if (!ok)
+      fail(op, ": loss is ", shape_str(loss), ", logits ", shape_str(x), "; expected the logits' shape without dim ",
+           dim + 1);
+  }
   for (int d = 0; d < x.ndim; ++d)
     if (labels.ndim != x.ndim || labels.shape[d] != x.shape[d])
       fail("softmax_cross_entropy: labels are ", shape_str(labels), ", logits ", shape_str(x), "; expected one shape");
@@ -245,7 +289,13 @@ void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labe
 }
 
 void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
-  if (dim < 0 || dim >= x.ndim) fail(log ? "log_softmax" : "softmax", ": dim ", dim + 1, " out of range");
+  const char* op = log ? "log_softmax" : "softmax";
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "y", y);
+  if (dim < 0 || dim >= x.ndim) fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
+  kcheck::same_shape(op, "y", y, "x", x);
+  kcheck::dtype(op, "y", y, x.dtype_id, " like x");
+  kcheck::writable(op, "y", y);
   MF_DISPATCH_FLOAT(x.dtype_id, T, log ? "log_softmax" : "softmax", softmax_typed<T>(y, x, dim, log));
 }
 
