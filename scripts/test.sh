@@ -3,8 +3,8 @@
 # included), Lua tests, shell tests (REPL, CLI, docs, the embedding example) and the examples in
 # --smoke mode; then the sanitizer stage (scripts/sanitize.sh): that whole suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer, and the embedding tests under
-# ThreadSanitizer with OpenMP teams of 4. It prints the stage's wall time. MF_QUICK=1 skips the
-# sanitizer stage for a fast local loop.
+# ThreadSanitizer with OpenMP teams of 4. It prints the stage's wall time (8.3 minutes from clean
+# on 2 cores, its two builds included). MF_QUICK=1 skips the sanitizer stage for a fast local loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
