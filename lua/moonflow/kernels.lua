@@ -177,6 +177,7 @@ function K.header(y, x)
     h.strides[i] = acc
     acc = acc * x.shape[i]
   end
+  h.count = acc
   h.is_contig = 1
   return h
 end

@@ -52,7 +52,7 @@ class Scratch {
  public:
   Scratch(mf_tensor* ws, size_t need) {
     size_t have = ws && ws->ptr ? size_t(tensor_nbytes(*ws)) : 0;
-    if (need <= have) {
+    if (need <= have && have > 0) {  // (a null ws with nothing needed leaves base_ null: never read)
       base_ = (char*)ws->ptr;
     } else if (need > 0) {
       owned_ = cpu_allocator().allocate(need);

@@ -1,0 +1,231 @@
+-- Every mf.kernels entry (issue 19): once with correct operands against a hand-computed value,
+-- and once with a wrong output (too small, wrong dtype or layout), which must come back as a Lua
+-- error naming the routine and the shapes, never a write past the output. The list of entries
+-- is read from the table itself, so a new entry without a case fails here.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+local mf = require 'moonflow'
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+local K = mf.kernels
+
+local function z(...) return mf.zeros(...) end
+local function t4(vals) return mf.tensor(vals):reshape(1, 1, 2, 2) end
+local I64 = {dtype = 'int64'}
+local L3 = math.log(3)
+
+-- name -> {ok = function() ... end, bad = function() T.errors(...) end}
+local cases = {
+  unary = {ok = function() local y = z(2); K.unary(K.U.neg, y, mf.tensor{1, -2}, 0, 0); T.tensor_eq(y, {-1, 2}) end,
+           bad = function() T.errors(function() K.unary(K.U.neg, z(1), mf.tensor{1, -2}, 0, 0) end, 'neg: output is 1, x is 2') end},
+  binary = {ok = function() local y = z(2); K.binary(K.B.add, y, mf.tensor{1, 2}, mf.tensor{10, 20}); T.tensor_eq(y, {11, 22}) end,
+            bad = function()
+              T.errors(function() K.binary(K.B.add, z(1), mf.tensor{1, 2}, mf.tensor{10, 20}) end, 'add: output is 1, x is 2, y is 2', 'broadcast')
+              T.errors(function() K.binary(K.B.lt, z(2), mf.tensor{1, 2}, mf.tensor{10, 20}) end, 'lt: output is float32; expected uint8')
+            end},
+  fused = {ok = function()
+             local p = K.fused_program(2, {C.MF_FUSED_BINARY + K.B.add, 0, 1})
+             local y = z(2); K.fused(p, y, 2, K.tensor_list{mf.tensor{1, 2}, mf.tensor{10, 20}}); T.tensor_eq(y, {11, 22})
+           end,
+           bad = function()
+             local p = K.fused_program(2, {C.MF_FUSED_BINARY + K.B.add, 0, 1})
+             T.errors(function() K.fused(p, z(1), 2, K.tensor_list{mf.tensor{1, 2}, mf.tensor{10, 20}}) end,
+                      'fused_elementwise: output is 1, input 1 is 2')
+           end},
+  where = {ok = function()
+             local y = z(2); K.where(y, mf.tensor({1, 0}, 'uint8'), mf.tensor{1, 2}, mf.tensor{3, 4}); T.tensor_eq(y, {1, 4})
+           end,
+           bad = function()
+             T.errors(function() K.where(z(1), mf.tensor({1, 0}, 'uint8'), mf.tensor{1, 2}, mf.tensor{3, 4}) end, 'where: output is 1, cond is 2')
+           end},
+  copy = {ok = function() local y = z(2); K.copy(y, mf.tensor{5, 6}); T.tensor_eq(y, {5, 6}) end,
+          bad = function() T.errors(function() K.copy(z(1), mf.tensor{5, 6}) end, 'copy: source 2 does not broadcast to destination 1') end},
+  fill = {ok = function() local y = z(2); K.fill(y, 7); T.tensor_eq(y, {7, 7}) end,
+          bad = function() T.errors(function() K.fill(z(2, {dtype = 'uint8'}), 300) end, 'fill: value 300 does not fit uint8') end},
+  arange = {ok = function() local y = z(3); K.arange(y, 1, 2); T.tensor_eq(y, {1, 3, 5}) end,
+            bad = function() T.errors(function() K.arange(z(2, 3):t(), 1, 2) end, 'arange: output of size 3x2 is not contiguous') end},
+  eye = {ok = function() local y = z(2, 2); K.eye(y); T.tensor_eq(y, {{1, 0}, {0, 1}}) end,
+         bad = function() T.errors(function() K.eye(z(3)) end, 'eye: output is 3; expected 2 dims') end},
+  rand = {ok = function()
+            local y = z(200); K.rand(y, 0, 2, 3)
+            for _, v in ipairs(y:totable()) do T.eq(v >= 2 and v < 3, true, 'rand in [2, 3)') end
+          end,
+          bad = function() T.errors(function() K.rand(z(3, I64), 0, 0, 1) end, 'rand: output is int64; expected float32 or float64') end},
+  reduce = {ok = function() local y = z(2); K.reduce(K.R.sum, y, mf.tensor{{1, 2}, {3, 4}}, 2); T.tensor_eq(y, {3, 7}) end,
+            bad = function()
+              T.errors(function() K.reduce(K.R.sum, z(1), mf.tensor{{1, 2}, {3, 4}}, 2) end, 'sum: output is 1, x is 2x2 reduced over dim 2')
+              T.errors(function() K.reduce(K.R.max, z(2), mf.tensor{{1, 2}, {3, 4}}, 4) end, 'max: dim mask 4 names a dim past')
+              T.errors(function() K.reduce(K.R.argmax, z(2), mf.tensor{{1, 2}, {3, 4}}, 2) end, 'argmax: output is float32; expected int64')
+            end},
+  softmax = {ok = function() local y = z(2); K.softmax(y, mf.tensor{0, L3}, 0, 0); T.tensor_eq(y, {0.25, 0.75}, 1e-6) end,
+             bad = function()
+               T.errors(function() K.softmax(z(2, 3), z(4, 5), 1, 0) end, "softmax: y is 2x3, x is 4x5; expected y of x's shape")
+               T.errors(function() K.softmax(z(4, 5), z(4, 5), 2, 1) end, 'log_softmax: dim 3 out of range for x of size 4x5')
+             end},
+  matmul = {ok = function() local c = z(1, 1); K.matmul(c, mf.tensor{{1, 2}}, mf.tensor{{3}, {4}}, 0, 0); T.tensor_eq(c, {{11}}) end,
+            bad = function()
+              T.errors(function() K.matmul(z(1, 1), z(2, 2), z(2, 2), 0, 0) end, 'matmul: output is 1x1, a 2x2, b 2x2')
+              T.errors(function() K.matmul(z(2, 2), z(3, 2, 2), z(2, 2), 0, 0) end, 'matmul: output is 2x2, a 3x2x2')
+            end},
+  alias = {ok = function()
+             local base = mf.tensor{1, 2, 3, 4}
+             local h = K.header(base, z(2))
+             K.alias(h, base, 2)
+             local p = ffi.cast('float *', h.ptr)
+             T.eq(p[0], 3); T.eq(p[1], 4)
+           end,
+           bad = function()
+             local base = mf.tensor{1, 2, 3, 4}
+             T.errors(function() K.alias(K.header(base, z(2)), base, 3) end, 'alias: view of size 2', 'reaches outside its storage')
+             local h = K.header(base, z(2)); h.dtype_id = C.MF_INT64
+             T.errors(function() K.alias(h, base, 0) end, 'alias: view is int64, base float32')
+           end},
+  concat = {ok = function() local y = z(2, 3); K.concat(y, 2, K.tensor_list{mf.ones(1, 3), mf.zeros(1, 3)}, 0); T.tensor_eq(y, {{1, 1, 1}, {0, 0, 0}}) end,
+            bad = function() T.errors(function() K.concat(z(2, 3), 1, K.tensor_list{mf.ones(3, 3)}, 0) end, 'concat: input 1 is 3x3') end},
+  sum_to = {ok = function() local y = z(1, 2); K.sum_to(y, mf.tensor{{1, 2}, {3, 4}}); T.tensor_eq(y, {{4, 6}}) end,
+            bad = function() T.errors(function() K.sum_to(z(3), mf.tensor{{1, 2}, {3, 4}}) end, 'sum_to: output is 3, gradient 2x2') end},
+  pad_like = {ok = function() local y = z(5); K.pad_like(y, mf.ones(3), 0, 0, 2); T.tensor_eq(y, {1, 0, 1, 0, 1}) end,
+              bad = function() T.errors(function() K.pad_like(z(4), mf.ones(3), 0, 2, 1) end, 'pad_like: gradient 3 placed from index 3') end},
+  sgd_update = {ok = function() local v = mf.tensor{1, 2}; K.sgd_update(v, mf.tensor{1, 1}, 0.5, 0); T.tensor_eq(v, {0.5, 1.5}) end,
+                bad = function() T.errors(function() K.sgd_update(mf.tensor{1, 2}, z(3), 0.5, 0) end, 'sgd_update') end},
+  momentum_update = {ok = function()
+                       local v, a = mf.tensor{1}, z(1); K.momentum_update(v, a, mf.tensor{1}, 0.5, 0.9, 0, 0, 0)
+                       T.tensor_eq(a, {1}); T.tensor_eq(v, {0.5})
+                     end,
+                     bad = function()
+                       T.errors(function() K.momentum_update(mf.tensor{1}, z(2), mf.tensor{1}, 0.5, 0.9, 0, 0, 0) end, 'momentum_update')
+                       T.errors(function() K.momentum_update(mf.tensor{1, 2}, z(1), mf.tensor{1}, 0.5, 0.9, 0, 0, 0) end,
+                                'momentum_update: slot is 1, variable 2')
+                     end},
+  adam_update = {ok = function()
+                   local v, m, s = mf.tensor{1}, z(1), z(1)
+                   K.adam_update(v, m, s, mf.tensor{2}, 0.9, 0.999, 0.1, 1, 0, 0, 1)
+                   T.tensor_eq(m, {0.2}, 1e-6); T.tensor_eq(s, {0.004}, 1e-5); T.tensor_eq(v, {1 - 0.02 / math.sqrt(0.004)}, 1e-5)
+                 end,
+                 bad = function()
+                   T.errors(function() K.adam_update(mf.tensor{1}, z(2), z(1), mf.tensor{2}, 0.9, 0.999, 0.1, 1, 0, 0, 1) end,
+                            'adam_update: slot is 2, variable 1')
+                 end},
+  softmax_xent = {ok = function()
+                    local y = z(1); K.softmax_xent(y, mf.tensor{{0, L3}}, mf.tensor{{0, 1}}, 1); T.tensor_eq(y, {-math.log(0.75)}, 1e-6)
+                  end,
+                  bad = function()
+                    T.errors(function() K.softmax_xent(z(2), mf.tensor{{0, L3}}, mf.tensor{{0, 1}}, 1) end,
+                             'softmax_cross_entropy: loss is 2, logits 1x2')
+                  end},
+  conv2d = {ok = function() local y = z(1, 1, 2, 2); K.conv2d(y, mf.ones(1, 1, 2, 2), mf.full({1, 1, 1, 1}, 2), nil, 1, 1, 0, 0, 1, 1)
+              T.tensor_eq(y, {{{{2, 2}, {2, 2}}}}) end,
+            bad = function()
+              T.errors(function() K.conv2d(z(1, 1, 1, 1), mf.ones(1, 1, 2, 2), mf.ones(1, 1, 1, 1), nil, 1, 1, 0, 0, 1, 1) end,
+                       'conv2d: the output is 1x1x1x1; expected 1x1x2x2')
+            end},
+  conv2d_backward_input = {ok = function()
+                             local gx = z(1, 1, 2, 2)
+                             K.conv2d_backward_input(gx, mf.ones(1, 1, 2, 2), mf.full({1, 1, 1, 1}, 3), nil, 1, 1, 0, 0, 1, 1)
+                             T.tensor_eq(gx, {{{{3, 3}, {3, 3}}}})
+                           end,
+                           bad = function()
+                             T.errors(function() K.conv2d_backward_input(z(1, 1, 3, 3), mf.ones(1, 1, 2, 2), mf.ones(1, 1, 1, 1), nil, 1, 1, 0, 0, 1, 1) end,
+                                      'conv2d_backward_input')
+                           end},
+  conv2d_backward_weight = {ok = function()
+                              local gw = z(1, 1, 1, 1)
+                              K.conv2d_backward_weight(gw, mf.ones(1, 1, 2, 2), t4{1, 2, 3, 4}, nil, 1, 1, 0, 0, 1, 1)
+                              T.tensor_eq(gw, {{{{10}}}})
+                            end,
+                            bad = function()
+                              T.errors(function() K.conv2d_backward_weight(z(1, 1, 2, 2), mf.ones(1, 1, 2, 2), t4{1, 2, 3, 4}, nil, 1, 1, 0, 0, 1, 1) end,
+                                       'conv2d_backward_weight')
+                            end},
+  max_pool2d = {ok = function() local y = z(1, 1, 1, 1); K.max_pool2d(y, t4{1, 2, 3, 4}, 2, 2, 2, 2, 0, 0); T.tensor_eq(y, {{{{4}}}}) end,
+                bad = function() T.errors(function() K.max_pool2d(z(1, 1, 2, 2), t4{1, 2, 3, 4}, 2, 2, 2, 2, 0, 0) end,
+                                          'max_pool2d: 1x1x2x2 is not the pooled size of 1x1x2x2') end},
+  max_pool2d_backward = {ok = function()
+                           local gx = z(1, 1, 2, 2); K.max_pool2d_backward(gx, mf.full({1, 1, 1, 1}, 5), t4{1, 2, 3, 4}, 2, 2, 2, 2, 0, 0)
+                           T.tensor_eq(gx, {{{{0, 0}, {0, 5}}}})
+                         end,
+                         bad = function() T.errors(function() K.max_pool2d_backward(z(1, 1, 1, 1), mf.ones(1, 1, 1, 1), t4{1, 2, 3, 4}, 2, 2, 2, 2, 0, 0) end,
+                                                   'max_pool2d_backward: the output is 1x1x1x1, x 1x1x2x2') end},
+  avg_pool2d = {ok = function() local y = z(1, 1, 1, 1); K.avg_pool2d(y, t4{1, 2, 3, 4}, 2, 2, 2, 2, 0, 0, 1); T.tensor_eq(y, {{{{2.5}}}}) end,
+                bad = function() T.errors(function() K.avg_pool2d(z(1, 1, 2, 2), t4{1, 2, 3, 4}, 2, 2, 2, 2, 0, 0, 1) end, 'avg_pool2d: 1x1x2x2 is not the pooled size') end},
+  avg_pool2d_backward = {ok = function()
+                           local gx = z(1, 1, 2, 2); K.avg_pool2d_backward(gx, mf.full({1, 1, 1, 1}, 4), 2, 2, 2, 2, 0, 0, 1)
+                           T.tensor_eq(gx, {{{{1, 1}, {1, 1}}}})
+                         end,
+                         bad = function() T.errors(function() K.avg_pool2d_backward(z(1, 1, 5, 5), mf.ones(1, 1, 1, 1), 2, 2, 2, 2, 0, 0, 1) end,
+                                                   'avg_pool2d_backward: 1x1x1x1 is not the pooled size of 1x1x5x5') end},
+  adaptive_avg_pool2d = {ok = function() local y = z(1, 1, 1, 1); K.adaptive_avg_pool2d(y, t4{1, 2, 3, 4}); T.tensor_eq(y, {{{{2.5}}}}) end,
+                         bad = function() T.errors(function() K.adaptive_avg_pool2d(z(2, 1, 1, 1), t4{1, 2, 3, 4}) end,
+                                                   'adaptive_avg_pool2d: 2x1x1x1 and 1x1x2x2 disagree in batch or channels') end},
+  adaptive_avg_pool2d_backward = {ok = function()
+                                    local gx = z(1, 1, 2, 2); K.adaptive_avg_pool2d_backward(gx, mf.full({1, 1, 1, 1}, 4))
+                                    T.tensor_eq(gx, {{{{1, 1}, {1, 1}}}})
+                                  end,
+                                  bad = function() T.errors(function() K.adaptive_avg_pool2d_backward(z(1, 1, 2, 2), mf.ones(2, 1, 1, 1)) end,
+                                                            'adaptive_avg_pool2d_backward: 2x1x1x1 and 1x1x2x2 disagree') end},
+  index_select = {ok = function()
+                    local y = z(2, 2); K.index_select(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 1}, 'int64'), 0)
+                    T.tensor_eq(y, {{3, 4}, {1, 2}})
+                  end,
+                  bad = function() T.errors(function() K.index_select(z(1, 2), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 1}, 'int64'), 0) end,
+                                            'index_select: output has 1 slices along dim 1 for 2 indices') end},
+  index_add_like = {ok = function()
+                      local y = z(2, 2); K.index_add_like(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 2}, 'int64'), 0)
+                      T.tensor_eq(y, {{0, 0}, {4, 6}})
+                    end,
+                    bad = function() T.errors(function() K.index_add_like(z(2, 3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 1}, 'int64'), 0) end,
+                                              'index_add_like') end},
+  one_hot = {ok = function() local y = z(2, 3); K.one_hot(y, mf.tensor({3, 1}, 'int64')); T.tensor_eq(y, {{0, 0, 1}, {1, 0, 0}}) end,
+             bad = function() T.errors(function() K.one_hot(z(1, 3), mf.tensor({3, 1}, 'int64')) end, 'one_hot: output 1x3 does not hold') end},
+  batch_norm = {ok = function()
+                  local y = z(2, 1); K.batch_norm(y, mf.tensor{{1}, {3}}, mf.tensor{1}, mf.tensor{0}, 0); T.tensor_eq(y, {{-1}, {1}}, 1e-6)
+                end,
+                bad = function()
+                  T.errors(function() K.batch_norm(z(1, 1), mf.tensor{{1}, {3}}, mf.tensor{1}, mf.tensor{0}, 0) end,
+                           "batch_norm: y is 1x1, x is 2x1; expected y of x's shape")
+                  T.errors(function() K.batch_norm(z(2, 1), mf.tensor{{1}, {3}}, mf.tensor{1, 1}, mf.tensor{0}, 0) end,
+                           'batch_norm: weight is 2, bias 1, x 2x1')
+                end},
+  dropout_mask = {ok = function() local m = z(50); K.dropout_mask(m, 0); for _, v in ipairs(m:totable()) do T.eq(v, 1) end end,
+                  bad = function() T.errors(function() K.dropout_mask(z(3, I64), 0.5) end, 'dropout_mask: mask is int64') end},
+  -- bind-time helpers and plumbing
+  raise = {ok = function() T.errors(function() K.raise('custom: boom') end, 'custom: boom') end},
+  check = {ok = function() K.check(0); T.errors(function() K.check(C.mf_k_fill(z(2, {dtype = 'uint8'}), 300)) end, 'fill: value 300') end},
+  fused_program = {ok = function() T.eq(type(K.fused_program(1, {K.U.neg, 0, -1})), 'cdata') end,
+                   bad = function() T.errors(function() K.fused_program(1, {K.U.neg, 5, -1}) end, 'reads value 5') end},
+  dim0 = {ok = function() T.eq(K.dim0(-1, 3), 2); T.eq(K.dim0(1, 3), 0) end},
+  dim_mask = {ok = function() T.eq(K.dim_mask({}, 3), 7); T.eq(K.dim_mask({1, 3}, 3), 5) end},
+  header = {ok = function() local h = K.header(mf.tensor{1, 2, 3, 4}, z(2, 2)); T.eq(h.ndim, 2); T.eq(tonumber(h.strides[0]), 2) end},
+  pair = {ok = function() T.eq(select(2, K.pair({3, 4}, 1, 1)), 4); T.eq(K.pair({}, 7, 8), 7) end},
+  conv2d_workspace = {ok = function() T.eq(K.conv2d_workspace(0, z(1, 1, 2, 2), z(1, 1, 2, 2), z(1, 1, 1, 1), 1, 1, 0, 0, 1, 1) >= 1, true) end,
+                      bad = function() T.errors(function() K.conv2d_workspace(0, z(1, 1, 1, 1), z(1, 1, 2, 2), z(1, 1, 1, 1), 1, 1, 0, 0, 1, 1) end,
+                                                'conv2d: the output is 1x1x1x1') end},
+  tensor_list = {ok = function() local a = mf.ones(1); local l = K.tensor_list{a, a}; T.eq(l[1].count, 1) end},
+}
+
+T.test('every mf.kernels function has a case', function()
+  local missing = {}
+  for name, v in pairs(K) do
+    if type(v) == 'function' and not cases[name] then missing[#missing + 1] = name end
+  end
+  table.sort(missing)
+  T.eq(#missing, 0, 'entries without a case: ' .. table.concat(missing, ', '))
+end)
+
+local names = {}
+for name in pairs(cases) do names[#names + 1] = name end
+table.sort(names)
+for _, name in ipairs(names) do
+  T.test(name .. ': correct operands', cases[name].ok)
+  if cases[name].bad then T.test(name .. ': wrong operands are refused', cases[name].bad) end
+end
+
+-- a kernel entry (one that writes a tensor: every entry but the helpers above) must have a refusal case
+T.test('every kernel entry has a refusal case', function()
+  local helpers = {raise = true, check = true, dim0 = true, dim_mask = true, header = true, pair = true, tensor_list = true}
+  for name, c in pairs(cases) do
+    if not helpers[name] then T.eq(c.bad ~= nil, true, name .. ' has a refusal case') end
+  end
+end)
+
+T.finish()
