@@ -1,6 +1,7 @@
 // Pointwise kernels: one functor per op, instantiated per dtype, run by StridedIter.
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "../../core/error.h"
@@ -37,7 +38,10 @@ static void unary_typed(mf_tensor& y, const mf_tensor& x, double a, double b) {
     T* yp = (T*)y.ptr;
     const T* xp = (const T*)x.ptr;
     parallel_for(y.count, 4, [&](int64_t b0, int64_t e0) {
-      for (int64_t i = b0; i < e0; ++i) yp[i] = unary_op<T>(CODE, xp[i], lo, hi);
+      // bounds as locals: read through the closure, a store to yp might alias them, which kept
+      // clamp a scalar loop with a branch per element (no vectorization)
+      const Acc<T> l = lo, h = hi;
+      for (int64_t i = b0; i < e0; ++i) yp[i] = unary_op<T>(CODE, xp[i], l, h);
     });
     return;
   }
@@ -45,10 +49,11 @@ static void unary_typed(mf_tensor& y, const mf_tensor& x, double a, double b) {
   it.run({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4, [&](auto p, int64_t n, auto st) {
     T* yp = (T*)p[0];
     const T* xp = (const T*)p[1];
+    const Acc<T> l = lo, h = hi;
     if (st[0] == 1 && st[1] == 1) {
-      for (int64_t i = 0; i < n; ++i) yp[i] = unary_op<T>(CODE, xp[i], lo, hi);
+      for (int64_t i = 0; i < n; ++i) yp[i] = unary_op<T>(CODE, xp[i], l, h);
     } else {
-      for (int64_t i = 0; i < n; ++i) yp[i * st[0]] = unary_op<T>(CODE, xp[i * st[1]], lo, hi);
+      for (int64_t i = 0; i < n; ++i) yp[i * st[0]] = unary_op<T>(CODE, xp[i * st[1]], l, h);
     }
   });
 }
@@ -71,6 +76,11 @@ void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
   static const char* const names[] = {"x"};
   kcheck::broadcast_out(op, "output", y, 1, ins, names);
   kcheck::writable(op, "output", y);
+  if (code == MF_U_CLAMP && (a != a || b != b)) {  // a NaN bound makes every element NaN (PyTorch)
+    if (y.dtype_id != MF_FLOAT32 && y.dtype_id != MF_FLOAT64) fail("clamp: a NaN bound needs a float tensor");
+    fill_cpu(y, std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
   MF_DISPATCH(x.dtype_id, T, unary_switch<T>(code, y, x, a, b, std::make_integer_sequence<int, MF_U_COUNT>{}));
 }
 

@@ -38,8 +38,9 @@ inline T unary_op(int code, T v, Acc<T> lo, Acc<T> hi) {
     case MF_U_FLOOR: return T(std::floor(x));
     case MF_U_CEIL: return T(std::ceil(x));
     case MF_U_ROUND: return T(std::nearbyint(x));  // half to even, as NumPy and PyTorch
-    // NaN elements stay NaN; a NaN bound makes every element NaN (PyTorch's clamp)
-    case MF_U_CLAMP: return T((lo != lo || hi != hi) ? lo + hi : x < lo ? lo : x > hi ? hi : x);
+    // NaN elements stay NaN (both comparisons are false); a NaN bound, which makes every element
+    // NaN as in PyTorch, is handled by unary_cpu before the loop so this stays a vectorized select
+    case MF_U_CLAMP: return T(x < lo ? lo : x > hi ? hi : x);
     case MF_U_ERF: return T(std::erf(x));
     // exact, as PyTorch's default: 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its digits
     case MF_U_GELU: return T(A(0.5) * x * std::erfc(x * A(-0.7071067811865476)));
