@@ -265,15 +265,8 @@ return function(mf)
         end
       end
     end
-    table.sort(missing); table.sort(extra); table.sort(bad)
-    local msgs = {}
-    if strict and #missing > 0 then msgs[#msgs + 1] = 'missing keys: ' .. table.concat(missing, ', ') end
-    if strict and #extra > 0 then msgs[#msgs + 1] = 'unexpected keys: ' .. table.concat(extra, ', ') end
-    if #bad > 0 then msgs[#msgs + 1] = 'mismatched: ' .. table.concat(bad, '; ') end
-    if #msgs > 0 then
-      raise(('%s: %s%s'):format(what, table.concat(msgs, '; '),
-        strict and (#missing > 0 or #extra > 0) and ' (pass {strict = false} to load the keys that match)' or ''))
-    end
+    O.state_errors(what, missing, extra, bad, strict,
+      strict and (#missing > 0 or #extra > 0) and ' (pass {strict = false} to load the keys that match)' or '')
     for _, e in ipairs(entries) do
       local v = sd[e[1]]
       if v ~= nil and v ~= e[2].data then mf.kernels.copy(e[2].data, v) end

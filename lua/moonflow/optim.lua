@@ -189,14 +189,8 @@ return function(mf)
           i and ('params[' .. i .. ']') or 'the optimizer\'s', t:shape_str(), t:dtype())
       end
     end
-    table.sort(missing); table.sort(extra); table.sort(bad)
-    local msgs = {}
-    if strict and #missing > 0 then msgs[#msgs + 1] = 'missing keys: ' .. table.concat(missing, ', ') end
-    if strict and #extra > 0 then msgs[#msgs + 1] = 'unexpected keys: ' .. table.concat(extra, ', ') end
-    if #bad > 0 then msgs[#msgs + 1] = 'mismatched: ' .. table.concat(bad, '; ') end
-    if #msgs > 0 then
-      raise(('%s: %s (the state of another model or optimizer?)'):format(what, table.concat(msgs, '; ')))
-    end
+    O.state_errors(what, missing, extra, bad, strict,
+      ' (the state of another model or optimizer?)')
     if sd.lr ~= nil then
       local lr = sd.lr:item()
       O.value(what, "'lr'", lr, O.rate)

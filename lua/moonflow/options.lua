@@ -220,4 +220,16 @@ O.prob = {type = 'number', min = 0, max = 1}
 O.posint = {type = 'integer', min = 1}
 O.nonneg_int = {type = 'integer', min = 0}
 
+-- The one report of a state-dict check (modules and optimizers): raises
+-- "<what>: missing keys: a; unexpected keys: b; mismatched: c<suffix>" when any list is non-empty
+-- (missing and unexpected count only when strict); sorts the lists in place.
+function O.state_errors(what, missing, extra, bad, strict, suffix)
+  table.sort(missing); table.sort(extra); table.sort(bad)
+  local msgs = {}
+  if strict and #missing > 0 then msgs[#msgs + 1] = 'missing keys: ' .. table.concat(missing, ', ') end
+  if strict and #extra > 0 then msgs[#msgs + 1] = 'unexpected keys: ' .. table.concat(extra, ', ') end
+  if #bad > 0 then msgs[#msgs + 1] = 'mismatched: ' .. table.concat(bad, '; ') end
+  if #msgs > 0 then raise(('%s: %s%s'):format(what, table.concat(msgs, '; '), suffix or '')) end
+end
+
 return O

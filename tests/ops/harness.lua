@@ -296,6 +296,16 @@ local function rtol_of(c, dtype)
 end
 
 -- Compares the op's outputs with the reference's.
+-- nil when tensor t still holds orig (a list of numbers; NaN equals NaN), else a message naming input i
+local function unchanged(t, orig, what, i)
+  local got = read(t)
+  for j = 1, #orig do
+    if not (got[j] == orig[j] or (got[j] ~= got[j] and orig[j] ~= orig[j])) then
+      return ('%s: input %d was modified at element %d'):format(what, i, j)
+    end
+  end
+end
+
 local function check_outputs(c, dtype, outs, r, what)
   local want = r.want()
   if #outs ~= #want then return ('%s: %d outputs, want %d'):format(what, #outs, #want) end
@@ -352,12 +362,8 @@ local function run_once(c, dtype, layout, r, what)
       err = padding_intact(mems[i], r.ins[i].shape, idt)
       if err then return ('%s: written input %d %s'):format(what, i, err) end
     elseif mf.is_tensor(t) then
-      local got, orig = read(t), r.ins[i].data
-      for j = 1, #orig do
-        if not (got[j] == orig[j] or (got[j] ~= got[j] and orig[j] ~= orig[j])) then
-          return ('%s: input %d was modified at element %d'):format(what, i, j)
-        end
-      end
+      local err = unchanged(t, r.ins[i].data, what, i)
+      if err then return err end
     end
   end
   return nil, nil, outs
@@ -412,12 +418,8 @@ local function run_graph(c, dtype, layout, r, what, unknown)
   if err then return err end
   for i, t in ipairs(ins) do
     if mf.is_tensor(t) then
-      local got, orig = read(t), r.ins[i].data
-      for j = 1, #orig do
-        if not (got[j] == orig[j] or (got[j] ~= got[j] and orig[j] ~= orig[j])) then
-          return ('%s: input %d was modified at element %d'):format(what, i, j)
-        end
-      end
+      local err = unchanged(t, r.ins[i].data, what, i)
+      if err then return err end
     end
   end
 end
