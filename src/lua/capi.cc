@@ -91,7 +91,9 @@ double mf_clock(void) {
 int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dtype, int32_t device) {
   return guarded([&] {
     need(t, "tensor");
-    to_shape(ndim, shape);  // dims and null checks
+    // to_shape's checks without its vector: creating a tensor allocates nothing else (the eager hot path)
+    if (ndim < 0 || ndim > kMaxDims) fail("tensor: ", ndim, " dims requested; expected 0..", kMaxDims);
+    if (ndim > 0 && !shape) fail("tensor: ", ndim, " dims requested but the shape array is null");
     tensor_init(*t, ndim, shape, dtype, device);
   });
 }
