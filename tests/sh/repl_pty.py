@@ -70,6 +70,15 @@ class Session:
         self.send(text + '\r')
         return self.read_until(r'(?m)^mf> ', what=what or text)
 
+    def interrupt(self, text, echo, what, after=0.5):
+        """Types a statement that keeps running, presses Ctrl-C once it has run for `after` seconds and
+        returns the output up to the next primary prompt (echo: a regex of the statement's echo)."""
+        self.send(text + '\r')
+        self.read_until(echo)
+        time.sleep(after)
+        self.send('\x03')
+        return self.read_until(r'(?m)^mf> ', what=what)
+
     def alive(self):
         pid, _ = os.waitpid(self.pid, os.WNOHANG)
         return pid == 0
@@ -121,21 +130,14 @@ def main():
     check(has_value(out, '43'), 'the unfinished statement survived Ctrl-C', out)
 
     # Ctrl-C during a pure-Lua loop typed at the prompt
-    s.send('while true do end\r')
-    s.read_until('while true do end\r\n')
-    time.sleep(0.5)
-    s.send('\x03')
-    out = s.read_until(r'(?m)^mf> ', what='interrupted while true do end')
+    out = s.interrupt('while true do end', 'while true do end\r\n', 'interrupted while true do end')
     check('stdin:1: interrupted' in out, 'while true do end was not interrupted at the user line', out)
     out = s.line('x, t:get(2, 1)')
     check(has_value(out, '42\t3'), 'state lost after interrupting a loop', out)
 
     # Ctrl-C during a loop of ops typed at the prompt: the tensor keeps its last value
-    s.send('a = mf.ones(2, 2); n = 0; while true do a = a + 1; n = n + 1 end\r')
-    s.read_until('n \\+ 1 end\r\n')
-    time.sleep(0.5)
-    s.send('\x03')
-    out = s.read_until(r'(?m)^mf> ', what='interrupted op loop')
+    out = s.interrupt('a = mf.ones(2, 2); n = 0; while true do a = a + 1; n = n + 1 end', 'n \\+ 1 end\r\n',
+                      'interrupted op loop')
     check('stdin:1: interrupted' in out, 'a loop of ops was not interrupted', out)
     out = s.line('n > 0 and a:get(1, 1) == n + 1 and a:get(2, 2) == n + 1')
     check(has_value(out, 'true'), 'tensor state inconsistent after interrupting an op loop', out)
@@ -144,11 +146,8 @@ def main():
     spin_ops = os.path.join(HOME, 'spin_ops.lua')
     with open(spin_ops, 'w') as f:
         f.write('local b = mf.zeros(3)\nfor i = 1, 1e12 do b = b + 1 end\n')
-    s.send("dofile('%s')\r" % spin_ops)
-    s.read_until(re.escape(spin_ops) + r"'\)\r\n")
-    time.sleep(1.0)
-    s.send('\x03')
-    out = s.read_until(r'(?m)^mf> ', what='interrupted compiled op loop')
+    out = s.interrupt("dofile('%s')" % spin_ops, re.escape(spin_ops) + r"'\)\r\n", 'interrupted compiled op loop',
+                      after=1.0)
     check('spin_ops.lua:2: interrupted' in out, 'a compiled loop of ops was not interrupted at its line', out)
 
     # compiled pure-Lua loop from a file: cannot stop in place; repeated Ctrl-C prints a note and
