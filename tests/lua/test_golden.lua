@@ -132,11 +132,6 @@ for _, name in ipairs(sorted_keys(loss_cases)) do
 end
 
 -- optimizers -------------------------------------------------------------------------------------
--- Where moonflow is known to differ from PyTorch, and why. Such a case must still differ: once the
--- difference is fixed the test fails, asking for its entry to be removed, so this list stays true.
--- (SGD with dampening, once listed here, now starts its buffer at the gradient as PyTorch does)
-local KNOWN = {}
-
 local function optim_case(name, c)
   if c.w0 then  -- eager: the recorded gradients, one step each
     local p = mf.nn.Parameter(load(c.w0))
@@ -167,12 +162,7 @@ end
 
 for _, name in ipairs(sorted_keys(optim_cases)) do
   local c = optim_cases[name]
-  T.test('golden optim: ' .. name, function()
-    if not KNOWN[name] then return optim_case(name, c) end
-    local ok, err = pcall(optim_case, name, c)
-    if ok then error(('%s now matches PyTorch: remove its KNOWN entry (%s)'):format(name, KNOWN[name])) end
-    print(('known difference, %s: %s\n  (%s)'):format(name, KNOWN[name], tostring(err):match('^[^\n]*')))
-  end)
+  T.test('golden optim: ' .. name, function() optim_case(name, c) end)
 end
 
 T.finish()
