@@ -269,23 +269,16 @@ return function(mf)
   function mf._graph_call(op, ins, nin, ptable)
     local g
     for i = 1, nin do if is_symbol(ins[i]) then g = ins[i].graph break end end
-    mf._number_operands(op, ins, nin)  -- numbers as eager calls take them (ops.lua): PyTorch's promotion
-    local like
-    for i = 1, nin do
-      if is_symbol(ins[i]) and (like == nil or like == 4) then like = ins[i].dtype_id end
-    end
+    -- numbers become tensors as eager calls take them (ops.lua: PyTorch's promotion), and any other
+    -- non-symbol input is refused there, so only symbols and tensors remain
+    mf._number_operands(op, ins, nin)
     local syms = {}
     for i = 1, nin do
       local x = ins[i]
       if is_symbol(x) then
         if x.graph ~= g then raise(op.name .. ': inputs come from different graphs') end
-      elseif is_tensor(x) then
-        x = mf.constant(x)
-      elseif type(x) == 'number' or type(x) == 'boolean' then
-        if type(x) == 'boolean' then x = x and 1 or 0 end
-        x = mf.constant(mf.full({}, x, {dtype = DTYPE_NAME[like or 0]}))
       else
-        raise(('%s: input %d is a %s; expected a symbol, a tensor or a number'):format(op.name, i, type(x)))
+        x = mf.constant(x)
       end
       syms[i] = x
     end

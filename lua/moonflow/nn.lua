@@ -337,7 +337,6 @@ return function(mf)
         is_tensor(self) and ('a ' .. self:shape_str() .. ' tensor') or shape_of(self)))
     end
   end
-  nn._check_self = check_self
   local function fail_input(self, x, want)
     raise(('%s: input is %s; expected %s'):format(label(self), shape_of(x), want))
   end
@@ -739,9 +738,12 @@ return function(mf)
   end)
   loss_class('BCELoss', function(self, p, y)   -- -(y log p + (1 - y) log(1 - p)), logs clamped at -100 as PyTorch
     same_shape(self, p, y)
-    if is_tensor(p) and p:numel() > 0 and (p:min():item() < 0 or p:max():item() > 1 or p:max():item() ~= p:max():item()) then
-      raise(('%s: input values must be probabilities in [0, 1] (got min %g, max %g); use BCEWithLogitsLoss on scores'):format(
-        self.__name, p:min():item(), p:max():item()))
+    if is_tensor(p) and p:numel() > 0 then
+      local pmin, pmax = p:min():item(), p:max():item()  -- NaN propagates into both
+      if pmin < 0 or pmax > 1 or pmax ~= pmax then
+        raise(('%s: input values must be probabilities in [0, 1] (got min %g, max %g); use BCEWithLogitsLoss on scores'):format(
+          self.__name, pmin, pmax))
+      end
     end
     local lo = -100
     return -(y * mf.clamp(mf.log(p), lo, math.huge) + (1 - y) * mf.clamp(mf.log(1 - p), lo, math.huge))

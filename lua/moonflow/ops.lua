@@ -254,6 +254,7 @@ return function(mf)
       -- of a non-contiguous input (entries are per layout, so this is decided once)
       if not op.strided and ins[i].is_contig ~= 1 then
         e.copy_in = e.copy_in or {}
+        e.held = e.held or {}  -- the copies of one call, kept alive until its kernel has run
         e.copy_in[#e.copy_in + 1] = i
       end
     end
@@ -273,7 +274,7 @@ return function(mf)
     end
     local copy_in = e.copy_in
     if copy_in then  -- contiguous copies of views, held by the entry until the kernel has run
-      local held = {}
+      local held = e.held
       for k = 1, #copy_in do
         local i = copy_in[k]
         local t = mf._new_like_meta(ins[i], op.name)
@@ -282,7 +283,6 @@ return function(mf)
         slots[i].owns = 0
         held[k] = t
       end
-      e.held = held
     end
     local nout = e.nout
     local r1, results
@@ -304,7 +304,7 @@ return function(mf)
       e.run = run
     end
     run()
-    if copy_in then e.held = false end
+    if copy_in then for k = 1, #copy_in do e.held[k] = nil end end
     for i = 1, nout do
       if e.alias[i] then
         local t = T()
@@ -391,7 +391,7 @@ return function(mf)
       local x = ins[i]
       if type(x) == 'number' then
         if x % 1 ~= 0 then frac = true end  -- NaN and inf too: x % 1 is NaN
-      elseif like == nil and op.inputs[i] ~= 'cond' and (is_tensor(x) or is_sym(x)) then
+      elseif like == nil and i ~= op.mask_input and (is_tensor(x) or is_sym(x)) then
         like = x.dtype_id
       end
     end
@@ -402,7 +402,7 @@ return function(mf)
       like = FLOAT32
       for i = 1, nin do
         local x = ins[i]
-        if op.inputs[i] ~= 'cond' and (is_tensor(x) or is_sym(x)) and INT_RANGE[x.dtype_id] then
+        if i ~= op.mask_input and (is_tensor(x) or is_sym(x)) and INT_RANGE[x.dtype_id] then
           ins[i] = mf.cast(x, 'float32')
         end
       end
@@ -599,6 +599,9 @@ return function(mf)
     op.strided = bit.band(flags, C.MF_OPF_STRIDED) ~= 0  -- kernel takes views as they are
     op.multi = MULTI[op.name] or false
     for i = 0, C.mf_op_num_inputs(index) - 1 do op.inputs[i + 1] = cstr(C.mf_op_input_name(index, i)) end
+    -- the input that is a uint8 selection mask (where's cond): it never decides a number's dtype
+    op.mask_input = 0
+    for i, n in ipairs(op.inputs) do if n == 'cond' then op.mask_input = i end end
     for i = 0, C.mf_op_num_params(index) - 1 do
       local name = cstr(C.mf_op_param_name(index, i))
       op.param_list[i + 1] = name

@@ -4,6 +4,12 @@
 -- learning rate) lives in tensors it owns, bound into graphs, so checkpoints see one state.
 return function(mf)
   local raise, is_tensor, nn = mf._raise, mf.is_tensor, mf.nn
+  -- same sizes and dtype, compared without building strings (step() checks every slot, every step)
+  local function same_meta(a, b)
+    if a.ndim ~= b.ndim or a.dtype_id ~= b.dtype_id then return false end
+    for d = 0, a.ndim - 1 do if a.shape[d] ~= b.shape[d] then return false end end
+    return true
+  end
   local O = require 'moonflow.options'
   local optim = {}
   mf.optim = optim
@@ -111,13 +117,13 @@ return function(mf)
     for i, p in ipairs(self.params) do
       if p.grad ~= nil then
         local d = p.data
-        if not is_tensor(p.grad) or p.grad:shape_str() ~= d:shape_str() or p.grad:dtype() ~= d:dtype() then
+        if not is_tensor(p.grad) or not same_meta(p.grad, d) then
           raise(('optim.%s: params[%d].grad is %s; expected a tensor shaped like the parameter (%s %s)'):format(self.kind, i,
             describe(p.grad), d:shape_str(), d:dtype()))
         end
         local sl = {}
         for name, h in pairs(self:slots(i)) do
-          if h.data:shape_str() ~= d:shape_str() or h.data:dtype() ~= d:dtype() then
+          if not same_meta(h.data, d) then
             raise(("optim.%s: state '%s' of params[%d] is %s %s but the parameter is %s %s (was its .data rebound to "
               .. 'another shape?)'):format(self.kind, name, i, h.data:shape_str(), h.data:dtype(), d:shape_str(), d:dtype()))
           end

@@ -4,6 +4,7 @@
 -- factory once; a run copies feed headers into their slots and calls the prepared closures in order.
 local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
+local O = require 'moonflow.options'
 
 return function(mf)
   local K, T, SZ, raise = mf.kernels, mf._T, mf._SZ, mf._raise
@@ -23,15 +24,12 @@ return function(mf)
   end
 
   function mf.Session(opts)
-    opts = opts or {}
-    if type(opts) ~= 'table' then raise('Session: expected an options table, e.g. {device = "cpu"}') end
-    require('moonflow.options').check('Session', opts, {device = 'string', fuse = 'boolean', graph = {type = 'table', doc = 'an mf.Graph()',
+    opts = O.check('Session', opts, {device = 'string', fuse = 'boolean', graph = {type = 'table', doc = 'an mf.Graph()',
       check = function(g) return getmetatable(g) ~= getmetatable(mf.get_default_graph()) and 'is a table; expected an mf.Graph()' or nil end}})
     local device = opts.device or 'cpu'
     if device ~= 'cpu' then raise(("Session: device '%s' is not available in this build (no CUDA backend)"):format(tostring(device))) end
-    if opts.fuse ~= nil and type(opts.fuse) ~= 'boolean' then raise('Session: fuse must be true or false') end
     return setmetatable({graph = opts.graph or mf.get_default_graph(), device = device, fuse = opts.fuse ~= false,
-                         vars = {}, initialized = {},
+                         vars = {}, initialized = {}, closed = false,
                          cache = {}, ncache = 0, counters = {binds = 0, cache_hits = 0, runs = 0}, plan = nil}, Session)
   end
 
@@ -165,7 +163,6 @@ return function(mf)
         if not op.strided then  -- a kernel that does not take strides reads contiguous copies of views
           for k, e in ipairs(ins) do
             if e.s.is_contig ~= 1 then
-              e.last_use = math.max(e.last_use, copy_at)
               ins[k] = contiguous_copy(ex, pentries, e, copy_at, info.name)
               ins[k].last_use = clock
             end
@@ -247,7 +244,6 @@ return function(mf)
   end
 
   function Session:run(fetches, feeds)
-    if getmetatable(self) ~= Session then raise('Session.run: call it as sess:run(fetches, feeds)') end
     check_open(self, 'run')
     local list = {}
     local shape = flatten(fetches, list)

@@ -46,9 +46,14 @@ T* guarded_ptr(F&& f) {
   return out;
 }
 
-Shape to_shape(int32_t ndim, const int64_t* shape) {
+// The dims count and shape pointer a caller passes; builds nothing (tensor creation is a hot path).
+void check_shape_args(int32_t ndim, const int64_t* shape) {
   if (ndim < 0 || ndim > kMaxDims) fail("tensor: ", ndim, " dims requested; expected 0..", kMaxDims);
   if (ndim > 0 && !shape) fail("tensor: ", ndim, " dims requested but the shape array is null");
+}
+
+Shape to_shape(int32_t ndim, const int64_t* shape) {
+  check_shape_args(ndim, shape);
   return Shape(shape, shape + ndim);
 }
 
@@ -91,9 +96,7 @@ double mf_clock(void) {
 int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dtype, int32_t device) {
   return guarded([&] {
     need(t, "tensor");
-    // to_shape's checks without its vector: creating a tensor allocates nothing else (the eager hot path)
-    if (ndim < 0 || ndim > kMaxDims) fail("tensor: ", ndim, " dims requested; expected 0..", kMaxDims);
-    if (ndim > 0 && !shape) fail("tensor: ", ndim, " dims requested but the shape array is null");
+    check_shape_args(ndim, shape);
     tensor_init(*t, ndim, shape, dtype, device);
   });
 }

@@ -13,7 +13,7 @@ local cases = {
    "Session: unknown option 'devcie'; did you mean 'device'? (options: device, fuse, graph)"},
   {'Session: fuse not boolean', function() return mf.Session{fuse = 'yes'} end, "Session: option 'fuse' is 'yes'; expected true or false"},
   {'Session: graph not a graph', function() return mf.Session{graph = {}} end, "option 'graph'", 'mf.Graph()'},
-  {'Session: not a table', function() return mf.Session(5) end, 'Session: expected an options table'},
+  {'Session: not a table', function() return mf.Session(5) end, 'Session: expected a table of options, got 5'},
   -- optimizers
   {'SGD: NaN lr', function() return optim.SGD(params(), {lr = 0 / 0}) end, "optim.SGD: option 'lr' is nan; expected a finite number >= 0"},
   {'SGD: negative lr', function() return optim.SGD(params(), {lr = -1}) end, "option 'lr' is -1"},
