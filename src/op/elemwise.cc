@@ -69,7 +69,7 @@ void clamp_check(InferCtx& c) {
   double lo = c.p.get_float("min"), hi = c.p.get_float("max");
   if (lo > hi) fail("clamp: min ", lo, " is greater than max ", hi);
   int dt = c.input(0).dtype_id;
-  if (dt != MF_FLOAT32 && dt != MF_FLOAT64)
+  if (!dtype_is_float(dt))
     for (double v : {lo, hi})
       if (v != v || (std::isfinite(v) && std::floor(v) != v))
         fail("clamp: x is ", dtype_name(dt), " and bound ", v, " is not an integer; convert x with :float() first");

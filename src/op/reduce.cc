@@ -42,7 +42,7 @@ void arg_type(InferCtx& c) { c.out[0].dtype_id = MF_INT64; }
 // input's dtype; float ones keep it.
 void int64_accum_type(InferCtx& c) {
   int dt = c.input(0).dtype_id;
-  c.out[0].dtype_id = dt == MF_FLOAT32 || dt == MF_FLOAT64 ? dt : int(MF_INT64);
+  c.out[0].dtype_id = dtype_is_float(dt) ? dt : int(MF_INT64);
 }
 
 std::string reduce_kernel(const char* code) {

@@ -32,7 +32,7 @@ inline void dtype(const char* op, const char* name, const mf_tensor& t, int want
 }
 
 inline void float_dtype(const char* op, const char* name, const mf_tensor& t) {
-  if (t.dtype_id != MF_FLOAT32 && t.dtype_id != MF_FLOAT64)
+  if (!dtype_is_float(t.dtype_id))
     fail(op, ": ", name, " is ", dtype_name(t.dtype_id), "; expected float32 or float64");
 }
 
@@ -48,9 +48,8 @@ inline void writable(const char* op, const char* name, const mf_tensor& t) {
   if (!is_contiguous(t)) check_writable(t, op, name);
 }
 
-// out has exactly the broadcast shape of the n inputs (dims align from the last); names null: input 1..n.
-inline void broadcast_out(const char* op, const char* oname, const mf_tensor& out, int n, const mf_tensor* const* ins,
-                          const char* const* names) {
+// True when out has exactly the broadcast shape of the n inputs (dims align from the last).
+inline bool is_broadcast_of(const mf_tensor& out, int n, const mf_tensor* const* ins) {
   int nd = 0;
   for (int i = 0; i < n; ++i) nd = ins[i]->ndim > nd ? ins[i]->ndim : nd;
   bool ok = out.ndim == nd;
@@ -70,7 +69,13 @@ inline void broadcast_out(const char* op, const char* oname, const mf_tensor& ou
     }
     ok = found;
   }
-  if (ok) return;
+  return ok;
+}
+
+// Throws unless is_broadcast_of(out, n, ins), naming every shape; names null: input 1..n.
+inline void broadcast_out(const char* op, const char* oname, const mf_tensor& out, int n, const mf_tensor* const* ins,
+                          const char* const* names) {
+  if (is_broadcast_of(out, n, ins)) return;
   std::string got;
   for (int i = 0; i < n; ++i)
     got += std::string(i ? ", " : "") + (names ? std::string(names[i]) : "input " + std::to_string(i + 1)) + " is " +

@@ -77,7 +77,7 @@ void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
   kcheck::broadcast_out(op, "output", y, 1, ins, names);
   kcheck::writable(op, "output", y);
   if (code == MF_U_CLAMP && (a != a || b != b)) {  // a NaN bound makes every element NaN (PyTorch)
-    if (y.dtype_id != MF_FLOAT32 && y.dtype_id != MF_FLOAT64) fail("clamp: a NaN bound needs a float tensor");
+    if (!dtype_is_float(y.dtype_id)) fail("clamp: a NaN bound needs a float tensor");
     fill_cpu(y, std::numeric_limits<double>::quiet_NaN());
     return;
   }

@@ -93,14 +93,7 @@ void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans
     ba.ndim -= 2, bb.ndim -= 2, bc.ndim -= 2;
     const mf_tensor* ins[] = {&ba, &bb};
     bool batch_ok = ba.ndim <= bc.ndim && bb.ndim <= bc.ndim;
-    if (ok && batch_ok) {
-      static const char* const names[] = {"a's batch", "b's batch"};
-      try {
-        kcheck::broadcast_out("matmul", "output's batch", bc, 2, ins, names);
-      } catch (const Error&) {
-        batch_ok = false;
-      }
-    }
+    batch_ok = batch_ok && kcheck::is_broadcast_of(bc, 2, ins);
     if (!ok || !batch_ok)
       fail("matmul: output is ", shape_str(c), ", a ", shape_str(a), trans_a ? " (transposed)" : "", ", b ", shape_str(b),
            trans_b ? " (transposed)" : "",

@@ -188,7 +188,7 @@ void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask)
   }
   if (plan.rcount == 0 && code != MF_R_SUM && code != MF_R_PROD && code != MF_R_MEAN)
     fail(reduce_name(code), ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
-  bool is_float = x.dtype_id == MF_FLOAT32 || x.dtype_id == MF_FLOAT64;
+  bool is_float = dtype_is_float(x.dtype_id);
   if (code == MF_R_MEAN && !is_float) fail("mean: x is ", dtype_name(x.dtype_id), "; expected float32 or float64");
   int want = code == MF_R_ARGMAX || code == MF_R_ARGMIN ? int(MF_INT64) : x.dtype_id;
   bool wide = !is_float && (code == MF_R_SUM || code == MF_R_PROD) && out.dtype_id == MF_INT64;
