@@ -49,7 +49,7 @@ return function(mf)
     local ok, factory = pcall(chunk)
     if not ok then raise(('op %s: %s kernel failed to evaluate: %s'):format(name, device, tostring(factory))) end
     if type(factory) ~= 'function' then
-      raise(('op %s: %s kernel must evaluate to a factory function(ins, outs, p), got a %s'):format(name, device, type(factory)))
+      raise(('op %s: %s kernel must evaluate to a factory function(ins, outs, p, K), got a %s'):format(name, device, type(factory)))
     end
     return factory
   end
@@ -297,7 +297,7 @@ return function(mf)
     end
     local run = e.run
     if not run then  -- first use: the factory sees real shapes and storage
-      local ok, res = pcall(factory_of(op, 'cpu'), slots, outs, rec.p)
+      local ok, res = pcall(factory_of(op, 'cpu'), slots, outs, rec.p, K)
       if not ok then raise(('%s: kernel factory failed: %s'):format(op.name, tostring(res))) end
       if type(res) ~= 'function' then raise(op.name .. ': kernel factory must return the run closure') end
       run = res

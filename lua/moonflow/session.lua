@@ -305,7 +305,7 @@ return function(mf)
       for i, st in ipairs(ex.steps) do
         local out_structs = {}
         for k, e in ipairs(st.outs) do out_structs[k] = e.s end
-        local ok, f = pcall(mf._factory(st.op, 'cpu'), st.ins, out_structs, st.rec.p)
+        local ok, f = pcall(mf._factory(st.op, 'cpu'), st.ins, out_structs, st.rec.p, K)
         if not ok then raise(('Session.run: node %s: kernel factory failed: %s'):format(st.name, tostring(f))) end
         ex.closures[i] = f
       end

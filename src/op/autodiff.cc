@@ -91,8 +91,8 @@ void register_autodiff_ops() {
       .infer_shape(sum_to_shape)
       .infer_type(first_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, g = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, g = outs[1], ins[1]
   if y.store == nil then return function() K.alias(y, g, 0) end end
   return function() K.sum_to(y, g) end
 end)lua")
@@ -138,8 +138,8 @@ end)lua")
       .infer_shape(pad_like_shape)
       .infer_type(first_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x, like = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local y, x, like = outs[1], ins[1], ins[2]
   local dim = K.dim0(p.dim, y.ndim)
   local start = p.start < 0 and p.start + like.shape[dim] or p.start - 1
   local step = p.step
@@ -154,8 +154,8 @@ end)lua");
       .infer_shape(reduced_count_shape)
       .infer_type(same_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
   local mask, n = K.dim_mask(p.dim, x.ndim), 1
   for d = 0, x.ndim - 1 do
     if math.floor(mask / 2 ^ d) % 2 == 1 then n = n * tonumber(x.shape[d]) end

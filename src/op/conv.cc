@@ -96,8 +96,8 @@ void two_float_type(InferCtx& c) {
 // The conv kernels: hoist the geometry and allocate the routine's workspace once per bind.
 std::string conv_kernel(const char* routine, int kind) {
   return std::string(R"lua(
-function(ins, outs, p)
-  local K, out, a, b = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local out, a, b = outs[1], ins[1], ins[2]
   local sh, sw = K.pair(p.stride)
   local ph, pw = K.pair(p.padding)
   local dh, dw = K.pair(p.dilation)
@@ -164,8 +164,8 @@ void adaptive_backward_shape(InferCtx& c) {
 // avg pooling adds count_include_pad.
 std::string pool_kernel(const char* routine, const char* args, bool avg) {
   return std::string(R"lua(
-function(ins, outs, p)
-  local K, out, a, b = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local out, a, b = outs[1], ins[1], ins[2]
   local kh, kw = K.pair(p.kernel_size)
   local sh, sw = K.pair(p.stride, kh, kw)
   local ph, pw = K.pair(p.padding)
@@ -301,8 +301,8 @@ end)lua");
       .infer_shape(adaptive_shape)
       .infer_type(float_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
   return function() K.adaptive_avg_pool2d(y, x) end
 end)lua")
       .gradient(R"lua(function(x, y, gy, p) return {mf.adaptive_avg_pool2d_backward(gy, x, p.output_size)} end)lua");
@@ -315,8 +315,8 @@ end)lua")
       .infer_shape(adaptive_backward_shape)
       .infer_type(float_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, gx, gy = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local gx, gy = outs[1], ins[1]
   return function() K.adaptive_avg_pool2d_backward(gx, gy) end
 end)lua")
       .gradient(R"lua(function(gy, like, gx, g, p) return {mf.adaptive_avg_pool2d(g, p.output_size)} end)lua");

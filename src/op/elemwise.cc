@@ -11,8 +11,8 @@ namespace {
 // The factory every unary op shares; CODE names the native routine's op code.
 std::string unary_kernel(const char* code, const char* a = "0", const char* b = "0") {
   return std::string(R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
   local code, a, b = K.U.)lua") + code + ", " + a + ", " + b + R"lua(
   return function() K.unary(code, y, x, a, b) end
 end)lua";
@@ -20,8 +20,8 @@ end)lua";
 
 std::string binary_kernel(const char* code) {
   return std::string(R"lua(
-function(ins, outs, p)
-  local K, z, x, y = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local z, x, y = outs[1], ins[1], ins[2]
   local code = K.B.)lua") + code + R"lua(
   return function() K.binary(code, z, x, y) end
 end)lua";
@@ -199,8 +199,8 @@ end)lua";
       .infer_shape(broadcast_shape)
       .infer_type(where_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, out, c, a, b = mf.kernels, outs[1], ins[1], ins[2], ins[3]
+function(ins, outs, p, K)
+  local out, c, a, b = outs[1], ins[1], ins[2], ins[3]
   return function() K.where(out, c, a, b) end
 end)lua")
       .gradient("function(c, a, b, y, gy) return {nil, mf.sum_to(mf.where(c, gy, 0), a), mf.sum_to(mf.where(c, 0, gy), b)} end");
@@ -213,8 +213,8 @@ end)lua")
       .infer_shape(same_shape)
       .infer_type(cast_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
   return function() K.copy(y, x) end
 end)lua")
       .gradient("function(x, y, gy) return {mf.cast(gy, x:dtype())} end");

@@ -67,8 +67,8 @@ void register_fused_ops() {
       .infer_type(fused_type)
       .inplace()
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y = mf.kernels, outs[1]
+function(ins, outs, p, K)
+  local y = outs[1]
   local prog, list, n = K.fused_program(#ins, p.program), K.tensor_list(ins), #ins
   return function() K.fused(prog, y, n, list) end
 end)lua");
@@ -84,8 +84,8 @@ end)lua");
       .infer_shape(fused_assign_shape)
       .infer_type(fused_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, ref = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, ref = outs[1], ins[1]
   local prog, list, n = K.fused_program(#ins, p.program), K.tensor_list(ins), #ins
   if ref.is_contig == 0 then  -- a strided ref: evaluate densely, then write through its strides
     local tmp = mf._new_like_meta(ref, 'fused_assign')

@@ -51,8 +51,8 @@ Field dtype_field() { return Field::dtype("dtype", "float32", "Element type."); 
 
 std::string fill_kernel(const char* value) {
   return std::string(R"lua(
-function(ins, outs, p)
-  local K, y, v = mf.kernels, outs[1], )lua") + value + R"lua(
+function(ins, outs, p, K)
+  local y, v = outs[1], )lua") + value + R"lua(
   return function() K.fill(y, v) end
 end)lua";
 }
@@ -96,8 +96,8 @@ void register_init_ops() {
       .infer_shape(arange_shape)
       .infer_type(dtype_param)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, start, step = mf.kernels, outs[1], p.start, p.step
+function(ins, outs, p, K)
+  local y, start, step = outs[1], p.start, p.step
   return function() K.arange(y, start, step) end
 end)lua");
 
@@ -110,8 +110,8 @@ end)lua");
       .infer_shape(eye_shape)
       .infer_type(dtype_param)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y = mf.kernels, outs[1]
+function(ins, outs, p, K)
+  local y = outs[1]
   return function() K.eye(y) end
 end)lua");
 
@@ -126,8 +126,8 @@ end)lua");
       .infer_shape(rand_shape)
       .infer_type(float_dtype_param)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, lo, hi = mf.kernels, outs[1], p.low, p.high
+function(ins, outs, p, K)
+  local y, lo, hi = outs[1], p.low, p.high
   return function() K.rand(y, 0, lo, hi) end
 end)lua");
 
@@ -142,8 +142,8 @@ end)lua");
       .infer_shape(shape_param)
       .infer_type(float_dtype_param)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, mean, std = mf.kernels, outs[1], p.mean, p.std
+function(ins, outs, p, K)
+  local y, mean, std = outs[1], p.mean, p.std
   return function() K.rand(y, 1, mean, std) end
 end)lua");
 }

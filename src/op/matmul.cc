@@ -41,8 +41,8 @@ void register_matmul_ops() {
       .infer_shape(matmul_shape)
       .infer_type(matmul_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, c, a, b = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local c, a, b = outs[1], ins[1], ins[2]
   local ta, tb = p.transpose_a and 1 or 0, p.transpose_b and 1 or 0
   return function() K.matmul(c, a, b, ta, tb) end
 end)lua")

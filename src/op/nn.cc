@@ -14,8 +14,8 @@ void softmax_shape(InferCtx& c) {
 
 std::string softmax_kernel(const char* log) {
   return std::string(R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
   local dim = K.dim0(p.dim, x.ndim)
   return function() K.softmax(y, x, dim, )lua") + log + R"lua() end
 end)lua";
@@ -74,8 +74,8 @@ void register_nn_ops() {
       .infer_shape(batch_norm_shape)
       .infer_type(batch_norm_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x, w, b, eps = mf.kernels, outs[1], ins[1], ins[2], ins[3], p.eps
+function(ins, outs, p, K)
+  local y, x, w, b, eps = outs[1], ins[1], ins[2], ins[3], p.eps
   return function() K.batch_norm(y, x, w, b, eps) end
 end)lua")
       .gradient(R"lua(
@@ -102,8 +102,8 @@ end)lua");
       .infer_shape(dropout_shape)
       .infer_type(float_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, m, prob = mf.kernels, outs[1], p.p
+function(ins, outs, p, K)
+  local m, prob = outs[1], p.p
   return function() K.dropout_mask(m, prob) end
 end)lua")
       .gradient(kShapeOnly);
@@ -117,8 +117,8 @@ end)lua")
       .infer_shape(xent_shape)
       .infer_type(xent_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x, l = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local y, x, l = outs[1], ins[1], ins[2]
   local dim = K.dim0(p.dim, x.ndim)
   return function() K.softmax_xent(y, x, l, dim) end
 end)lua")

@@ -84,7 +84,7 @@ void register_optim_ops() {
       .describe("Does nothing; mf.group makes one with control edges to run several targets together.")
       .inputs({})
       .infer_shape(no_outputs)
-      .lua_compute(MF_CPU, "function(ins, outs, p) return function() end end");
+      .lua_compute(MF_CPU, "function(ins, outs, p, K) return function() end end");
 
   MF_REGISTER_OP(assign)
       .describe("Writes value into the variable ref and returns ref.")
@@ -94,8 +94,8 @@ void register_optim_ops() {
       .infer_shape(var_shape)
       .infer_type(var_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, ref, v = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local y, ref, v = outs[1], ins[1], ins[2]
   return function() K.copy(ref, v); K.alias(y, ref, 0) end
 end)lua");
 
@@ -107,8 +107,8 @@ end)lua");
       .infer_shape(var_shape)
       .infer_type(var_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, ref, v = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local y, ref, v = outs[1], ins[1], ins[2]
   local add = K.B.add
   return function() K.binary(add, ref, ref, v); K.alias(y, ref, 0) end
 end)lua");
@@ -126,8 +126,8 @@ end)lua");
       .infer_shape(sgd_shape)
       .infer_type(sgd_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, var, g, lr = mf.kernels, outs[1], ins[1], ins[2], ins[3]
+function(ins, outs, p, K)
+  local y, var, g, lr = outs[1], ins[1], ins[2], ins[3]
   local wd = p.weight_decay
   return function() K.sgd_update(var, g, lr:item(), wd); K.alias(y, var, 0) end
 end)lua");
@@ -147,8 +147,8 @@ end)lua");
       .infer_shape(momentum_shape)
       .infer_type(momentum_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, var, acc, g, lr = mf.kernels, outs[1], ins[1], ins[2], ins[3], ins[4]
+function(ins, outs, p, K)
+  local y, var, acc, g, lr = outs[1], ins[1], ins[2], ins[3], ins[4]
   local mu, damp, wd, nest = p.momentum, p.dampening, p.weight_decay, p.nesterov and 1 or 0
   return function() K.momentum_update(var, acc, g, lr:item(), mu, damp, wd, nest); K.alias(y, var, 0) end
 end)lua");
@@ -173,8 +173,8 @@ end)lua");
       .infer_shape(adam_shape)
       .infer_type(adam_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, var, m, v, g, step, lr = mf.kernels, outs[1], ins[1], ins[2], ins[3], ins[4], ins[5], ins[6]
+function(ins, outs, p, K)
+  local y, var, m, v, g, step, lr = outs[1], ins[1], ins[2], ins[3], ins[4], ins[5], ins[6]
   local b1, b2, eps, wd, decoupled, tf = p.beta1, p.beta2, p.epsilon, p.weight_decay, p.decoupled, p.tf_epsilon
   local sqrt = math.sqrt
   return function()

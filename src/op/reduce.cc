@@ -47,8 +47,8 @@ void int64_accum_type(InferCtx& c) {
 
 std::string reduce_kernel(const char* code) {
   return std::string(R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
   local code, mask = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x.ndim)
   return function() K.reduce(code, y, x, mask) end
 end)lua";

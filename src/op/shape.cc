@@ -13,8 +13,8 @@ namespace {
 
 // Shared factory of the view ops: alias when the binder made the output a view, copy otherwise.
 const char* const kViewKernel = R"lua(
-function(ins, outs, p)
-  local K, y, x = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
   if y.store == nil then
     local off = y.offset
     return function() K.alias(y, x, off) end
@@ -313,8 +313,8 @@ void register_shape_ops() {
       .infer_shape(index_select_shape)
       .infer_type(index_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, x, idx = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local y, x, idx = outs[1], ins[1], ins[2]
   local dim = K.dim0(p.dim, x.ndim)
   return function() K.index_select(y, x, idx, dim) end
 end)lua")
@@ -328,8 +328,8 @@ end)lua")
       .infer_shape(index_add_like_shape)
       .infer_type(index_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, g, idx = mf.kernels, outs[1], ins[1], ins[2]
+function(ins, outs, p, K)
+  local y, g, idx = outs[1], ins[1], ins[2]
   local dim = K.dim0(p.dim, y.ndim)
   return function() K.index_add_like(y, g, idx, dim) end
 end)lua")
@@ -344,8 +344,8 @@ end)lua")
       .infer_shape(one_hot_shape)
       .infer_type(one_hot_type)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y, labels = mf.kernels, outs[1], ins[1]
+function(ins, outs, p, K)
+  local y, labels = outs[1], ins[1]
   return function() K.one_hot(y, labels) end
 end)lua")
       .gradient(kShapeOnly);
@@ -471,8 +471,8 @@ end)lua");
       .view()
       .infer_shape(split_shape)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, x, n = mf.kernels, ins[1], #outs
+function(ins, outs, p, K)
+  local x, n = ins[1], #outs
   local offs = {}
   for i = 1, n do offs[i] = outs[i].offset end
   return function()
@@ -489,8 +489,8 @@ end)lua")
       .param(Field::integer("dim", 1, "Dim to join along, 1-based."))
       .infer_shape(concat_shape)
       .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p)
-  local K, y = mf.kernels, outs[1]
+function(ins, outs, p, K)
+  local y = outs[1]
   local list, dim = K.tensor_list(ins), K.dim0(p.dim, y.ndim)
   local n = #ins
   return function() K.concat(y, n, list, dim) end
