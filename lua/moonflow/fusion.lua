@@ -4,21 +4,25 @@
 -- and writes its result once instead of once per op, and its intermediates need no memory at all.
 -- A tree whose only reader is mf.assign to a contiguous variable becomes one fused_assign step that
 -- writes the variable in the same pass (w = -eta * (g + lam * w): 2 reads + 1 write instead of 7).
+-- Which ops join a tree is each op's pointwise attribute (mf_op_pointwise: code and fusable).
 local bit = require 'bit'
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
 
 return function(mf)
-  local K = mf.kernels
-  local OPF_WRITES = 16
-  local FUSED_BINARY = 64    -- MF_FUSED_BINARY
+  local OPF_WRITES = C.MF_OPF_WRITES
   local MAX_STEPS = 24       -- at most 25 inputs: within the kernel's limit of 32
 
-  -- op name -> program code: parameterless unary ops and the arithmetic binary ops
-  local CODE = {}
-  for name, code in pairs(K.U) do
-    if name == name:lower() and name ~= 'clamp' and name ~= 'leaky_relu' then CODE[name] = code end
-  end
-  for _, name in ipairs{'add', 'sub', 'mul', 'div', 'pow', 'maximum', 'minimum', 'relu_backward'} do
-    CODE[name] = FUSED_BINARY + K.B[name]
+  -- the program code of op when fused programs may hold it, else false; read once per op
+  local fuse_codes, fusable = {}, ffi.new('int32_t[1]')
+  local function fuse_code(op)
+    local c = fuse_codes[op]
+    if c == nil then
+      local code = C.mf_op_pointwise(op.index, nil, fusable)
+      c = code >= 0 and fusable[0] ~= 0 and code
+      fuse_codes[op] = c
+    end
+    return c
   end
 
   local function same_shape(a, b)
@@ -29,12 +33,12 @@ return function(mf)
     return true
   end
 
-  -- the program code of a step that can join a group: float, one dtype throughout
+  -- the program code of a step that can join a group: a fusable op, float, one dtype throughout
   local function code_of(st)
-    local c = CODE[st.op.name]
+    local c = fuse_code(st.op)
     if not c then return nil end
     local dt = st.outs[1].s.dtype_id
-    if dt ~= 0 and dt ~= 1 then return nil end
+    if dt ~= C.MF_FLOAT32 and dt ~= C.MF_FLOAT64 then return nil end
     for _, e in ipairs(st.in_entries) do
       if e.s.dtype_id ~= dt then return nil end
     end
@@ -46,10 +50,10 @@ return function(mf)
     return e
   end
 
-  -- ex: the executor being bound (steps with in_entries/outs entries, see session.lua); pentries:
-  -- the planned entries. Rewrites both; returns how many op nodes were folded into others.
-  function mf._fuse(ex, pentries)
-    local steps = ex.steps
+  -- Step 1. Who reads what: uses[e] (readers of entry e), reader[e] (its last reader), each step's
+  -- position, and writers_between(i, j): writer steps strictly between positions i < j (moving a
+  -- read across one could change its value).
+  local function index_steps(steps)
     local uses, reader, wcount, w = {}, {}, {}, 0
     for i, st in ipairs(steps) do
       st.pos = i
@@ -60,105 +64,130 @@ return function(mf)
       if bit.band(st.op.flags, OPF_WRITES) ~= 0 then w = w + 1 end
       wcount[i] = w
     end
-    -- writer steps strictly between positions i < j: moving a read across one could change its value
     local function writers_between(i, j) return wcount[j - 1] - wcount[i] end
+    return {steps = steps, uses = uses, reader = reader, writers_between = writers_between, gone = {}}
+  end
 
-    local gone, folded = {}, 0
-    for i = #steps, 1, -1 do
-      local root = steps[i]
-      if not gone[root] and code_of(root) then
-        local out = root.outs[1]
-        local g = {inputs = {}, index = {}, members = {}, prog = {}, value = {}, count = 1, first = i}
-        local function input_value(e)
-          local k = g.index[e]
-          if not k then
-            k = #g.inputs + 1
-            g.inputs[k], g.index[e] = e, k
-          end
-          return {input = e}
-        end
-        local function absorb(st)  -- post-order: operands first, so steps come out in run order
-          local ops = {}
-          for k, e in ipairs(st.in_entries) do
-            local v = g.value[e]
-            if not v then
-              local p, own = e.producer, 0
-              for _, x in ipairs(st.in_entries) do if x == e then own = own + 1 end end
-              if p and not gone[p] and uses[e] == own and not e.external and not e.view_of and code_of(p)
-                 and same_shape(e.s, out.s) and g.count < MAX_STEPS and writers_between(p.pos, i) == 0 then
-                g.count = g.count + 1
-                gone[p] = true
-                if p.pos < g.first then g.first = p.pos end
-                v = absorb(p)
-              else
-                v = input_value(e)
-              end
-              g.value[e] = v
-            end
-            ops[k] = v
-          end
-          g.members[#g.members + 1] = st
-          g.prog[#g.members] = {code_of(st), ops[1], ops[2] or ops[1]}
-          return {step = #g.members}
-        end
-        absorb(root)
-
-        -- fold an assign that is the only reader into the same pass
-        local ref, at = nil, root
-        local a = uses[out] == 1 and reader[out]
-        if a and a.op.name == 'assign' and a.in_entries[2] == out and not out.external then
-          local v = a.in_entries[1]
-          local ok = v.var and v.s.is_contig == 1 and v.s.dtype_id == out.s.dtype_id and same_shape(v.s, out.s)
-            and writers_between(g.first, a.pos) == 0
-          for _, e in ipairs(g.inputs) do  -- another view of the variable would see it half written
-            local b = base_of(e)
-            if e ~= v and (b == v or (b.s.store ~= nil and b.s.store == v.s.store)) then ok = false end
-          end
-          if ok then ref, at = v, a end
-        end
-        if #g.members >= 2 or ref then
-          local ins = {}
-          if ref then ins[1] = ref end
-          for _, e in ipairs(g.inputs) do
-            if e ~= ref then ins[#ins + 1] = e end
-          end
-          local nin, vidx = #ins, {}
-          for k, e in ipairs(ins) do vidx[e] = k - 1 end
-          local function val(o) return o.step and nin + o.step - 1 or vidx[o.input] end
-          local prog = {}
-          for _, t in ipairs(g.prog) do
-            prog[#prog + 1], prog[#prog + 2], prog[#prog + 3] = t[1], val(t[2]), val(t[3])
-          end
-          local op = mf._ops[ref and 'fused_assign' or 'fused_elementwise']
-          local rec = mf._params_record(op, {program = prog})
-          local structs = {}
-          for k, e in ipairs(ins) do
-            structs[k] = e.s
-            if e.last_use < at.step then e.last_use = at.step end  -- inputs now live until the fused step
-          end
-          local ok, err = pcall(mf._infer, op, rec, structs, nin)
-          if not ok then error(('fusion of %s: %s'):format(root.name, tostring(err)), 0) end
-          if not ref then  -- the output may take over an input that dies here, like any elementwise op
-            out.inplace_of = nil
-            for _, x in ipairs(ins) do
-              if not x.external and not x.alias_of and x.s.dtype_id == out.s.dtype_id and x.s.count == out.s.count
-                 and x.s.ndim == out.s.ndim and x.s.is_contig == 1 then
-                out.inplace_of = x
-                break
-              end
-            end
+  -- Step 2. The group rooted at steps[i]: its producers, recursively, while each result has no other
+  -- reader, has the root's shape, and no writer runs between producer and root. Returns
+  -- {inputs (entries read from outside, first-read order), members (steps, run order),
+  -- prog ({code, operand, operand} per member; an operand is {input = e} or {step = k}), first
+  -- (earliest member position)}; absorbed producers are marked in cx.gone.
+  local function grow_group(cx, i)
+    local root = cx.steps[i]
+    local out = root.outs[1]
+    local g = {inputs = {}, index = {}, members = {}, prog = {}, value = {}, count = 1, first = i}
+    local function joins(p, e, own)
+      return p and not cx.gone[p] and cx.uses[e] == own and not e.external and not e.view_of and code_of(p)
+        and same_shape(e.s, out.s) and g.count < MAX_STEPS and cx.writers_between(p.pos, i) == 0
+    end
+    local function input_value(e)
+      if not g.index[e] then
+        g.inputs[#g.inputs + 1] = e
+        g.index[e] = #g.inputs
+      end
+      return {input = e}
+    end
+    local function absorb(st)  -- post-order: operands first, so steps come out in run order
+      local ops = {}
+      for k, e in ipairs(st.in_entries) do
+        local v = g.value[e]
+        if not v then
+          local own = 0  -- how often st itself reads e
+          for _, x in ipairs(st.in_entries) do if x == e then own = own + 1 end end
+          local p = e.producer
+          if joins(p, e, own) then
+            g.count = g.count + 1
+            cx.gone[p] = true
+            if p.pos < g.first then g.first = p.pos end
+            v = absorb(p)
           else
-            gone[root] = true
+            v = input_value(e)
           end
-          steps[at.pos] = {op = op, rec = rec, ins = structs, in_entries = ins, outs = at.outs, step = at.step,
-                           pos = at.pos, name = at.name}
-          folded = folded + #g.members - 1 + (ref and 1 or 0)
+          g.value[e] = v
         end
+        ops[k] = v
+      end
+      g.members[#g.members + 1] = st
+      g.prog[#g.members] = {code_of(st), ops[1], ops[2] or ops[1]}
+      return {step = #g.members}
+    end
+    absorb(root)
+    return g
+  end
+
+  -- Step 3. The variable the group's result may be written into: when the root's only reader
+  -- assigns it to a contiguous variable of its shape and dtype, no writer runs in between, and no
+  -- other input of the group views that variable (it would see it half written). Returns the
+  -- variable's entry and the assign step, or nil.
+  local function assign_target(cx, g, root)
+    local out = root.outs[1]
+    local a = cx.uses[out] == 1 and cx.reader[out]
+    if not (a and a.op.name == 'assign' and a.in_entries[2] == out and not out.external) then return nil end
+    local v = a.in_entries[1]
+    if not (v.var and v.s.is_contig == 1 and v.s.dtype_id == out.s.dtype_id and same_shape(v.s, out.s)
+            and cx.writers_between(g.first, a.pos) == 0) then
+      return nil
+    end
+    for _, e in ipairs(g.inputs) do
+      local b = base_of(e)
+      if e ~= v and (b == v or (b.s.store ~= nil and b.s.store == v.s.store)) then return nil end
+    end
+    return v, a
+  end
+
+  -- Step 4. The fused step's inputs (ref first when writing a variable) and its flat program.
+  local function build_program(g, ref)
+    local ins = {}
+    if ref then ins[1] = ref end
+    for _, e in ipairs(g.inputs) do
+      if e ~= ref then ins[#ins + 1] = e end
+    end
+    local nin, vidx = #ins, {}
+    for k, e in ipairs(ins) do vidx[e] = k - 1 end
+    local function val(o) return o.step and nin + o.step - 1 or vidx[o.input] end
+    local prog = {}
+    for _, t in ipairs(g.prog) do
+      prog[#prog + 1], prog[#prog + 2], prog[#prog + 3] = t[1], val(t[2]), val(t[3])
+    end
+    return ins, prog
+  end
+
+  -- A fused_elementwise output may take over an input that dies here, like any elementwise op's.
+  local function pick_inplace(out, ins)
+    out.inplace_of = nil
+    for _, x in ipairs(ins) do
+      if not x.external and not x.alias_of and x.s.dtype_id == out.s.dtype_id and x.s.count == out.s.count
+         and x.s.ndim == out.s.ndim and x.s.is_contig == 1 then
+        out.inplace_of = x
+        return
       end
     end
+  end
 
+  -- Step 5. Replaces step `at` (the root, or the assign it folds) by the fused step; its inputs now
+  -- live until it runs. Returns how many op nodes it folded.
+  local function emit_fused(cx, g, root, ref, at)
+    local ins, prog = build_program(g, ref)
+    local op = mf._ops[ref and 'fused_assign' or 'fused_elementwise']
+    local rec = mf._params_record(op, {program = prog})
+    local structs = {}
+    for k, e in ipairs(ins) do
+      structs[k] = e.s
+      if e.last_use < at.step then e.last_use = at.step end
+    end
+    local ok, err = pcall(mf._infer, op, rec, structs, #ins)
+    if not ok then error(('fusion of %s: %s'):format(root.name, tostring(err)), 0) end
+    if ref then cx.gone[root] = true else pick_inplace(root.outs[1], ins) end
+    cx.steps[at.pos] = {op = op, rec = rec, ins = structs, in_entries = ins, outs = at.outs, step = at.step,
+                        pos = at.pos, name = at.name}
+    return #g.members - 1 + (ref and 1 or 0)
+  end
+
+  -- Step 6. Drops the folded steps from ex.steps and their outputs from pentries (in place).
+  local function drop_folded(ex, pentries, gone)
     local kept, dead = {}, {}
-    for _, st in ipairs(steps) do
+    for _, st in ipairs(ex.steps) do
       if gone[st] then
         for _, e in ipairs(st.outs) do dead[e] = true end
       else
@@ -174,6 +203,23 @@ return function(mf)
       end
     end
     for k = #pentries, n + 1, -1 do pentries[k] = nil end
+  end
+
+  -- ex: the executor being bound (steps with in_entries/outs entries, see session.lua); pentries:
+  -- the planned entries. Rewrites both; returns how many op nodes were folded into others. Roots
+  -- are taken from the last step back, so each group is the largest tree ending at its root.
+  function mf._fuse(ex, pentries)
+    local cx = index_steps(ex.steps)
+    local folded = 0
+    for i = #cx.steps, 1, -1 do
+      local root = cx.steps[i]
+      if not cx.gone[root] and code_of(root) then
+        local g = grow_group(cx, i)
+        local ref, at = assign_target(cx, g, root)
+        if #g.members >= 2 or ref then folded = folded + emit_fused(cx, g, root, ref, at or root) end
+      end
+    end
+    drop_folded(ex, pentries, cx.gone)
     return folded
   end
 end

@@ -72,22 +72,23 @@ local function check(st)
 end
 K.check = check
 
--- op codes of the native dispatch tables, by op name
-K.U = {neg = C.MF_U_NEG, abs = C.MF_U_ABS, exp = C.MF_U_EXP, log = C.MF_U_LOG, log1p = C.MF_U_LOG1P,
-       sqrt = C.MF_U_SQRT, rsqrt = C.MF_U_RSQRT, sigmoid = C.MF_U_SIGMOID, tanh = C.MF_U_TANH,
-       relu = C.MF_U_RELU, sin = C.MF_U_SIN, cos = C.MF_U_COS, square = C.MF_U_SQUARE,
-       sign = C.MF_U_SIGN, floor = C.MF_U_FLOOR, ceil = C.MF_U_CEIL, round = C.MF_U_ROUND,
-       clamp = C.MF_U_CLAMP, erf = C.MF_U_ERF, gelu = C.MF_U_GELU, leaky_relu = C.MF_U_LEAKY_RELU}
-K.B = {add = C.MF_B_ADD, sub = C.MF_B_SUB, mul = C.MF_B_MUL, div = C.MF_B_DIV, pow = C.MF_B_POW,
-       maximum = C.MF_B_MAXIMUM, minimum = C.MF_B_MINIMUM, relu_backward = C.MF_B_RELU_BACKWARD, eq = C.MF_B_EQ, ne = C.MF_B_NE,
-       lt = C.MF_B_LT, le = C.MF_B_LE, gt = C.MF_B_GT, ge = C.MF_B_GE}
+-- pointwise codes by op name, read from the registry (each pointwise op's block assigns its own, see
+-- src/op/elemwise.h): U the unary ops, B the binary ones; K.unary, K.binary and fused programs take them
+K.U, K.B = {}, {}
+do
+  local arity = ffi.new('int32_t[1]')
+  for i = 0, C.mf_op_count() - 1 do
+    local code = C.mf_op_pointwise(i, arity, nil)
+    if code >= 0 then (arity[0] == 1 and K.U or K.B)[ffi.string(C.mf_op_name(i))] = code end
+  end
+end
+-- reduction codes of the native dispatch table, by op name and upper-case as the C++ blocks write them
 K.R = {sum = C.MF_R_SUM, mean = C.MF_R_MEAN, max = C.MF_R_MAX, min = C.MF_R_MIN, prod = C.MF_R_PROD,
        argmax = C.MF_R_ARGMAX, argmin = C.MF_R_ARGMIN}
--- upper-case spellings, as the C++ registration blocks write them
-for _, t in ipairs{K.U, K.B, K.R} do
+do
   local up = {}
-  for k, v in pairs(t) do up[k:upper()] = v end
-  for k, v in pairs(up) do t[k] = v end
+  for k, v in pairs(K.R) do up[k:upper()] = v end
+  for k, v in pairs(up) do K.R[k] = v end
 end
 
 function K.unary(code, y, x, a, b) check(C.mf_k_unary(code, y, x, a, b)) end

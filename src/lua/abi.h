@@ -5,18 +5,6 @@ typedef enum { MF_FLOAT32 = 0, MF_FLOAT64 = 1, MF_INT32 = 2, MF_INT64 = 3, MF_UI
 typedef enum { MF_CPU = 0, MF_CUDA = 1 } mf_device;
 typedef enum { MF_OK = 0, MF_ERR_ARG = 1, MF_ERR_SHAPE = 2, MF_ERR_MEMORY = 3, MF_ERR_INTERNAL = 4 } mf_status;
 
-typedef enum {
-  MF_U_NEG, MF_U_ABS, MF_U_EXP, MF_U_LOG, MF_U_LOG1P, MF_U_SQRT, MF_U_RSQRT, MF_U_SIGMOID, MF_U_TANH,
-  MF_U_RELU, MF_U_SIN, MF_U_COS, MF_U_SQUARE, MF_U_SIGN, MF_U_FLOOR, MF_U_CEIL, MF_U_ROUND, MF_U_CLAMP,
-  MF_U_ERF, MF_U_GELU, MF_U_LEAKY_RELU,
-  MF_U_COUNT
-} mf_unary_code;
-typedef enum {
-  MF_B_ADD, MF_B_SUB, MF_B_MUL, MF_B_DIV, MF_B_POW, MF_B_MAXIMUM, MF_B_MINIMUM, MF_B_RELU_BACKWARD,
-  MF_B_EQ, MF_B_NE, MF_B_LT, MF_B_LE, MF_B_GT, MF_B_GE, MF_B_COUNT
-} mf_binary_code;
-/* fused_elementwise programs: a step's op is a unary code, or MF_FUSED_BINARY + a binary code */
-typedef enum { MF_FUSED_BINARY = 64 } mf_fused_code;
 typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
 /* op flags: VIEW output 1.. alias input 1; VARIADIC any number of inputs; LUA registered from Lua;
    RANDOM draws from the generator; WRITES updates the variables among its inputs; INPLACE output 1
@@ -98,6 +86,9 @@ const char *mf_op_input_name(int op, int i);
 const char *mf_op_lua_compute(int op, int32_t device);
 const char *mf_op_lua_gradient(int op);
 int mf_op_flags(int op);
+/* pointwise ops (one scalar functor, src/op/elemwise.h): the code mf_k_unary, mf_k_binary and fused
+   programs take, or -1 for any other op; *arity: 1 or 2; *fusable: 1 when fused programs may hold it */
+int mf_op_pointwise(int op, int32_t *arity, int32_t *fusable);
 int mf_op_num_params(int op);
 const char *mf_op_param_name(int op, int i);
 const char *mf_op_param_type(int op, int i);
@@ -143,6 +134,8 @@ void mf_rng_set_offset(mf_rng *g, uint64_t offset);
 
 /* native CPU kernels: out tensors are preallocated, of the inferred shape and dtype; contiguous,
    except that unary, binary, where and copy write through the output's strides */
+/* unary and binary take an op's pointwise code (mf_op_pointwise); a and b: the params of a unary op
+   that has them, in its block's order */
 int mf_k_unary(int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b);
 int mf_k_binary(int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y);
 /* fused elementwise program: nprog numbers, (op, a, b) triples over values 0..nin-1 (inputs) and

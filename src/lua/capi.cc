@@ -8,6 +8,7 @@
 
 #include "../core/allocator.h"
 #include "../core/error.h"
+#include "../core/pointwise.h"
 #include "../core/rng.h"
 #include "../core/tensor.h"
 #include "../core/threads.h"
@@ -208,6 +209,14 @@ const char* mf_op_lua_compute(int op, int32_t device) {
 }
 const char* mf_op_lua_gradient(int op) { MF_OP_FIELD(cstr(op_at(op).lua_gradient_), nullptr) }
 int mf_op_flags(int op) { MF_OP_FIELD(op_at(op).flags_, -1) }
+int mf_op_pointwise(int op, int32_t* arity, int32_t* fusable) {
+  MF_OP_FIELD([&] {
+    const PointwiseKernels* k = pointwise_at(op_at(op).pointwise_);
+    if (arity) *arity = k ? k->arity : 0;
+    if (fusable) *fusable = k && k->fusable;
+    return k ? op_at(op).pointwise_ : -1;
+  }(), -1)
+}
 // params_ of a Lua-registered op grow after registration, so these read under the registry lock
 // (the strings they return never move: see Registry::kMaxLuaParams).
 int mf_op_num_params(int op) { MF_OP_FIELD(Registry::get().read(op, [](const OpDef& d) { return int(d.params_.size()); }), -1) }

@@ -1,17 +1,17 @@
 // Fused elementwise operators: a whole expression of pointwise ops as one node. The session's
 // fusion pass (lua/moonflow/fusion.lua) builds them from a graph's elementwise subgraphs; they are
 // ordinary registry ops, so they can also be called directly. Kernel: src/kernels/cpu/fused.cc.
-#include "../kernels/cpu/kernels.h"
+#include "../core/pointwise.h"
 #include "registry.h"
 
 namespace mf {
 
 namespace {
 
-// The program must be valid for this many inputs (fused_compile throws naming the step).
+// The program must be valid for this many inputs (the error names the step).
 void check_program(InferCtx& c) {
   const std::vector<int64_t>& prog = c.p.get_list("program");
-  fused_compile(int(c.in.size()), int(prog.size()), prog.data());
+  check_fused_program(int(c.in.size()), int(prog.size()), prog.data());
 }
 
 // The output is the broadcast of every input (each fused step's shape).
@@ -49,8 +49,8 @@ void fused_type(InferCtx& c) {
 }
 
 const char* const kProgramDoc =
-    "Flat list of (op, a, b) triples, one per step: op is a unary code (mf.kernels.U, parameterless) or 64 + "
-    "an arithmetic binary code (mf.kernels.B, add..relu_backward); a and b name values: 0..n-1 the inputs, n+s "
+    "Flat list of (op, a, b) triples, one per step: op is the pointwise code of a fusable op (mf.kernels.U: "
+    "unary without params; mf.kernels.B: binary but comparisons); a and b name values: 0..n-1 the inputs, n+s "
     "the result of step s (0-based); b is ignored for unary steps. The last step's result is the output.";
 
 }  // namespace

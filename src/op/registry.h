@@ -49,6 +49,7 @@ struct OpDef {
   std::string lua_compute_[2];  // indexed by mf_device
   std::string lua_gradient_;    // Lua source of the gradient rule (graph mode)
   int flags_ = 0;               // mf_op_flag bits
+  int pointwise_ = -1;          // code of its functor's loops in the pointwise table (src/op/elemwise.h), or -1
 
   // Builder used by MF_REGISTER_OP blocks.
   OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }

@@ -24,11 +24,11 @@ local cases = {
               T.errors(function() K.binary(K.B.lt, z(2), mf.tensor{1, 2}, mf.tensor{10, 20}) end, 'lt: output is float32; expected uint8')
             end},
   fused = {ok = function()
-             local p = K.fused_program(2, {C.MF_FUSED_BINARY + K.B.add, 0, 1})
+             local p = K.fused_program(2, {K.B.add, 0, 1})
              local y = z(2); K.fused(p, y, 2, K.tensor_list{mf.tensor{1, 2}, mf.tensor{10, 20}}); T.tensor_eq(y, {11, 22})
            end,
            bad = function()
-             local p = K.fused_program(2, {C.MF_FUSED_BINARY + K.B.add, 0, 1})
+             local p = K.fused_program(2, {K.B.add, 0, 1})
              T.errors(function() K.fused(p, z(1), 2, K.tensor_list{mf.tensor{1, 2}, mf.tensor{10, 20}}) end,
                       'fused_elementwise: output is 1, input 1 is 2')
            end},

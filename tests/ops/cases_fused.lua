@@ -8,10 +8,11 @@ local function add(c) cases[#cases + 1] = c end
 local input = L.input
 local abs, exp, sqrt, tanh = math.abs, math.exp, math.sqrt, math.tanh
 
--- op codes as src/lua/abi.h numbers them (unary; 64 + binary)
-local NEG, ABS, EXP, SQRT, TANH, RELU, SQUARE = 0, 1, 2, 5, 8, 9, 12
-local ADD, SUB, MUL, DIV, MAXIMUM, RELU_BACKWARD = 64, 65, 66, 67, 69, 71
-local CLAMP = 17
+-- pointwise codes as the registry assigned them (each op's pointwise attribute, mf.kernels.U / .B)
+local U, B = require('moonflow').kernels.U, require('moonflow').kernels.B
+local NEG, ABS, EXP, SQRT, TANH, RELU, SQUARE = U.neg, U.abs, U.exp, U.sqrt, U.tanh, U.relu, U.square
+local ADD, SUB, MUL, DIV, MAXIMUM, RELU_BACKWARD = B.add, B.sub, B.mul, B.div, B.maximum, B.relu_backward
+local CLAMP, LT = U.clamp, B.lt
 
 -- value and error bound of each op from its operands (a, ea), (b, eb)
 local OPS = {
@@ -76,8 +77,13 @@ add{name = 'fused_elementwise_relu_backward', op = 'fused_elementwise', inputs =
 add{name = 'fused_elementwise_nan', op = 'fused_elementwise',
     inputs = {input({4, 5}, {nan = 3}), input({5}, {nan = 4}), input({4, 5}, {nan = 7})},
     params = {program = {RELU, 0, 0, MAXIMUM, 3, 1, RELU_BACKWARD, 2, 0, ADD, 4, 5}}, ref = fused_ref}
+-- clamp takes params and lt gives uint8: neither may join a program
 add{name = 'fused_elementwise_bad_code', op = 'fused_elementwise', inputs = {input({2})},
-    params = {program = {CLAMP, 0, 0}}, error = 'step 1 has op code 17; expected a parameterless unary code'}
+    params = {program = {CLAMP, 0, 0}}, error = ('step 1 has op code %d (clamp); expected the code of a fusable'):format(CLAMP)}
+add{name = 'fused_elementwise_compare_code', op = 'fused_elementwise', inputs = {input({2}), input({2})},
+    params = {program = {LT, 0, 1}}, error = ('step 1 has op code %d (lt); expected the code of a fusable'):format(LT)}
+add{name = 'fused_elementwise_unknown_code', op = 'fused_elementwise', inputs = {input({2})},
+    params = {program = {100000, 0, 0}}, error = 'step 1 has op code 100000; expected the code of a fusable'}
 add{name = 'fused_elementwise_bad_operand', op = 'fused_elementwise', inputs = {input({2}), input({2})},
     params = {program = {ADD, 0, 2}}, error = 'step 1 (add) reads value 2 as b; expected 0..1'}
 add{name = 'fused_elementwise_bad_length', op = 'fused_elementwise', inputs = {input({2})},

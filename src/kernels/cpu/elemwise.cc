@@ -1,14 +1,13 @@
-// Pointwise kernels: one functor per op, instantiated per dtype, run by StridedIter.
+// Pointwise kernels: the loops of a pointwise table entry run densely or by StridedIter; where,
+// copy, fill and the generators.
 #include <atomic>
 #include <cmath>
-#include <limits>
-#include <type_traits>
 
 #include "../../core/error.h"
+#include "../../core/pointwise.h"
 #include "../../core/writes.h"
 #include "checks.h"
 #include "kernels.h"
-#include "pointwise.h"
 #include "strided.h"
 
 namespace mf {
@@ -17,134 +16,71 @@ namespace mf {
 // does, stays right); StridedIter merges contiguous dims, so the unit-stride loops still run.
 static Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
 
-const char* unary_name(int code) {
-  static const char* names[] = {"neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "sigmoid", "tanh",
-                                "relu", "sin", "cos", "square", "sign", "floor", "ceil", "round", "clamp",
-                                "erf", "gelu", "leaky_relu"};
-  return code >= 0 && code < MF_U_COUNT ? names[code] : "unary?";
-}
-
-const char* binary_name(int code) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "relu_backward",
-                                "eq", "ne", "lt", "le", "gt", "ge"};
-  return code >= 0 && code < MF_B_COUNT ? names[code] : "binary?";
-}
-
-// -- unary ---------------------------------------------------------------------------------
-template <typename T, int CODE>
-static void unary_typed(mf_tensor& y, const mf_tensor& x, double a, double b) {
-  Acc<T> lo = Acc<T>(a), hi = Acc<T>(b);
+// -- unary and binary: a pointwise table entry's loops (src/core/pointwise.h) ----------------
+template <typename T>
+static void unary_typed(UnaryLoop<T> loop, mf_tensor& y, const mf_tensor& x, double a, double b) {
   if (x.count == y.count && y.is_contig && x.is_contig) {  // dense: one flat loop, no iterator set-up
     T* yp = (T*)y.ptr;
     const T* xp = (const T*)x.ptr;
-    parallel_for(y.count, 4, [&](int64_t b0, int64_t e0) {
-      // bounds as locals: read through the closure, a store to yp might alias them, which kept
-      // clamp a scalar loop with a branch per element (no vectorization)
-      const Acc<T> l = lo, h = hi;
-      for (int64_t i = b0; i < e0; ++i) yp[i] = unary_op<T>(CODE, xp[i], l, h);
-    });
+    parallel_for(y.count, 4, [&](int64_t b0, int64_t e0) { loop(yp + b0, 1, xp + b0, 1, e0 - b0, a, b); });
     return;
   }
   StridedIter<2> it(shape_of(y), {strides_of(y), broadcast_strides(x, shape_of(y))});
-  it.run({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4, [&](auto p, int64_t n, auto st) {
-    T* yp = (T*)p[0];
-    const T* xp = (const T*)p[1];
-    const Acc<T> l = lo, h = hi;
-    if (st[0] == 1 && st[1] == 1) {
-      for (int64_t i = 0; i < n; ++i) yp[i] = unary_op<T>(CODE, xp[i], l, h);
-    } else {
-      for (int64_t i = 0; i < n; ++i) yp[i * st[0]] = unary_op<T>(CODE, xp[i * st[1]], l, h);
-    }
-  });
-}
-
-template <typename T, int... C>
-static void unary_switch(int code, mf_tensor& y, const mf_tensor& x, double a, double b,
-                         std::integer_sequence<int, C...>) {
-  using Fn = void (*)(mf_tensor&, const mf_tensor&, double, double);
-  static const Fn table[] = {&unary_typed<T, C>...};
-  table[code](y, x, a, b);
+  it.run({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4,
+         [&](auto p, int64_t n, auto st) { loop((T*)p[0], st[0], (const T*)p[1], st[1], n, a, b); });
 }
 
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
-  if (code < 0 || code >= MF_U_COUNT) fail("unary: bad op code ", code);
-  if (x.dtype_id != y.dtype_id) fail(unary_name(code), ": input is ", dtype_name(x.dtype_id), ", output ", dtype_name(y.dtype_id));
-  const char* op = unary_name(code);
+  const PointwiseKernels* k = pointwise_at(code);
+  if (!k || k->arity != 1) fail("unary: op code ", code, " is not a unary pointwise op's (mf.kernels.U)");
+  const char* op = k->name;
+  if (x.dtype_id != y.dtype_id) fail(op, ": input is ", dtype_name(x.dtype_id), ", output ", dtype_name(y.dtype_id));
   kcheck::meta(op, "x", x);
   kcheck::meta(op, "output", y);
   const mf_tensor* ins[] = {&x};
   static const char* const names[] = {"x"};
   kcheck::broadcast_out(op, "output", y, 1, ins, names);
   kcheck::writable(op, "output", y);
-  if (code == MF_U_CLAMP && (a != a || b != b)) {  // a NaN bound makes every element NaN (PyTorch)
-    if (!dtype_is_float(y.dtype_id)) fail("clamp: a NaN bound needs a float tensor");
-    fill_cpu(y, std::numeric_limits<double>::quiet_NaN());
-    return;
-  }
-  MF_DISPATCH(x.dtype_id, T, unary_switch<T>(code, y, x, a, b, std::make_integer_sequence<int, MF_U_COUNT>{}));
+  if (k->nparams > 0 && !dtype_is_float(y.dtype_id) && (a != a || b != b))
+    fail(op, ": a NaN parameter needs a float tensor; x is ", dtype_name(y.dtype_id));
+  MF_DISPATCH(x.dtype_id, T, unary_typed<T>(std::get<UnaryLoop<T>>(k->unary), y, x, a, b));
 }
 
-// -- binary --------------------------------------------------------------------------------
-template <typename T, int CODE>
-static void binary_typed(mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
-  using R = decltype(binary_op<T, CODE>(T(), T(), std::declval<std::atomic<bool>&>()));
-  std::atomic<bool> div0{false};
+template <typename T>
+static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
+  BinaryLoop<T> loop = std::get<BinaryLoop<T>>(k.binary);
+  int zsize = dtype_size(z.dtype_id);
+  std::atomic<bool> bad{false};
   // dense operands of z's size, or one of them a single element: flat loops without iterator
   // set-up (the eager a + b path, and most elementwise nodes of a graph)
   if ((x.count == z.count || x.count == 1) && (y.count == z.count || y.count == 1) && x.ndim <= z.ndim &&
       y.ndim <= z.ndim && z.is_contig && x.is_contig && y.is_contig) {
-    R* zp = (R*)z.ptr;
     const T* xp = (const T*)x.ptr;
     const T* yp = (const T*)y.ptr;
-    bool xs = x.count == 1 && z.count != 1, ys = y.count == 1 && z.count != 1;
+    int64_t xs = x.count == 1 && z.count != 1 ? 0 : 1, ys = y.count == 1 && z.count != 1 ? 0 : 1;
     parallel_for(z.count, 1, [&](int64_t b0, int64_t e0) {
-      if (!xs && !ys) {
-        for (int64_t i = b0; i < e0; ++i) zp[i] = binary_op<T, CODE>(xp[i], yp[i], div0);
-      } else if (ys) {
-        T c = yp[0];
-        for (int64_t i = b0; i < e0; ++i) zp[i] = binary_op<T, CODE>(xs ? xp[0] : xp[i], c, div0);
-      } else {
-        T c = xp[0];
-        for (int64_t i = b0; i < e0; ++i) zp[i] = binary_op<T, CODE>(c, yp[i], div0);
-      }
+      if (loop((char*)z.ptr + b0 * zsize, 1, xp + b0 * xs, xs, yp + b0 * ys, ys, e0 - b0))
+        bad.store(true, std::memory_order_relaxed);
     });
-    if (div0.load()) fail("div: integer division by zero (", dtype_name(x.dtype_id), ")");
-    return;
+  } else {
+    Shape s = shape_of(z);
+    StridedIter<3> it(s, {strides_of(z), broadcast_strides(x, s), broadcast_strides(y, s)});
+    it.run({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {zsize, int(sizeof(T)), int(sizeof(T))}, 1,
+           [&](auto p, int64_t n, auto st) {
+             if (loop(p[0], st[0], (const T*)p[1], st[1], (const T*)p[2], st[2], n)) bad.store(true, std::memory_order_relaxed);
+           });
   }
-  Shape s = shape_of(z);
-  StridedIter<3> it(s, {strides_of(z), broadcast_strides(x, s), broadcast_strides(y, s)});
-  it.run({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {int(sizeof(R)), int(sizeof(T)), int(sizeof(T))}, 1,
-         [&](auto p, int64_t n, auto st) {
-           R* zp = (R*)p[0];
-           const T* xp = (const T*)p[1];
-           const T* yp = (const T*)p[2];
-           if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
-             for (int64_t i = 0; i < n; ++i) zp[i] = binary_op<T, CODE>(xp[i], yp[i], div0);
-           } else if (st[0] == 1 && st[1] == 1 && st[2] == 0) {
-             T c = yp[0];
-             for (int64_t i = 0; i < n; ++i) zp[i] = binary_op<T, CODE>(xp[i], c, div0);
-           } else {
-             for (int64_t i = 0; i < n; ++i) zp[i * st[0]] = binary_op<T, CODE>(xp[i * st[1]], yp[i * st[2]], div0);
-           }
-         });
-  if (div0.load()) fail("div: integer division by zero (", dtype_name(x.dtype_id), ")");
-}
-
-template <typename T, int... C>
-static void binary_switch(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y,
-                          std::integer_sequence<int, C...>) {
-  using Fn = void (*)(mf_tensor&, const mf_tensor&, const mf_tensor&);
-  static const Fn table[] = {&binary_typed<T, C>...};
-  table[code](z, x, y);
+  if (bad.load()) fail(k.name, ": ", k.fault, " (", dtype_name(x.dtype_id), ")");
 }
 
 void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
-  if (code < 0 || code >= MF_B_COUNT) fail("binary: bad op code ", code);
+  const PointwiseKernels* k = pointwise_at(code);
+  if (!k || k->arity != 2) fail("binary: op code ", code, " is not a binary pointwise op's (mf.kernels.B)");
+  const char* op = k->name;
   if (x.dtype_id != y.dtype_id)
-    fail(binary_name(code), ": operands are ", dtype_name(x.dtype_id), " and ", dtype_name(y.dtype_id), "; expected one dtype");
-  int want = code >= MF_B_EQ ? MF_UINT8 : x.dtype_id;
-  if (z.dtype_id != want) fail(binary_name(code), ": output is ", dtype_name(z.dtype_id), "; expected ", dtype_name(want));
-  const char* op = binary_name(code);
+    fail(op, ": operands are ", dtype_name(x.dtype_id), " and ", dtype_name(y.dtype_id), "; expected one dtype");
+  int want = k->to_uint8 ? MF_UINT8 : x.dtype_id;
+  if (z.dtype_id != want) fail(op, ": output is ", dtype_name(z.dtype_id), "; expected ", dtype_name(want));
   kcheck::meta(op, "x", x);
   kcheck::meta(op, "y", y);
   kcheck::meta(op, "output", z);
@@ -152,7 +88,12 @@ void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y) 
   static const char* const names[] = {"x", "y"};
   kcheck::broadcast_out(op, "output", z, 2, ins, names);
   kcheck::writable(op, "output", z);
-  MF_DISPATCH(x.dtype_id, T, binary_switch<T>(code, z, x, y, std::make_integer_sequence<int, MF_B_COUNT>{}));
+  MF_DISPATCH(x.dtype_id, T, binary_typed<T>(*k, z, x, y));
+}
+
+void add_cpu(mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
+  static const PointwiseKernels add = binary_kernels<pw::Add>("add");
+  MF_DISPATCH(x.dtype_id, T, binary_typed<T>(add, z, x, y));
 }
 
 // -- where ---------------------------------------------------------------------------------

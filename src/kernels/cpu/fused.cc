@@ -11,44 +11,16 @@
 #include <vector>
 
 #include "../../core/error.h"
+#include "../../core/pointwise.h"
 #include "../../core/threads.h"
 #include "checks.h"
 #include "kernels.h"
-#include "pointwise.h"
 
 namespace mf {
 
 namespace {
 
 constexpr int64_t kBlock = 512;
-
-template <typename T>
-using UnaryFn = void (*)(T*, const T*, int64_t);
-template <typename T>
-using BinaryFn = void (*)(T*, const T*, const T*, int64_t);
-
-template <typename T, int CODE>
-void unary_block(T* d, const T* a, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i] = unary_op<T>(CODE, a[i], 0, 0);
-}
-
-template <typename T, int CODE>
-void binary_block(T* d, const T* a, const T* b, int64_t n) {
-  std::atomic<bool> unused{false};  // integer division checks: floats only here
-  for (int64_t i = 0; i < n; ++i) d[i] = binary_op<T, CODE>(a[i], b[i], unused);
-}
-
-template <typename T, int... C>
-UnaryFn<T> unary_fn(int code, std::integer_sequence<int, C...>) {
-  static const UnaryFn<T> table[] = {&unary_block<T, C>...};
-  return table[code];
-}
-
-template <typename T, int... C>
-BinaryFn<T> binary_fn(int code, std::integer_sequence<int, C...>) {
-  static const BinaryFn<T> table[] = {&binary_block<T, C>...};
-  return table[code];
-}
 
 using Step = FusedStep;
 
@@ -61,10 +33,6 @@ struct Input {
   int ndim;
   int64_t shape[8], bstride[8];  // Gather: the output's shape, the input's broadcast strides
 };
-
-const char* op_name(int code) {
-  return code >= MF_FUSED_BINARY ? binary_name(code - MF_FUSED_BINARY) : unary_name(code);
-}
 
 // Fills buf with elements b0..b0+n-1 (row-major over the output) of a broadcast or strided input:
 // whole runs along the innermost dim at a time (a repeated value, a contiguous copy or a strided
@@ -134,12 +102,9 @@ void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
       for (size_t s = 0; s < steps.size(); ++s) {
         const Step& st = steps[s];
         T* d = st.reg < 0 ? dst + b0 : scratch.data() + size_t(kBlock) * size_t(st.reg);
-        if (st.code >= MF_FUSED_BINARY) {
-          binary_fn<T>(st.code - MF_FUSED_BINARY, std::make_integer_sequence<int, MF_B_COUNT>{})(
-              d, val[size_t(st.a)], val[size_t(st.b)], n);
-        } else {
-          unary_fn<T>(st.code, std::make_integer_sequence<int, MF_U_COUNT>{})(d, val[size_t(st.a)], n);
-        }
+        // one call per step and block: the entry's loop for T, unit strides
+        if (st.b < 0) std::get<UnaryLoop<T>>(st.k->unary)(d, 1, val[size_t(st.a)], 1, n, 0, 0);
+        else std::get<BinaryLoop<T>>(st.k->binary)(d, 1, val[size_t(st.a)], 1, val[size_t(st.b)], 1, n);
         val[size_t(nin) + s] = d;
       }
     }
@@ -151,10 +116,7 @@ void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
 // Validates the program and assigns scratch registers, reusing one once its value's last reader
 // has run (a chain of any length needs one or two).
 FusedProgram fused_compile(int nin, int nprog, const int64_t* prog) {
-  const char* op = "fused_elementwise";
-  if (nin < 1 || nin > kFusedMaxInputs) fail(op, ": ", nin, " inputs; expected 1..", kFusedMaxInputs);
-  if (nprog <= 0 || nprog % 3 != 0)
-    fail(op, ": program has ", nprog, " numbers; expected a non-empty list of (op, a, b) triples");
+  check_fused_program(nin, nprog, prog);
   FusedProgram fp;
   fp.nin = nin;
   int nsteps = nprog / 3, nval = nin + nsteps;
@@ -162,23 +124,11 @@ FusedProgram fused_compile(int nin, int nprog, const int64_t* prog) {
   fp.steps.resize(size_t(nsteps));
   for (int s = 0; s < nsteps; ++s) {
     Step& st = fp.steps[size_t(s)];
-    st.code = int(prog[3 * s]);
+    st.k = pointwise_at(int(prog[3 * s]));
     st.a = int(prog[3 * s + 1]);
-    st.b = int(prog[3 * s + 2]);
-    bool binary = st.code >= MF_FUSED_BINARY;
-    int code = binary ? st.code - MF_FUSED_BINARY : st.code;
-    if (code < 0 || (binary ? code >= MF_B_EQ : code >= MF_U_COUNT) || (!binary && (code == MF_U_CLAMP || code == MF_U_LEAKY_RELU)))
-      fail(op, ": step ", s + 1, " has op code ", st.code, "; expected a parameterless unary code (0..", MF_U_COUNT - 1,
-           " but clamp and leaky_relu) or ", int(MF_FUSED_BINARY), " + an arithmetic binary code (add..relu_backward)");
-    auto check_operand = [&](int v, const char* which) {
-      if (v < 0 || v >= nin + s)
-        fail(op, ": step ", s + 1, " (", op_name(st.code), ") reads value ", v, " as ", which, "; expected 0..", nin + s - 1,
-             " (inputs first, then earlier steps)");
-      last_use[size_t(v)] = s;
-    };
-    check_operand(st.a, "a");
-    if (binary) check_operand(st.b, "b");
-    else st.b = -1;
+    st.b = st.k->arity == 2 ? int(prog[3 * s + 2]) : -1;
+    last_use[size_t(st.a)] = s;
+    if (st.b >= 0) last_use[size_t(st.b)] = s;
   }
   std::vector<int> free_regs, reg_of(size_t(nval), -1);
   for (int s = 0; s < nsteps; ++s) {

@@ -64,7 +64,7 @@ void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx
   fill_cpu(out, 0);
   for (int64_t j = 0; j < idx.count; ++j) {  // in order: repeated indices accumulate
     mf_tensor dst = slice_at(out, dim, p[size_t(j)] - 1), src = slice_at(g, dim, j);
-    binary_cpu(MF_B_ADD, dst, dst, src);
+    add_cpu(dst, dst, src);
   }
 }
 

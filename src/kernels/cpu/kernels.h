@@ -8,18 +8,22 @@
 
 namespace mf {
 
+struct PointwiseKernels;
+
 // unary, binary, where and copy write their output through its strides (a view written in place).
+// unary and binary run the pointwise table entry of code (src/core/pointwise.h); a and b are the
+// params of a unary op that takes them. add_cpu is binary_cpu with the add functor, by type.
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b);
 void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
-// Fused elementwise programs (fused.cc): (op, a, b) triples over values 0..nin-1 (the inputs) and
-// nin + s (step s's result); op is a parameterless unary code or MF_FUSED_BINARY + an arithmetic
-// binary code. fused_compile validates and assigns scratch registers once; fused_cpu runs it with
-// every input broadcast to the (contiguous, float) output, which may share storage with an input
-// read at the same positions (in place).
-constexpr int kFusedMaxInputs = 32;
+void add_cpu(mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
+// Fused elementwise programs (fused.cc), as check_fused_program (src/core/pointwise.h) defines
+// them. fused_compile validates and assigns scratch registers once; fused_cpu runs it with every
+// input broadcast to the (contiguous, float) output, which may share storage with an input read at
+// the same positions (in place).
 struct FusedStep {
-  int code, a, b;  // b = -1 for unary steps
-  int reg;         // scratch register of the result; -1 for the last step (the output)
+  const PointwiseKernels* k;  // the step's table entry
+  int a, b;                   // operand values; b = -1 for unary steps
+  int reg;                    // scratch register of the result; -1 for the last step (the output)
 };
 struct FusedProgram {
   int nin = 0, nregs = 0;
@@ -77,8 +81,6 @@ void avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const int32_t* 
 void adaptive_avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x);
 void adaptive_avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy);
 
-const char* unary_name(int code);
-const char* binary_name(int code);
 const char* reduce_name(int code);
 
 }  // namespace mf

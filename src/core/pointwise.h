@@ -1,0 +1,203 @@
+// Pointwise ops: the scalar math of each (one functor, shared by every device's loops), the loops
+// instantiated per functor and dtype, and the process-wide table of those loops. An op's registry
+// block (src/op/elemwise.h) adds its functor's loops here and keeps the code it gets back; kernels
+// and fused programs run a table entry by that code and never name an op.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <tuple>
+#include <type_traits>
+
+#include "dtype.h"
+
+namespace mf {
+
+// Compute type: float math for float32, double for everything else.
+template <typename T>
+using Acc = std::conditional_t<std::is_same<T, float>::value, float, double>;
+
+// -- scalar functors ---------------------------------------------------------------------------
+// A unary functor has `template <class A> static A f(A x)` (or f(A x, A p1) / f(A x, A p1, A p2)
+// for an op with number params), computed in Acc<T>. A binary functor has
+// `template <class T> static R f(T x, T y)` on the element type (R: T, or uint8_t for a
+// comparison); one that can meet an invalid element takes a third argument `bool& bad`, sets it,
+// and names the fault in `static constexpr const char* fault`.
+namespace pw {
+
+struct Neg { template <class A> static A f(A x) { return -x; } };
+struct Abs { template <class A> static A f(A x) { return x < 0 ? -x : x; } };
+struct Exp { template <class A> static A f(A x) { return std::exp(x); } };
+struct Log { template <class A> static A f(A x) { return std::log(x); } };
+struct Log1p { template <class A> static A f(A x) { return std::log1p(x); } };
+struct Sqrt { template <class A> static A f(A x) { return std::sqrt(x); } };
+struct Rsqrt { template <class A> static A f(A x) { return A(1) / std::sqrt(x); } };
+struct Sigmoid {  // stable for large |x|: exp of a non-positive number only
+  template <class A> static A f(A x) { return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x)); }
+};
+struct Tanh { template <class A> static A f(A x) { return std::tanh(x); } };
+// NaN passes through relu, as in PyTorch (x != x is false for integers: folded away)
+struct Relu { template <class A> static A f(A x) { return (x > 0 || x != x) ? x : A(0); } };
+struct Sin { template <class A> static A f(A x) { return std::sin(x); } };
+struct Cos { template <class A> static A f(A x) { return std::cos(x); } };
+struct Square { template <class A> static A f(A x) { return x * x; } };
+// NaN stays NaN (NumPy's rule; PyTorch 1.13 gives 0, its open bug pytorch#41245)
+struct Sign { template <class A> static A f(A x) { return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x; } };
+struct Floor { template <class A> static A f(A x) { return std::floor(x); } };
+struct Ceil { template <class A> static A f(A x) { return std::ceil(x); } };
+struct Round { template <class A> static A f(A x) { return std::nearbyint(x); } };  // half to even, as NumPy
+struct Erf { template <class A> static A f(A x) { return std::erf(x); } };
+// exact, as PyTorch's default: 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its digits
+struct Gelu { template <class A> static A f(A x) { return A(0.5) * x * std::erfc(x * A(-0.7071067811865476)); } };
+struct LeakyRelu { template <class A> static A f(A x, A slope) { return x > 0 ? x : x * slope; } };
+// NaN elements stay NaN (both comparisons are false); a NaN bound makes every element NaN, as in
+// PyTorch (lo + hi is then NaN). The bound test is loop-invariant, so the loop stays a vector select.
+struct Clamp {
+  template <class A> static A f(A x, A lo, A hi) { return (lo != lo || hi != hi) ? lo + hi : x < lo ? lo : x > hi ? hi : x; }
+};
+
+struct Add { template <class T> static T f(T x, T y) { return T(x + y); } };
+struct Sub { template <class T> static T f(T x, T y) { return T(x - y); } };
+struct Mul { template <class T> static T f(T x, T y) { return T(x * y); } };
+struct Div {
+  static constexpr const char* fault = "integer division by zero";
+  template <class T> static T f(T x, T y, bool& bad) {
+    if constexpr (std::is_integral<T>::value) {
+      if (y == 0) { bad = true; return T(0); }
+      if (std::is_signed<T>::value && y == T(-1)) return T(0 - std::make_unsigned_t<T>(x));  // no INT_MIN / -1 trap
+    }
+    return T(x / y);
+  }
+};
+struct Pow { template <class T> static T f(T x, T y) { return T(std::pow(Acc<T>(x), Acc<T>(y))); } };
+struct Maximum { template <class T> static T f(T x, T y) { return T(x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y); } };
+struct Minimum { template <class T> static T f(T x, T y) { return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y); } };
+// x: gradient, y: relu's input or output; PyTorch's threshold_backward: 0 where y <= 0, so the
+// gradient passes where y is NaN
+struct ReluBackward { template <class T> static T f(T x, T y) { return y <= T(0) ? T(0) : x; } };
+struct Eq { template <class T> static uint8_t f(T x, T y) { return uint8_t(x == y); } };
+struct Ne { template <class T> static uint8_t f(T x, T y) { return uint8_t(x != y); } };
+struct Lt { template <class T> static uint8_t f(T x, T y) { return uint8_t(x < y); } };
+struct Le { template <class T> static uint8_t f(T x, T y) { return uint8_t(x <= y); } };
+struct Gt { template <class T> static uint8_t f(T x, T y) { return uint8_t(x > y); } };
+struct Ge { template <class T> static uint8_t f(T x, T y) { return uint8_t(x >= y); } };
+
+}  // namespace pw
+
+// -- loops ---------------------------------------------------------------------------------------
+// n elements, strides in elements (0: one value repeated). A kernel calls a loop once per run of
+// elements (a thread's share of a dense tensor, a row of a strided one), never once per element.
+template <class T>
+using UnaryLoop = void (*)(T* y, int64_t ys, const T* x, int64_t xs, int64_t n, double p1, double p2);
+// z holds the functor's result type; returns true when an element was invalid (see pw::Div).
+template <class T>
+using BinaryLoop = bool (*)(void* z, int64_t zs, const T* x, int64_t xs, const T* y, int64_t ys, int64_t n);
+// One loop per dtype; std::get<UnaryLoop<T>>(k.unary) picks it.
+template <template <class> class L>
+using PerDtype = std::tuple<L<float>, L<double>, L<int32_t>, L<int64_t>, L<uint8_t>>;
+
+// One entry of the pointwise table.
+struct PointwiseKernels {
+  const char* name = nullptr;   // the op's name, for messages
+  int arity = 0;                // 1: unary, 2: binary
+  int nparams = 0;              // unary: how many of p1, p2 the functor reads
+  bool to_uint8 = false;        // binary: the result is uint8 (a comparison)
+  bool fusable = false;         // fused programs may hold it: unary without params, or binary to T
+  const char* fault = nullptr;  // binary: what an invalid element is ("integer division by zero")
+  PerDtype<UnaryLoop> unary{};
+  PerDtype<BinaryLoop> binary{};
+};
+
+namespace pw_detail {
+template <int N> struct Rank : Rank<N - 1> {};
+template <> struct Rank<0> {};
+
+template <class F, class A> auto unary(A x, A a, A b, Rank<2>) -> decltype(F::f(x, a, b)) { return F::f(x, a, b); }
+template <class F, class A> auto unary(A x, A a, A, Rank<1>) -> decltype(F::f(x, a)) { return F::f(x, a); }
+template <class F, class A> auto unary(A x, A, A, Rank<0>) -> decltype(F::f(x)) { return F::f(x); }
+template <class F, class A> constexpr auto nparams(Rank<2>) -> decltype(F::f(A(), A(), A()), 0) { return 2; }
+template <class F, class A> constexpr auto nparams(Rank<1>) -> decltype(F::f(A(), A()), 0) { return 1; }
+template <class F, class A> constexpr int nparams(Rank<0>) { return 0; }
+
+template <class F, class T> auto binary(T x, T y, bool& bad, Rank<1>) -> decltype(F::f(x, y, bad)) { return F::f(x, y, bad); }
+template <class F, class T> auto binary(T x, T y, bool&, Rank<0>) -> decltype(F::f(x, y)) { return F::f(x, y); }
+template <class F, class T> constexpr auto fault(Rank<1>) -> decltype(F::fault, (const char*)nullptr) { return F::fault; }
+template <class F, class T> constexpr const char* fault(Rank<0>) { return nullptr; }
+
+template <class F, class T>
+void unary_loop(T* y, int64_t ys, const T* x, int64_t xs, int64_t n, double p1, double p2) {
+  using A = Acc<T>;
+  const A a = A(p1), b = A(p2);
+  if (ys == 1 && xs == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = T(unary<F>(A(x[i]), a, b, Rank<2>()));
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i * ys] = T(unary<F>(A(x[i * xs]), a, b, Rank<2>()));
+  }
+}
+
+template <class F, class T>
+bool binary_loop(void* zv, int64_t zs, const T* x, int64_t xs, const T* y, int64_t ys, int64_t n) {
+  bool bad = false;
+  using R = decltype(binary<F>(T(), T(), bad, Rank<1>()));
+  R* z = static_cast<R*>(zv);
+  if (zs == 1 && xs == 1 && ys == 1) {
+    for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(x[i], y[i], bad, Rank<1>());
+  } else if (zs == 1 && xs == 1 && ys == 0) {
+    const T c = y[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(x[i], c, bad, Rank<1>());
+  } else if (zs == 1 && xs == 0 && ys == 1) {
+    const T c = x[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(c, y[i], bad, Rank<1>());
+  } else {
+    for (int64_t i = 0; i < n; ++i) z[i * zs] = binary<F>(x[i * xs], y[i * ys], bad, Rank<1>());
+  }
+  return bad;
+}
+}  // namespace pw_detail
+
+// The table entry of unary functor F (not yet added).
+template <class F>
+PointwiseKernels unary_kernels(const char* name) {
+  using namespace pw_detail;
+  PointwiseKernels k;
+  k.name = name;
+  k.arity = 1;
+  k.nparams = nparams<F, double>(Rank<2>());
+  k.fusable = k.nparams == 0;
+  k.unary = {&unary_loop<F, float>, &unary_loop<F, double>, &unary_loop<F, int32_t>, &unary_loop<F, int64_t>,
+             &unary_loop<F, uint8_t>};
+  return k;
+}
+
+// The table entry of binary functor F (not yet added).
+template <class F>
+PointwiseKernels binary_kernels(const char* name) {
+  using namespace pw_detail;
+  PointwiseKernels k;
+  k.name = name;
+  k.arity = 2;
+  bool bad = false;
+  k.to_uint8 = std::is_same<decltype(binary<F>(1.0f, 1.0f, bad, Rank<1>())), uint8_t>::value;
+  k.fusable = !k.to_uint8;
+  k.fault = fault<F, float>(Rank<1>());
+  k.binary = {&binary_loop<F, float>, &binary_loop<F, double>, &binary_loop<F, int32_t>, &binary_loop<F, int64_t>,
+              &binary_loop<F, uint8_t>};
+  return k;
+}
+
+// -- the table -----------------------------------------------------------------------------------
+// Process-wide. Adding is for registry blocks (the built-in ops once at engine start; a test's op
+// before the engines that use it start); entries never move and lookups take no lock.
+constexpr int kMaxPointwise = 256;
+// Adds k (name must outlive the process: the op's name) and returns its code; throws when full.
+int pointwise_add(const PointwiseKernels& k);
+// The entry of code, or nullptr when no entry has that code.
+const PointwiseKernels* pointwise_at(int code);
+
+// A fused program: nprog numbers, (code, a, b) triples over values 0..nin-1 (the inputs) and nin + s
+// (step s's result); code is a fusable entry's; b is read by binary steps only. Throws naming the
+// first bad step.
+void check_fused_program(int nin, int nprog, const int64_t* prog);
+constexpr int kFusedMaxInputs = 32;
+
+}  // namespace mf
