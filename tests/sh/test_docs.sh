@@ -41,4 +41,21 @@ for path in $files; do
     fail=1
   fi
 done
+# a block after a <!-- excerpt: PATH --> line appears verbatim in that file (part of a real file:
+# the "Adding an operator" section shows registry blocks)
+awk -v dir="$tmp" '/^<!-- excerpt: .* -->$/ {n++; p = $0; sub(/^<!-- excerpt: /, "", p); sub(/ -->$/, "", p)
+                                             print p > sprintf("%s/excerpt%02d.path", dir, n); armed = 1; next}
+                   armed && !inb && /^```/ {inb = 1; next}
+                   inb && /^```$/ {inb = 0; armed = 0; next}
+                   inb {print > sprintf("%s/excerpt%02d.txt", dir, n)}' README.md
+for f in "$tmp"/excerpt*.path; do
+  [ -e "$f" ] || continue
+  path=$(cat "$f")
+  block=$(cat "${f%.path}.txt")
+  if [ ! -f "$path" ] || [[ "$(cat "$path")" != *"$block"* ]]; then
+    echo "FAIL: a README block marked as an excerpt of $path is not in that file:"
+    echo "$block" | head -5
+    fail=1
+  fi
+done
 exit $fail
