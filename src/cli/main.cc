@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   lua_State* L = nullptr;
   try {
     L = mf::new_lua_state();
-  } catch (const mf::Error& e) {
+  } catch (const std::exception& e) {  // mf::Error, or std::bad_alloc before the state exists
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
   }

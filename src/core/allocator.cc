@@ -69,14 +69,18 @@ CachingAllocator::Chunk* CachingAllocator::find_best_fit(size_t size) {
   return nullptr;
 }
 
-CachingAllocator::Chunk* CachingAllocator::new_region(size_t size) {
+CachingAllocator::Chunk* CachingAllocator::new_region(size_t size, size_t asked) {
   size_t bytes = (size + kRegion - 1) / kRegion * kRegion;
   void* base = std::aligned_alloc(kAlign, bytes);
   if (!base) {
     release_free_regions();
     base = std::aligned_alloc(kAlign, bytes);
   }
-  if (!base) fail("out of memory: the system refused ", bytes, " bytes (", stats_.cached, " bytes already cached)");
+  if (!base) {
+    std::string why = "the system refused a region of " + std::to_string(bytes) + " bytes (" +
+                      std::to_string(stats_.cached) + " bytes already cached)";
+    throw OutOfMemory("out of memory: " + std::to_string(asked) + " bytes asked; " + why, asked, why);
+  }
   MF_POISON(base, bytes);
   regions_[base] = bytes;
   stats_.cached += int64_t(bytes);
@@ -86,14 +90,16 @@ CachingAllocator::Chunk* CachingAllocator::new_region(size_t size) {
 
 void* CachingAllocator::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
-  if (nbytes > (size_t(1) << 62)) fail("out of memory: ", nbytes, " bytes requested");
+  if (nbytes > (size_t(1) << 62))
+    throw OutOfMemory("out of memory: " + std::to_string(nbytes) + " bytes asked; more than can be addressed", nbytes,
+                      "more than can be addressed");
   size_t size = (nbytes + kAlign - 1) / kAlign * kAlign;
   std::lock_guard<std::mutex> lock(mu_);
   if (size == kAlign && use_slab_)
     if (void* p = slab_allocate(nbytes)) return p;
   Chunk* c = find_best_fit(size);
   if (c) erase_free(c);
-  else c = new_region(size);
+  else c = new_region(size, nbytes);
   if (c->size - size >= kAlign) {  // split: the tail stays free for later requests
     Chunk* rest = new Chunk{c->ptr + size, c->size - size, false, c, c->next, c->region};
     if (c->next) c->next->prev = rest;

@@ -11,7 +11,24 @@
 #include <unordered_map>
 #include <vector>
 
+#include "error.h"
+
 namespace mf {
+
+// Thrown when memory cannot be had: an mf::Error (so hosts catching mf::Error see it) whose message,
+// "out of memory: ...", says how many bytes were asked; the C boundary maps it to MF_ERR_MEMORY.
+class OutOfMemory : public Error {
+ public:
+  OutOfMemory(const std::string& message, size_t bytes, const std::string& reason = std::string())
+      : Error(message), bytes_(bytes), reason_(reason) {}
+  size_t bytes() const noexcept { return bytes_; }  // the request that failed; SIZE_MAX if beyond size_t
+  // Why it failed ("the system refused ..."), for a caller that rewords the request in its own terms.
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  size_t bytes_;
+  std::string reason_;
+};
 
 struct AllocatorStats {
   int64_t in_use = 0;              // bytes handed out and not yet freed (rounded block sizes)
@@ -35,7 +52,7 @@ class CachingAllocator {
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
-  // Returns nbytes of 256-aligned memory, nullptr for 0 bytes; throws mf::Error when the system refuses.
+  // Returns nbytes of 256-aligned memory, nullptr for 0 bytes; throws OutOfMemory when the system refuses.
   void* allocate(size_t nbytes);
   // Returns a block from allocate() to the cache; nullptr is ignored.
   void free(void* p);
@@ -62,7 +79,7 @@ class CachingAllocator {
   void insert_free(Chunk* c);
   void erase_free(Chunk* c);
   Chunk* find_best_fit(size_t size);
-  Chunk* new_region(size_t size);
+  Chunk* new_region(size_t size, size_t asked);
   void release_free_regions();
   void* slab_allocate(size_t nbytes);
 

@@ -21,15 +21,24 @@ void tensor_init(mf_tensor& t, int ndim, const int64_t* shape, int dtype, int de
   mf_tensor fresh{};
   set_meta(fresh, ndim, shape, dtype, device);
   int64_t n = fresh.count, es = dtype_size(dtype);
-  if (n > (int64_t(1) << 62) / es) fail("tensor: shape ", shape_str(fresh), " needs more bytes than can be addressed");
+  if (n > (int64_t(1) << 62) / es)
+    throw OutOfMemory("cannot allocate tensor " + shape_str(fresh) + " of " + dtype_name(dtype) +
+                          ": out of memory; it needs more than " + std::to_string(int64_t(1) << 62) +
+                          " bytes, more than can be addressed",
+                      SIZE_MAX);
   auto* s = new mf_storage();
   s->nbytes = n * es;
   s->device = device;
   try {
     s->ptr = cpu_allocator().allocate(size_t(s->nbytes));
-  } catch (const Error& e) {
+  } catch (const OutOfMemory& e) {  // the same error, naming the tensor as well as the bytes
     delete s;
-    fail("cannot allocate ", n, " elements of ", dtype_name(dtype), " (", shape_str(fresh), "): ", e.what());
+    throw OutOfMemory("cannot allocate tensor " + shape_str(fresh) + " of " + dtype_name(dtype) + " (" +
+                          std::to_string(n * es) + " bytes): out of memory; " + e.reason(),
+                      e.bytes(), e.reason());
+  } catch (...) {
+    delete s;
+    throw;
   }
   fresh.store = s;
   fresh.ptr = s->ptr;

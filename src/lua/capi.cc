@@ -1,5 +1,5 @@
-// The extern "C" entry points LuaJIT binds. Each one catches every exception and turns it into
-// a status code plus mf_last_error(), so no C++ exception ever crosses the FFI.
+// The extern "C" entry points LuaJIT binds. Each one runs through guard() (guard.h), which turns
+// every exception into a status and mf_last_error(), so no C++ exception ever crosses the FFI.
 #include "capi.h"
 
 #include <chrono>
@@ -15,37 +15,11 @@
 #include "../core/writes.h"
 #include "../kernels/cpu/kernels.h"
 #include "../op/registry.h"
+#include "guard.h"
 
 using namespace mf;
 
 namespace {
-
-template <typename F>
-int guarded(F&& f) {
-  try {
-    f();
-    return MF_OK;
-  } catch (const Error& e) {
-    set_last_error(e.what());
-    return MF_ERR_ARG;
-  } catch (const std::bad_alloc&) {
-    set_last_error("out of memory");
-    return MF_ERR_MEMORY;
-  } catch (const std::exception& e) {
-    set_last_error(std::string("internal error: ") + e.what());
-    return MF_ERR_INTERNAL;
-  } catch (...) {
-    set_last_error("internal error: unknown exception");
-    return MF_ERR_INTERNAL;
-  }
-}
-
-template <typename T, typename F>
-T* guarded_ptr(F&& f) {
-  T* out = nullptr;
-  guarded([&] { out = f(); });
-  return out;
-}
 
 // The dims count and shape pointer a caller passes; builds nothing (tensor creation is a hot path).
 void check_shape_args(int32_t ndim, const int64_t* shape) {
@@ -79,6 +53,8 @@ struct mf_params {
   ParamValues values;
 };
 
+// Entries that only read a field, a constant or a clock (no allocation, no lock, nothing that
+// throws) skip the wrapper; every other one runs its body through guard() or guard_value().
 extern "C" {
 
 const char* mf_last_error(void) { return last_error(); }
@@ -95,7 +71,7 @@ double mf_clock(void) {
 
 // -- tensors ---------------------------------------------------------------------------------
 int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dtype, int32_t device) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     need(t, "tensor");
     check_shape_args(ndim, shape);
     tensor_init(*t, ndim, shape, dtype, device);
@@ -103,14 +79,14 @@ int mf_tensor_init(mf_tensor* t, int32_t ndim, const int64_t* shape, int32_t dty
 }
 
 int mf_tensor_wrap(mf_tensor* t, void* data, int32_t ndim, const int64_t* shape, int32_t dtype) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     need(t, "wrap");
     tensor_wrap(*t, data, to_shape(ndim, shape), dtype);
   });
 }
 
 int mf_tensor_share(mf_tensor* dst, const mf_tensor* src) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     need(dst, "share");
     need(src, "share");
     tensor_share(*dst, *src);
@@ -118,7 +94,7 @@ int mf_tensor_share(mf_tensor* dst, const mf_tensor* src) {
 }
 
 int mf_tensor_restride(mf_tensor* t, int32_t ndim, const int64_t* shape, const int64_t* strides, int64_t offset) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     need(t, "view");
     if (!t->store) fail("view: tensor has no storage");
     Shape s = to_shape(ndim, shape);
@@ -149,24 +125,26 @@ int mf_tensor_restride(mf_tensor* t, int32_t ndim, const int64_t* shape, const i
 }
 
 void mf_tensor_release(mf_tensor* t) {
-  if (t) tensor_release(*t);
+  guard(__func__, [&] {
+    if (t) tensor_release(*t);
+  });
 }
 int64_t mf_tensor_nbytes(const mf_tensor* t) { return t ? tensor_nbytes(*t) : 0; }
 int mf_storage_refcount(const mf_tensor* t) { return t && t->store ? t->store->refs.load() : 0; }
 int mf_dtype_size(int32_t dtype) { return dtype_size(dtype); }
 int mf_check_writable(const mf_tensor* t, const char* what) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     need(t, what ? what : "write");
     check_meta(*t, what ? what : "write", "tensor");
     check_writable(*t, what ? what : "write", "tensor");
   });
 }
 int mf_check_value(double v, int32_t dtype, const char* what) {
-  return guarded([&] { check_value_fits(v, dtype, what ? what : "write"); });
+  return guard(__func__, [&] { check_value_fits(v, dtype, what ? what : "write"); });
 }
 
 int mf_memory_stats_get(int32_t device, mf_memory_stats* out) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     if (device != MF_CPU) fail("memory_stats: device not available");
     AllocatorStats s = cpu_allocator().stats();
     *out = mf_memory_stats{s.in_use, s.peak, s.cached, s.allocations, s.system_allocations, s.live_blocks};
@@ -174,14 +152,14 @@ int mf_memory_stats_get(int32_t device, mf_memory_stats* out) {
 }
 
 int mf_memory_empty_cache(int32_t device) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     if (device != MF_CPU) fail("empty_cache: device not available");
     cpu_allocator().empty_cache();
   });
 }
 
 int mf_set_num_threads(int n) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     if (n < 1) fail("set_num_threads: n is ", n, "; expected at least 1");
     set_num_threads(n);
   });
@@ -189,16 +167,13 @@ int mf_set_num_threads(int n) {
 int mf_get_num_threads(void) { return get_num_threads(); }
 
 // -- registry --------------------------------------------------------------------------------
-int mf_op_count(void) { return Registry::get().size(); }
-int mf_op_find(const char* name) { return Registry::get().index_of(name ? name : ""); }
+int mf_op_count(void) { return guard_value(__func__, -1, [&] { return Registry::get().size(); }); }
+int mf_op_find(const char* name) {
+  return guard_value(__func__, -1, [&] { return Registry::get().index_of(name ? name : ""); });
+}
 
-#define MF_OP_FIELD(expr, fallback)        \
-  try {                                     \
-    return (expr);                          \
-  } catch (const std::exception& e) {       \
-    set_last_error(e.what());               \
-    return fallback;                        \
-  }
+// A registry read through the boundary wrapper: expr's value, or fallback when it throws.
+#define MF_OP_FIELD(expr, fallback) return guard_value(__func__, fallback, [&] { return (expr); });
 
 const char* mf_op_name(int op) { MF_OP_FIELD(cstr(op_at(op).name_), nullptr) }
 const char* mf_op_doc(int op) { MF_OP_FIELD(cstr(op_at(op).doc_), nullptr) }
@@ -242,7 +217,7 @@ const char* mf_op_param_doc(int op, int i) {
 int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const char* cpu_src,
                        const char* gradient_src, int flags) {
   int index = -1;
-  int st = guarded([&] {
+  int st = guard(__func__, [&] {
     if (!name || !*name) fail("register_op: name is required");
     if (num_inputs < 0 || num_inputs > 64) fail("register_op: ", name, ": num_inputs is ", num_inputs, "; expected 0..64");
     OpDef op;
@@ -261,7 +236,7 @@ int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const 
 }
 
 int mf_op_add_param(int op, const char* name, const char* kind, const char* default_text, const char* doc) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     Registry::get().write(op, [&](OpDef& def) {
       if (!(def.flags_ & MF_OPF_LUA)) fail(def.name_, ": params of built-in ops are declared in C++");
       std::string k = kind ? kind : "", n = name ? name : "", d = doc ? doc : "";
@@ -298,7 +273,7 @@ int mf_op_add_param(int op, const char* name, const char* kind, const char* defa
 
 // -- params ----------------------------------------------------------------------------------
 mf_params* mf_params_parse(int op, const char* text) {
-  return guarded_ptr<mf_params>([&] {
+  return guard_value(__func__, nullptr, [&] {
     return Registry::get().read(op, [&](const OpDef& def) {
       return new mf_params{ParamValues::parse(def.name_, def.params_, text ? text : "")};
     });
@@ -321,7 +296,7 @@ int mf_op_infer(int op, const mf_params* p, int n_in, const mf_tensor* const* in
 
 int mf_op_infer_partial(int op, const mf_params* p, int n_in, const mf_tensor* const* in_meta, int64_t unknown,
                         int max_out, mf_tensor* out_meta, int* out_alias, int* n_out) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     UnknownDims scope(unknown);  // 0: every size is known
     const OpDef& def = op_at(op);
     if (!def.infer_shape_) fail(def.name_, ": has no native shape rule");
@@ -348,7 +323,7 @@ int mf_op_infer_partial(int op, const mf_params* p, int n_in, const mf_tensor* c
 }
 
 // -- generator -------------------------------------------------------------------------------
-mf_rng* mf_rng_new(uint64_t seed) { return guarded_ptr<mf_rng>([&] { return new mf_rng{seed, 0}; }); }
+mf_rng* mf_rng_new(uint64_t seed) { return guard_value(__func__, nullptr, [&] { return new mf_rng{seed, 0}; }); }
 void mf_rng_free(mf_rng* g) { delete g; }
 void mf_rng_seed(mf_rng* g, uint64_t seed) { *g = mf_rng{seed, 0}; }
 uint64_t mf_rng_get_seed(const mf_rng* g) { return g->seed; }
@@ -357,42 +332,42 @@ void mf_rng_set_offset(mf_rng* g, uint64_t offset) { g->offset = offset; }
 
 // -- kernels ---------------------------------------------------------------------------------
 int mf_k_unary(int32_t code, mf_tensor* y, const mf_tensor* x, double a, double b) {
-  return guarded([&] { unary_cpu(code, *y, *x, a, b); });
+  return guard(__func__, [&] { unary_cpu(code, *y, *x, a, b); });
 }
 int mf_k_binary(int32_t code, mf_tensor* z, const mf_tensor* x, const mf_tensor* y) {
-  return guarded([&] { binary_cpu(code, *z, *x, *y); });
+  return guard(__func__, [&] { binary_cpu(code, *z, *x, *y); });
 }
 struct mf_fused {
   mf::FusedProgram prog;
 };
 mf_fused* mf_fused_compile(int32_t nin, int32_t nprog, const int64_t* prog) {
-  return guarded_ptr<mf_fused>([&] { return new mf_fused{fused_compile(nin, nprog, prog)}; });
+  return guard_value(__func__, nullptr, [&] { return new mf_fused{fused_compile(nin, nprog, prog)}; });
 }
 void mf_fused_free(mf_fused* p) { delete p; }
 int mf_k_fused(const mf_fused* p, mf_tensor* out, int32_t nin, const mf_tensor* const* ins) {
-  return guarded([&] { fused_cpu(p->prog, *out, nin, ins); });
+  return guard(__func__, [&] { fused_cpu(p->prog, *out, nin, ins); });
 }
 int mf_k_where(mf_tensor* out, const mf_tensor* c, const mf_tensor* a, const mf_tensor* b) {
-  return guarded([&] { where_cpu(*out, *c, *a, *b); });
+  return guard(__func__, [&] { where_cpu(*out, *c, *a, *b); });
 }
-int mf_k_copy(mf_tensor* dst, const mf_tensor* src) { return guarded([&] { copy_cpu(*dst, *src); }); }
-int mf_k_fill(mf_tensor* t, double value) { return guarded([&] { fill_cpu(*t, value); }); }
-int mf_k_arange(mf_tensor* t, double start, double step) { return guarded([&] { arange_cpu(*t, start, step); }); }
-int mf_k_eye(mf_tensor* t) { return guarded([&] { eye_cpu(*t); }); }
+int mf_k_copy(mf_tensor* dst, const mf_tensor* src) { return guard(__func__, [&] { copy_cpu(*dst, *src); }); }
+int mf_k_fill(mf_tensor* t, double value) { return guard(__func__, [&] { fill_cpu(*t, value); }); }
+int mf_k_arange(mf_tensor* t, double start, double step) { return guard(__func__, [&] { arange_cpu(*t, start, step); }); }
+int mf_k_eye(mf_tensor* t) { return guard(__func__, [&] { eye_cpu(*t); }); }
 int mf_k_rand(mf_tensor* t, mf_rng* g, int32_t normal, double a, double b) {
-  return guarded([&] { rand_cpu(*t, *g, normal != 0, a, b); });
+  return guard(__func__, [&] { rand_cpu(*t, *g, normal != 0, a, b); });
 }
 int mf_k_reduce(int32_t code, mf_tensor* out, const mf_tensor* x, uint32_t dim_mask) {
-  return guarded([&] { reduce_cpu(code, *out, *x, dim_mask); });
+  return guard(__func__, [&] { reduce_cpu(code, *out, *x, dim_mask); });
 }
 int mf_k_softmax(mf_tensor* y, const mf_tensor* x, int32_t dim, int32_t log) {
-  return guarded([&] { softmax_cpu(*y, *x, dim, log != 0); });
+  return guard(__func__, [&] { softmax_cpu(*y, *x, dim, log != 0); });
 }
 int mf_k_matmul(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t trans_a, int32_t trans_b) {
-  return guarded([&] { matmul_cpu(*c, *a, *b, trans_a != 0, trans_b != 0); });
+  return guard(__func__, [&] { matmul_cpu(*c, *a, *b, trans_a != 0, trans_b != 0); });
 }
 int mf_k_alias(mf_tensor* view, const mf_tensor* base, int64_t offset) {
-  return guarded([&] {
+  return guard(__func__, [&] {
     need(view, "alias");
     need(base, "alias");
     if (view->dtype_id != base->dtype_id)
@@ -411,18 +386,18 @@ int mf_k_alias(mf_tensor* view, const mf_tensor* base, int64_t offset) {
   });
 }
 int mf_k_concat(mf_tensor* out, int32_t n, const mf_tensor* const* ins, int32_t dim) {
-  return guarded([&] { concat_cpu(*out, n, ins, dim); });
+  return guard(__func__, [&] { concat_cpu(*out, n, ins, dim); });
 }
 int mf_k_index_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, int32_t dim) {
-  return guarded([&] { index_select_cpu(*out, *x, *idx, dim); });
+  return guard(__func__, [&] { index_select_cpu(*out, *x, *idx, dim); });
 }
 int mf_k_index_add_like(mf_tensor* out, const mf_tensor* g, const mf_tensor* idx, int32_t dim) {
-  return guarded([&] { index_add_like_cpu(*out, *g, *idx, dim); });
+  return guard(__func__, [&] { index_add_like_cpu(*out, *g, *idx, dim); });
 }
-int mf_k_one_hot(mf_tensor* out, const mf_tensor* labels) { return guarded([&] { one_hot_cpu(*out, *labels); }); }
+int mf_k_one_hot(mf_tensor* out, const mf_tensor* labels) { return guard(__func__, [&] { one_hot_cpu(*out, *labels); }); }
 int mf_k_batch_norm(mf_tensor* y, const mf_tensor* x, const mf_tensor* w, const mf_tensor* b, double eps) {
-  return guarded([&] { batch_norm_cpu(*y, *x, *w, *b, eps); });
+  return guard(__func__, [&] { batch_norm_cpu(*y, *x, *w, *b, eps); });
 }
-int mf_k_dropout_mask(mf_tensor* mask, mf_rng* g, double p) { return guarded([&] { dropout_mask_cpu(*mask, *g, p); }); }
+int mf_k_dropout_mask(mf_tensor* mask, mf_rng* g, double p) { return guard(__func__, [&] { dropout_mask_cpu(*mask, *g, p); }); }
 
 }  // extern "C"

@@ -13,6 +13,7 @@
 #include "../core/tensor.h"
 #include "../core/threads.h"
 #include "../kernels/cpu/kernels.h"
+#include "guard.h"
 #include "state.h"
 
 namespace mf {
@@ -33,7 +34,8 @@ int abs_index(lua_State* L, int i) { return i > 0 || i <= LUA_REGISTRYINDEX ? i 
 
 // Runs body(L) inside lua_cpcall, so a Lua error raised by a raw C API call in it (out of memory) is
 // caught rather than fatal; body's C++ exceptions are caught inside and rethrown here, once Lua has
-// unwound. Whatever body leaves on the stack is dropped.
+// unwound: an mf::Error as it is, any other std::exception as the mf::Error the C boundary's
+// classification (guard.h) words for it. Whatever body leaves on the stack is dropped.
 template <typename F>
 void protected_run(lua_State* L, F&& body) {
   using Body = std::remove_reference_t<F>;
@@ -46,8 +48,10 @@ void protected_run(lua_State* L, F&& body) {
     lua_pop(L, 1);
     try {
       (*c->body)(L);
-    } catch (const std::exception&) {  // not catch (...): a Lua error unwinding must reach lua_cpcall
+    } catch (const Error&) {
       c->error = std::current_exception();
+    } catch (const std::exception&) {  // not catch (...): a Lua error unwinding must reach lua_cpcall
+      c->error = std::make_exception_ptr(Error(current_failure("the engine").message));
     }
     return 0;
   };
@@ -194,8 +198,8 @@ int call_host(lua_State* L, Engine::Function& fn, Engine::Impl& impl, const char
     int n = lua_gettop(L);
     args.reserve(size_t(n));
     for (int i = 1; i <= n; ++i) args.push_back(impl.to_value(L, i, std::string(name) + ": argument " + std::to_string(i)));
-  } catch (const std::exception& e) {
-    err = e.what();
+  } catch (const std::exception&) {
+    err = current_failure(name).message;
   }
   if (err.empty()) {
     struct InCallback {  // the re-entry check in Entry reads it
@@ -205,10 +209,10 @@ int call_host(lua_State* L, Engine::Function& fn, Engine::Impl& impl, const char
     } guard(impl);
     try {
       out = fn(args);
-    } catch (const std::exception& e) {
+    } catch (const Error& e) {
       err = std::string(name) + ": " + e.what();
-    } catch (...) {
-      err = std::string(name) + ": unknown C++ exception";
+    } catch (...) {  // fn is the host's code, never Lua's: nothing here is a Lua error unwinding
+      err = std::string(name) + ": " + current_failure(name, true).message;
     }
   }
   if (err.empty()) {
@@ -217,8 +221,8 @@ int call_host(lua_State* L, Engine::Function& fn, Engine::Impl& impl, const char
       int base = lua_gettop(L);
       for (size_t i = 0; i < out.size(); ++i) impl.push_value(L, out[i], std::string(name) + ": result " + std::to_string(i + 1));
       return lua_gettop(L) - base;
-    } catch (const std::exception& e) {
-      err = e.what();
+    } catch (const std::exception&) {
+      err = current_failure(name).message;
     }
   }
   luaL_where(L, 1);
