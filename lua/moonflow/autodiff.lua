@@ -2,8 +2,11 @@
 -- registered gradient rule (a Lua function building nodes from other registered ops) and summing
 -- the contributions where a value feeds several consumers. Integer outputs (comparisons, argmax)
 -- carry no gradient, so nothing flows back through them.
+local C = require 'moonflow.ffi_abi'
+
 return function(mf)
   local raise, ops = mf._raise, mf._ops
+  local NODE_OP = C.MF_NODE_OP
   local rules = {}  -- op name -> compiled rule, or false when the op has none
 
   local function rule_of(op)
@@ -22,7 +25,7 @@ return function(mf)
     return x
   end
 
-  local shape_text, DTYPE_NAME = mf._shape_text, mf._DTYPE_NAME
+  local shape_text, DTYPE_NAME, IS_FLOAT = mf._shape_text, mf._DTYPE_NAME, mf._IS_FLOAT
 
   local function describe(shape, dtype)
     return ('%s %s'):format(shape_text(shape), DTYPE_NAME[dtype] or '?')
@@ -122,8 +125,8 @@ return function(mf)
     for id = maxid, 0, -1 do
       local gl = grads[id]
       local info = nodes[id]
-      local int_out = info.out_syms and info.out_syms[1] and info.out_syms[1].dtype_id >= 2
-      if gl and depends[id] and info.kind == 0 and not is_x[id] and not int_out then
+      local int_out = info.out_syms and info.out_syms[1] and not IS_FLOAT[info.out_syms[1].dtype_id]
+      if gl and depends[id] and info.kind == NODE_OP and not is_x[id] and not int_out then
         local op = info.op
         local rule = rule_of(op)
         if not rule then

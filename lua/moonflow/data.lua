@@ -1,8 +1,10 @@
 -- mf.data: reading IDX files (gzip or plain) such as Fashion-MNIST's, through zlib via the FFI.
 local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
 
 return function(mf)
   local raise = mf._raise
+  local UINT8, INT64 = C.MF_UINT8, C.MF_INT64
   mf.data = mf.data or {}
   mf.data.FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
 
@@ -45,7 +47,7 @@ return function(mf)
         total = total * v
       end
       if total > 2 ^ 34 then error(("read_idx: '%s' declares %d elements"):format(path, total), 0) end
-      local t = mf._new_tensor(shape, 4)
+      local t = mf._new_tensor(shape, UINT8)
       local got, p = 0, ffi.cast('uint8_t *', t.ptr)
       while got < total do
         local chunk = math.min(total - got, 2 ^ 30)
@@ -230,7 +232,7 @@ return function(mf)
   -- the sample order of an epoch: 1..n, or a Fisher-Yates shuffle drawn from (seed, epoch)
   function Loader:_order(epoch)
     local n = self._n
-    local order = mf._new_tensor({n}, 3)
+    local order = mf._new_tensor({n}, INT64)
     local p = ffi.cast('int64_t *', order.ptr)
     for i = 0, n - 1 do p[i] = i + 1 end
     if self.shuffle then

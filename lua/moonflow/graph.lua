@@ -8,7 +8,8 @@ return function(mf)
   local K, T, raise = mf.kernels, mf._T, mf._raise
   local is_tensor, ops = mf.is_tensor, mf._ops
   local DTYPE_NAME = mf._DTYPE_NAME
-  local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = 0, 1, 2, 3
+  local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = C.MF_NODE_OP, C.MF_NODE_PLACEHOLDER,
+    C.MF_NODE_VARIABLE, C.MF_NODE_CONSTANT
   local UNKNOWN, UNKNOWN2 = 1000003, 1000033   -- stand in for unknown dims at build time (static_infer)
   local nodes_buf = ffi.new('int32_t[?]', 256)
   local index_buf = ffi.new('int32_t[?]', 256)

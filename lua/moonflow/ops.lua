@@ -13,7 +13,9 @@ return function(mf)
   local alias_buf = ffi.new('int[?]', MAXOUT)
   local nout_buf = ffi.new('int[1]')
   local in_ptrs = ffi.new('const mf_tensor *[?]', 256)
-  local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = 1, 2, 4, 8
+  local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = C.MF_OPF_VIEW, C.MF_OPF_VARIADIC, C.MF_OPF_LUA, C.MF_OPF_RANDOM
+  local F32, I32, I64, U8 = C.MF_FLOAT32, C.MF_INT32, C.MF_INT64, C.MF_UINT8
+  local CPU, CUDA, MAX_DIMS = C.MF_CPU, C.MF_CUDA, C.MF_MAX_DIMS
 
   -- counters behind mf.eager_stats(): shape inference + binding happens once per layout
   local stats = {calls = 0, binds = 0, factories = 0}
@@ -79,13 +81,15 @@ return function(mf)
       op.param_kind[k] or 'known param'))
   end
 
+  local P_BOOL, P_INT, P_FLOAT, P_ENUM, P_DTYPE = C.MF_PARAM_BOOL, C.MF_PARAM_INT, C.MF_PARAM_FLOAT, C.MF_PARAM_ENUM,
+    C.MF_PARAM_DTYPE
   local function decode_params(h)
     local p = {}
     for i = 0, C.mf_params_count(h) - 1 do
       local key, kind = ffi.string(C.mf_params_key(h, i)), C.mf_params_kind(h, i)
-      if kind == 0 then p[key] = C.mf_params_number(h, i) ~= 0
-      elseif kind == 1 or kind == 2 then p[key] = C.mf_params_number(h, i)
-      elseif kind == 3 or kind == 4 then p[key] = ffi.string(C.mf_params_string(h, i))
+      if kind == P_BOOL then p[key] = C.mf_params_number(h, i) ~= 0
+      elseif kind == P_INT or kind == P_FLOAT then p[key] = C.mf_params_number(h, i)
+      elseif kind == P_ENUM or kind == P_DTYPE then p[key] = ffi.string(C.mf_params_string(h, i))
       else
         local l = {}
         for j = 0, C.mf_params_list_len(h, i) - 1 do l[j + 1] = tonumber(C.mf_params_list_item(h, i, j)) end
@@ -162,14 +166,16 @@ return function(mf)
       end
       shapes = res
     end
-    local dtype = nin > 0 and ins[1].dtype_id or 0
-    local device = nin > 0 and ins[1].device_id or 0
+    local dtype = nin > 0 and ins[1].dtype_id or F32
+    local device = nin > 0 and ins[1].device_id or CPU
     local metas, alias = {}, {}
     for i, s in ipairs(shapes) do
       if type(s) ~= 'table' then
         raise(('%s: infer_shape gave output %d as a %s; expected a list of sizes'):format(op.name, i, type(s)))
       end
-      if #s > 8 then raise(('%s: infer_shape gave output %d with %d dims; at most 8 are supported'):format(op.name, i, #s)) end
+      if #s > MAX_DIMS then
+        raise(('%s: infer_shape gave output %d with %d dims; at most %d are supported'):format(op.name, i, #s, MAX_DIMS))
+      end
       -- a complete contiguous header: executors size and plan outputs by count and strides
       local m = T()
       m.ndim, m.dtype_id, m.device_id, m.is_contig, m.offset = #s, dtype, device, 1, 0
@@ -349,9 +355,9 @@ return function(mf)
 
   -- argument adapters: Lua call syntax -> (input tensors, params table) -----------------------
   -- Integer dtypes: [lo, hi) of the values a number converted into them must lie in.
-  local INT_RANGE = {[2] = {-2 ^ 31, 2 ^ 31, 'int32', '-2147483648..2147483647'},
-                     [3] = {-2 ^ 63, 2 ^ 63, 'int64', '-2^63..2^63-1'}, [4] = {0, 256, 'uint8', '0..255'}}
-  local FLOAT32, OPF_WRITES = 0, 16
+  local INT_RANGE = {[I32] = {-2 ^ 31, 2 ^ 31, 'int32', '-2147483648..2147483647'},
+                     [I64] = {-2 ^ 63, 2 ^ 63, 'int64', '-2^63..2^63-1'}, [U8] = {0, 256, 'uint8', '0..255'}}
+  local FLOAT32, OPF_WRITES = F32, C.MF_OPF_WRITES
   -- a number operand becomes a 0-dim tensor of like_dtype (chosen by number_operands below); one
   -- that does not fit an integer dtype is an error, never a wrapped value
   local function as_tensor(v, like_dtype, op, i)
@@ -588,7 +594,7 @@ return function(mf)
   local function load_op(index)
     local op = {index = index, name = cstr(C.mf_op_name(index)), doc = cstr(C.mf_op_doc(index)),
                 inputs = {}, param_list = {}, param_kind = {}, param_info = {}, params = {}, nparams_cached = 0,
-                src = {cpu = cstr(C.mf_op_lua_compute(index, 0)), cuda = cstr(C.mf_op_lua_compute(index, 1))},
+                src = {cpu = cstr(C.mf_op_lua_compute(index, CPU)), cuda = cstr(C.mf_op_lua_compute(index, CUDA))},
                 gradient_src = cstr(C.mf_op_lua_gradient(index)), factories = {}}
     local flags = C.mf_op_flags(index)
     op.flags = flags

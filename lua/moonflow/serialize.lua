@@ -7,9 +7,10 @@ return function(mf)
   local raise, is_tensor = mf._raise, mf.is_tensor
   local C = ffi.C
 
-  local DTYPE_TAG = {[0] = 'F32', 'F64', 'I32', 'I64', 'U8'}
-  local TAG_CODE = {F32 = 0, F64 = 1, I32 = 2, I64 = 3, U8 = 4}
-  local ITEMSIZE = {[0] = 4, 8, 4, 8, 1}
+  local TAG_CODE = {F32 = C.MF_FLOAT32, F64 = C.MF_FLOAT64, I32 = C.MF_INT32, I64 = C.MF_INT64, U8 = C.MF_UINT8}
+  local DTYPE_TAG, ITEMSIZE = {}, {}  -- by dtype code: the safetensors tag, the element size in bytes
+  for tag, code in pairs(TAG_CODE) do DTYPE_TAG[code], ITEMSIZE[code] = tag, C.mf_dtype_size(code) end
+  local CPU, MAX_DIMS = C.MF_CPU, C.MF_MAX_DIMS
   -- safetensors dtypes moonflow has no storage for: named in the error rather than called unknown
   local FOREIGN = {F16 = true, BF16 = true, BOOL = true, I8 = true, I16 = true, U16 = true, U32 = true,
                    U64 = true, F8_E4M3 = true, F8_E5M2 = true, C64 = true}
@@ -264,7 +265,7 @@ return function(mf)
     local offset = 0
     for _, e in ipairs(entries) do
       local t = e.t
-      if t.device_id ~= 0 then t = t:cpu() end
+      if t.device_id ~= CPU then t = t:cpu() end
       if not is_dense(t) then t = t:contiguous() end
       e.t = t
       local shape = {}
@@ -385,7 +386,7 @@ return function(mf)
             FOREIGN[tag] and 'the unsupported' or 'unknown', tag))
         end
         if type(shape) ~= 'table' or shape[KEYS] then fail(what .. ': shape is not a JSON array') end
-        if #shape > 8 then fail(('%s has %d dims; at most 8 are supported'):format(what, #shape)) end
+        if #shape > MAX_DIMS then fail(('%s has %d dims; at most %d are supported'):format(what, #shape, MAX_DIMS)) end
         local numel, dims = 1, {}
         for i = 1, #shape do
           dims[i] = check_int(shape[i], ('%s: shape[%d]'):format(what, i))

@@ -10,8 +10,9 @@ return function(mf)
   local K, T, SZ, raise = mf.kernels, mf._T, mf._SZ, mf._raise
   local is_symbol, is_operation, is_tensor = mf.is_symbol, mf.is_operation, mf.is_tensor
   local DTYPE_NAME, shape_text = mf._DTYPE_NAME, mf._shape_text
-  local OPF_WRITES, OPF_INPLACE = 16, 32
-  local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = 0, 1, 2, 3
+  local OPF_WRITES, OPF_INPLACE, UINT8 = C.MF_OPF_WRITES, C.MF_OPF_INPLACE, C.MF_UINT8
+  local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = C.MF_NODE_OP, C.MF_NODE_PLACEHOLDER,
+    C.MF_NODE_VARIABLE, C.MF_NODE_CONSTANT
   local r_node, r_index = ffi.new('int32_t[1]'), ffi.new('int32_t[1]')
 
   local Session = {}
@@ -223,7 +224,7 @@ return function(mf)
       raise(ffi.string(C.mf_last_error()))
     end
     ex.slots = {}
-    for s = 1, nslots[0] do ex.slots[s] = mf._new_tensor({math.max(tonumber(sbytes[s - 1]), 1)}, 4) end
+    for s = 1, nslots[0] do ex.slots[s] = mf._new_tensor({math.max(tonumber(sbytes[s - 1]), 1)}, UINT8) end
     for i, e in ipairs(pentries) do
       local sl = slots[i - 1]
       if sl >= 0 then

@@ -7,16 +7,20 @@ return function(mf)
   local K = mf.kernels
   local T = ffi.typeof('mf_tensor')
   local SZ = ffi.sizeof(T)
-  local shape_buf = ffi.new('int64_t[8]')
+  -- every dtype, device and limit code is the C ABI's (src/core/types.h), read once here
+  local F32, F64, I32, I64, U8 = C.MF_FLOAT32, C.MF_FLOAT64, C.MF_INT32, C.MF_INT64, C.MF_UINT8
+  local CPU, CUDA, MAX_DIMS = C.MF_CPU, C.MF_CUDA, C.MF_MAX_DIMS
+  local shape_buf = ffi.new('int64_t[?]', MAX_DIMS)
   local methods = {}
   mf.Tensor = methods
 
-  local DTYPE = {float32 = 0, float64 = 1, int32 = 2, int64 = 3, uint8 = 4,
-                 float = 0, double = 1, int = 2, long = 3, byte = 4}
-  local DTYPE_NAME = {[0] = 'float32', 'float64', 'int32', 'int64', 'uint8'}
-  local PTR = {[0] = ffi.typeof('float *'), ffi.typeof('double *'), ffi.typeof('int32_t *'),
-               ffi.typeof('int64_t *'), ffi.typeof('uint8_t *')}
-  mf._DTYPE_NAME = DTYPE_NAME
+  local DTYPE = {float32 = F32, float64 = F64, int32 = I32, int64 = I64, uint8 = U8,
+                 float = F32, double = F64, int = I32, long = I64, byte = U8}
+  local DTYPE_NAME = {[F32] = 'float32', [F64] = 'float64', [I32] = 'int32', [I64] = 'int64', [U8] = 'uint8'}
+  local PTR = {[F32] = ffi.typeof('float *'), [F64] = ffi.typeof('double *'), [I32] = ffi.typeof('int32_t *'),
+               [I64] = ffi.typeof('int64_t *'), [U8] = ffi.typeof('uint8_t *')}
+  local IS_FLOAT = {[F32] = true, [F64] = true}
+  mf._DTYPE_NAME, mf._IS_FLOAT = DTYPE_NAME, IS_FLOAT
 
   local raise = K.raise
   mf._raise = raise
@@ -25,7 +29,7 @@ return function(mf)
   mf.is_tensor = is_tensor
 
   function mf._dtype_code(name, what)
-    if name == nil then return 0 end
+    if name == nil then return F32 end
     local code = type(name) == 'string' and DTYPE[name]
     if not code then
       raise(("%s: unknown dtype '%s'; expected one of float32, float64, int32, int64, uint8"):format(what or 'dtype', tostring(name)))
@@ -61,10 +65,10 @@ return function(mf)
 
   local function new_tensor(shape, dtype)
     local n = #shape
-    if n > 8 then raise(('tensor: %d dims requested; at most 8 are supported'):format(n)) end
+    if n > MAX_DIMS then raise(('tensor: %d dims requested; at most %d are supported'):format(n, MAX_DIMS)) end
     for i = 1, n do shape_buf[i - 1] = shape[i] end
     local t = T()
-    K.check(C.mf_tensor_init(t, n, shape_buf, dtype or 0, 0))
+    K.check(C.mf_tensor_init(t, n, shape_buf, dtype or F32, CPU))
     nudge(math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256))
     return t
   end
@@ -98,7 +102,7 @@ return function(mf)
   end
 
   function mf.tensor(data, opts)
-    local dtype = 0
+    local dtype = F32
     if type(opts) == 'string' then dtype = mf._dtype_code(opts, 'mf.tensor')
     elseif type(opts) == 'table' then dtype = mf._dtype_code(opts.dtype, 'mf.tensor') end
     if is_tensor(data) then return mf.cast(data, DTYPE_NAME[dtype]) end
@@ -111,7 +115,7 @@ return function(mf)
     shape.leaf = nil
     local t = new_tensor(shape, dtype)
     local p, i = ffi.cast(PTR[dtype], t.ptr), 0
-    local int = dtype >= 2  -- integer dtypes: each number must fit (300 into uint8 is an error)
+    local int = not IS_FLOAT[dtype]  -- integer dtypes: each number must fit (300 into uint8 is an error)
     local function fill(v)
       if type(v) == 'table' then
         for k = 1, #v do fill(v[k]) end
@@ -166,7 +170,7 @@ return function(mf)
       v = tonumber(ffi.cast(PTR[v.dtype_id], v.ptr)[0])
     end
     if type(v) ~= 'number' then raise(('%s: the value is a %s; expected a number or a tensor'):format(what, type(v))) end
-    if dtype >= 2 and C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    if not IS_FLOAT[dtype] and C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
     return v
   end
   -- copy and fill through the native rule, the message naming the caller's operation
@@ -222,7 +226,7 @@ return function(mf)
   function methods.numel(t) return tonumber(t.count) end
   function methods.nElement(t) return tonumber(t.count) end
   function methods.dtype(t) return DTYPE_NAME[t.dtype_id] end
-  function methods.device(t) return t.device_id == 0 and 'cpu' or 'cuda' end
+  function methods.device(t) return t.device_id == CPU and 'cpu' or 'cuda' end
   function methods.is_contiguous(t) return t.is_contig == 1 end
   function methods.storage_offset(t) return tonumber(t.offset) + 1 end
   function methods.data(t) return ffi.cast(PTR[t.dtype_id], t.ptr) end
@@ -306,7 +310,7 @@ return function(mf)
   local function tostring_tensor(t)
     local nd, n = t.ndim, tonumber(t.count)
     local header = ('[%s tensor of size %s%s]'):format(DTYPE_NAME[t.dtype_id], methods.shape_str(t),
-      t.device_id == 0 and '' or ' on cuda')
+      t.device_id == CPU and '' or ' on cuda')
     if n == 0 then return header end
     local elide = n > LIMIT
     -- the indices shown along a dim: all, or the first and last EDGE with a gap marker (false)
@@ -328,7 +332,7 @@ return function(mf)
       return tonumber(p[off])
     end
     if nd == 0 then
-      local s = fmt_values({at({})}, t.dtype_id <= 1)
+      local s = fmt_values({at({})}, IS_FLOAT[t.dtype_id])
       return s[1] .. '\n' .. header
     end
     -- collect every shown value first so all share one format and width
@@ -367,7 +371,7 @@ return function(mf)
         end
       end
     end
-    local strs, w = fmt_values(vals, t.dtype_id <= 1)
+    local strs, w = fmt_values(vals, IS_FLOAT[t.dtype_id])
     local k, lines = 0, {}
     for _, pre in ipairs(blocks) do
       if not pre then
@@ -474,14 +478,14 @@ return function(mf)
   -- memory and threads ---------------------------------------------------------------------------
   function mf.memory_stats(device)
     local s = ffi.new('mf_memory_stats')
-    K.check(C.mf_memory_stats_get(device == 'cuda' and 1 or 0, s))
+    K.check(C.mf_memory_stats_get(device == 'cuda' and CUDA or CPU, s))
     return {in_use = tonumber(s.in_use), peak = tonumber(s.peak), cached = tonumber(s.cached),
             allocations = tonumber(s.allocations), system_allocations = tonumber(s.system_allocations),
             live_blocks = tonumber(s.live_blocks)}
   end
   function mf.empty_cache(device)
     collectgarbage('collect')
-    K.check(C.mf_memory_empty_cache(device == 'cuda' and 1 or 0))
+    K.check(C.mf_memory_empty_cache(device == 'cuda' and CUDA or CPU))
   end
   function mf.set_num_threads(n)
     if type(n) ~= 'number' then raise('set_num_threads: expected a number of threads') end

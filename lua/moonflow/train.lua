@@ -1,8 +1,11 @@
 -- mf.train: optimizers as graph rewrites. compute_gradients builds the gradient nodes;
 -- apply_gradients adds one fused update op per variable (sgd_update, momentum_update,
 -- adam_update: each a single pass over the parameter), grouped into one target.
+local C = require 'moonflow.ffi_abi'
+
 return function(mf)
   local raise = mf._raise
+  local NODE_VARIABLE = C.MF_NODE_VARIABLE
   local O = require 'moonflow.options'
   mf.train = mf.train or {}
 
@@ -23,7 +26,7 @@ return function(mf)
     if #var_list == 0 then raise(self.name .. ': no variables to optimise') end
     local unique, seen = {}, {}
     for i, v in ipairs(var_list) do
-      if not mf.is_symbol(v) or v.graph ~= loss.graph or loss.graph.nodes[v.node].kind ~= 2 then
+      if not mf.is_symbol(v) or v.graph ~= loss.graph or loss.graph.nodes[v.node].kind ~= NODE_VARIABLE then
         raise(('%s: var_list[%d] is not a Variable of the loss\'s graph'):format(self.name, i))
       end
       if not seen[v.node] then seen[v.node] = true; unique[#unique + 1] = v end   -- each variable updated once

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../lua/capi.h"
+#include "types.h"
 #include "error.h"
 
 namespace mf {
@@ -30,7 +30,7 @@ inline const char* dtype_name(int dt) {
   return "invalid";
 }
 
-inline bool dtype_valid(int dt) { return dt >= MF_FLOAT32 && dt <= MF_UINT8; }
+inline bool dtype_valid(int dt) { return dt >= 0 && dt < MF_DTYPE_COUNT; }
 inline bool dtype_is_float(int dt) { return dt == MF_FLOAT32 || dt == MF_FLOAT64; }
 
 // Parses "float32" (also "float", "double", "int", "long", "byte"); throws naming the bad text.

@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "../lua/capi.h"
+#include "types.h"
 
 namespace mf {
 
-constexpr int kMaxDims = 8;
+constexpr int kMaxDims = MF_MAX_DIMS;
 using Shape = std::vector<int64_t>;
 
 std::string shape_str(const Shape& s);          // "2x3", "scalar" for 0-dim

@@ -14,6 +14,13 @@ namespace mf {
 
 namespace {
 
+// The public header spells the dtype codes out (it is installed without the C types header);
+// these hold them to src/core/types.h.
+static_assert(int(DType::kFloat32) == MF_FLOAT32 && int(DType::kFloat64) == MF_FLOAT64 &&
+                  int(DType::kInt32) == MF_INT32 && int(DType::kInt64) == MF_INT64 &&
+                  int(DType::kUInt8) == MF_UINT8 && MF_DTYPE_COUNT == 5,
+              "mf::DType (src/include/moonflow/tensor.hpp) must list the codes of src/core/types.h");
+
 int dtype_code(DType d) {
   int c = static_cast<int>(d);
   if (!dtype_valid(c)) fail("tensor: invalid dtype code ", c);

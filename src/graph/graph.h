@@ -6,11 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "../lua/capi.h"
+#include "types.h"
 
 namespace mf {
 
-enum NodeKind { kOpNode = 0, kPlaceholder = 1, kVariable = 2, kConstant = 3 };
+enum NodeKind {
+  kOpNode = MF_NODE_OP, kPlaceholder = MF_NODE_PLACEHOLDER, kVariable = MF_NODE_VARIABLE, kConstant = MF_NODE_CONSTANT
+};
 
 struct NodeEntry {
   int32_t node;

@@ -1,54 +1,22 @@
-/* moonflow C ABI, as LuaJIT's ffi.cdef reads it: plain C, no preprocessor lines.
+/* moonflow C ABI: plain C. LuaJIT's ffi.cdef reads it after the C preprocessor has expanded it
+   with MF_CDEF defined (cmake/embed_lua.cmake makes that text the module moonflow.abi_cdef).
    Every function returns a status (0 = ok) or NULL on failure; mf_last_error() says why. */
+/* dtypes, devices, statuses, limits and the mf_tensor struct */
+#include "../core/types.h"
 
-typedef enum { MF_FLOAT32 = 0, MF_FLOAT64 = 1, MF_INT32 = 2, MF_INT64 = 3, MF_UINT8 = 4 } mf_dtype;
-typedef enum { MF_CPU = 0, MF_CUDA = 1 } mf_device;
-typedef enum { MF_OK = 0, MF_ERR_ARG = 1, MF_ERR_SHAPE = 2, MF_ERR_MEMORY = 3, MF_ERR_INTERNAL = 4 } mf_status;
+/* the op flags (MF_OPF_*) */
+#include "../op/flags.h"
+/* param kinds (MF_PARAM_*) */
+#include "../param/types.h"
+/* graph node kinds (MF_NODE_*) and the memory planner's entry */
+#include "../graph/types.h"
 
-typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
-/* op flags: VIEW output 1.. alias input 1; VARIADIC any number of inputs; LUA registered from Lua;
-   RANDOM draws from the generator; WRITES updates the variables among its inputs; INPLACE output 1
-   may reuse the storage of an input of the same shape and dtype that dies at this op; STRIDED the
-   kernel takes its inputs as they are (any sizes, strides, offset): without it the engine hands it
-   contiguous inputs, copying a non-contiguous view first (the kernel layout contract) */
-typedef enum { MF_OPF_VIEW = 1, MF_OPF_VARIADIC = 2, MF_OPF_LUA = 4, MF_OPF_RANDOM = 8, MF_OPF_WRITES = 16,
-               MF_OPF_INPLACE = 32, MF_OPF_STRIDED = 64 } mf_op_flag;
-
-typedef struct mf_storage mf_storage;
 typedef struct mf_params mf_params;
 typedef struct mf_rng mf_rng;
 typedef struct mf_graph mf_graph;
 typedef struct mf_fused mf_fused;
 
-/* A strided view of a storage; the struct itself belongs to the caller (a Lua cdata, a C++ object).
-   ptr is the first element (storage base + offset elements); strides and offset count elements.
-   owns = 1: the struct holds one reference to store, dropped by mf_tensor_release.
-   owns = 0: a borrowed view (executor slots), never released. */
-typedef struct mf_tensor {
-  void *ptr;
-  int64_t count;
-  int64_t shape[8];
-  int64_t strides[8];
-  int64_t offset;
-  int32_t ndim;
-  int32_t dtype_id;
-  int32_t device_id;
-  int32_t is_contig;
-  int32_t owns;
-  int32_t pad_;
-  mf_storage *store;
-} mf_tensor;
-
 const char *mf_last_error(void);
-/* the mf_status of the last failed call on this thread (for entries that return NULL or -1):
-   MF_ERR_ARG a caller's mistake, MF_ERR_MEMORY out of memory (the message says how many bytes were
-   asked when known), MF_ERR_INTERNAL a bug (the message names the entry) */
-int mf_last_status(void);
-/* test only: the next C ABI call on this thread throws the chosen kind inside the boundary wrapper
-   (src/lua/guard.h), which must turn it into its status and message; MF_INJECT_NONE disarms */
-typedef enum { MF_INJECT_NONE, MF_INJECT_ERROR, MF_INJECT_OUT_OF_MEMORY, MF_INJECT_BAD_ALLOC, MF_INJECT_STD_EXCEPTION,
-               MF_INJECT_UNKNOWN } mf_inject_kind;
-int mf_test_inject(int32_t kind);
 /* The interrupt flag a host (the REPL's Ctrl-C) sets; eager calls check it and raise "interrupted". */
 volatile int32_t *mf_interrupt_flag(void);
 const char *mf_version(void);
@@ -115,7 +83,7 @@ void mf_params_free(mf_params *p);
 const char *mf_params_canonical(const mf_params *p);
 int mf_params_count(const mf_params *p);
 const char *mf_params_key(const mf_params *p, int i);
-int mf_params_kind(const mf_params *p, int i);
+int mf_params_kind(const mf_params *p, int i);  /* an mf_param_kind */
 double mf_params_number(const mf_params *p, int i);
 const char *mf_params_string(const mf_params *p, int i);
 int mf_params_list_len(const mf_params *p, int i);
@@ -169,7 +137,7 @@ int mf_k_one_hot(mf_tensor *out, const mf_tensor *labels);
 int mf_k_batch_norm(mf_tensor *y, const mf_tensor *x, const mf_tensor *w, const mf_tensor *b, double eps);
 int mf_k_dropout_mask(mf_tensor *mask, mf_rng *g, double p);
 
-/* graphs: node kinds 0 op, 1 placeholder, 2 variable, 3 constant; ids and output indices 0-based */
+/* graphs: kind is an mf_node_kind; ids and output indices 0-based */
 mf_graph *mf_graph_new(void);
 void mf_graph_free(mf_graph *g);
 int mf_graph_add(mf_graph *g, int kind, int op, const char *params, int n_in, const int32_t *in_nodes,
@@ -190,16 +158,7 @@ int mf_graph_order(const mf_graph *g, int n_targets, const int32_t *targets, int
 int mf_graph_cse(mf_graph *g);
 int mf_graph_simplify(mf_graph *g);
 
-/* memory plan over the entries of a run order (see src/graph/graph.h) */
-typedef struct mf_plan_entry {
-  int64_t nbytes;
-  int32_t step;
-  int32_t last_use;
-  int32_t alias_of;
-  int32_t inplace_of;
-  int32_t external;
-  int32_t pad_;
-} mf_plan_entry;
+/* memory plan over the entries of a run order (mf_plan_entry: src/graph/types.h) */
 int mf_plan_memory(int n, const mf_plan_entry *entries, int32_t *slot_out, int64_t *slot_bytes_out, int32_t *n_slots,
                    int64_t *planned_bytes, int64_t *naive_bytes, int32_t *inplace_count);
 

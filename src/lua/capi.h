@@ -1,4 +1,4 @@
-// C++ view of the C ABI in abi.h (which stays free of preprocessor lines for LuaJIT's ffi.cdef).
+// C++ view of the C ABI in abi.h (which the build preprocesses into the text LuaJIT's ffi.cdef reads).
 #pragma once
 #include <cstdint>
 extern "C" {

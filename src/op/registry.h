@@ -10,6 +10,7 @@
 #include "../core/dtype.h"
 #include "../core/shape.h"
 #include "../param/param.h"
+#include "flags.h"
 
 namespace mf {
 

@@ -6,9 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "types.h"
+
 namespace mf {
 
-enum class FieldKind { Bool, Int, Float, Enum, Dtype, IntList };
+enum class FieldKind {
+  Bool = MF_PARAM_BOOL, Int = MF_PARAM_INT, Float = MF_PARAM_FLOAT, Enum = MF_PARAM_ENUM, Dtype = MF_PARAM_DTYPE,
+  IntList = MF_PARAM_INT_LIST
+};
 
 struct Field {
   std::string name;

@@ -8,13 +8,14 @@
 
 #include "error.hpp"
 
-struct mf_tensor;  // the C ABI struct (src/lua/abi.h): shape, strides, data pointer, storage reference
+struct mf_tensor;  // the C ABI struct (src/core/types.h): shape, strides, data pointer, storage reference
 
 namespace mf {
 
 using Shape = std::vector<int64_t>;
 
-// Element types; the codes are the C ABI's (MF_FLOAT32 ...).
+// Element types; the codes are the C ABI's (MF_FLOAT32 ... in src/core/types.h; the library checks
+// at compile time that they agree).
 enum class DType : int32_t { kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3, kUInt8 = 4 };
 
 // "float32", "float64", "int32", "int64", "uint8".

@@ -1,0 +1,44 @@
+/* moonflow's data model in plain C: element types, devices, statuses, limits and the tensor struct.
+   It compiles as C, C++ and CUDA. src/lua/abi.h includes it; the build runs abi.h through the C
+   preprocessor with MF_CDEF defined (cmake/embed_lua.cmake) to make the text LuaJIT's ffi.cdef
+   reads, so Lua reads these constants as C.MF_* instead of retyping them. Constants are enums, not
+   #defines, for that reason. */
+#ifndef MF_CORE_TYPES_H
+#define MF_CORE_TYPES_H
+
+#ifndef MF_CDEF
+#include <stdint.h> /* LuaJIT's cdef knows the fixed-width integer types already */
+#endif
+
+/* Element types. MF_DTYPE_COUNT: codes run 0 .. MF_DTYPE_COUNT - 1. */
+typedef enum { MF_FLOAT32 = 0, MF_FLOAT64 = 1, MF_INT32 = 2, MF_INT64 = 3, MF_UINT8 = 4, MF_DTYPE_COUNT = 5 } mf_dtype;
+typedef enum { MF_CPU = 0, MF_CUDA = 1 } mf_device;
+/* What every C ABI function returns; mf_last_error() has the message of the last failure. */
+typedef enum { MF_OK = 0, MF_ERR_ARG = 1, MF_ERR_SHAPE = 2, MF_ERR_MEMORY = 3, MF_ERR_INTERNAL = 4 } mf_status;
+/* MF_MAX_DIMS: the most dims a tensor has (the length of mf_tensor's shape and strides). */
+enum { MF_MAX_DIMS = 8 };
+/* What a reduction kernel computes (mf_k_reduce). */
+typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
+
+typedef struct mf_storage mf_storage;
+
+/* A strided view of a storage; the struct itself belongs to the caller (a Lua cdata, a C++ object).
+   ptr is the first element (storage base + offset elements); strides and offset count elements.
+   owns = 1: the struct holds one reference to store, dropped by mf_tensor_release.
+   owns = 0: a borrowed view (executor slots), never released. */
+typedef struct mf_tensor {
+  void *ptr;
+  int64_t count;
+  int64_t shape[MF_MAX_DIMS];
+  int64_t strides[MF_MAX_DIMS];
+  int64_t offset;
+  int32_t ndim;
+  int32_t dtype_id;
+  int32_t device_id;
+  int32_t is_contig;
+  int32_t owns;
+  int32_t pad_;
+  mf_storage *store;
+} mf_tensor;
+
+#endif /* MF_CORE_TYPES_H */
