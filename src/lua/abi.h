@@ -17,6 +17,15 @@ typedef struct mf_graph mf_graph;
 typedef struct mf_fused mf_fused;
 
 const char *mf_last_error(void);
+/* the mf_status of the last failed call on this thread (for entries that return NULL or -1):
+   MF_ERR_ARG a caller's mistake, MF_ERR_MEMORY out of memory (the message says how many bytes were
+   asked when known), MF_ERR_INTERNAL a bug (the message names the entry) */
+int mf_last_status(void);
+/* test only: the next C ABI call on this thread throws the chosen kind inside the boundary wrapper
+   (src/lua/guard.h), which must turn it into its status and message; MF_INJECT_NONE disarms */
+typedef enum { MF_INJECT_NONE, MF_INJECT_ERROR, MF_INJECT_OUT_OF_MEMORY, MF_INJECT_BAD_ALLOC, MF_INJECT_STD_EXCEPTION,
+               MF_INJECT_UNKNOWN } mf_inject_kind;
+int mf_test_inject(int32_t kind);
 /* The interrupt flag a host (the REPL's Ctrl-C) sets; eager calls check it and raise "interrupted". */
 volatile int32_t *mf_interrupt_flag(void);
 const char *mf_version(void);
