@@ -12,7 +12,7 @@ struct PointwiseKernels;
 
 // unary, binary, where and copy write their output through its strides (a view written in place).
 // unary and binary run the pointwise table entry of code (src/core/pointwise.h); a and b are the
-// params of a unary op that takes them. add_cpu is binary_cpu with the add functor, by type.
+// params of a unary op that takes them. add_cpu: z = x + y by the add functor itself, no code.
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b);
 void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
 void add_cpu(mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
