@@ -5,17 +5,17 @@
 local C = require 'moonflow.ffi_abi'
 
 return function(mf)
-  local raise, ops = mf._raise, mf._ops
+  local raise = mf._raise
   local NODE_OP = C.MF_NODE_OP
-  local rules = {}  -- op name -> compiled rule, or false when the op has none
-
+  -- an op's gradient rule, compiled once per engine and kept on its record; false when it has none
   local function rule_of(op)
     if op.lua_gradient then return op.lua_gradient end
-    local r = rules[op.name]
+    local r = op.gradient_rule
     if r ~= nil then return r end
+    if op.local_gradient then raise(mf._local_rule_error(op, 'gradient')) end
     local src = op.gradient_src
     r = src and src ~= '' and mf._compile_lua(op.name, 'gradient', src) or false
-    rules[op.name] = r
+    op.gradient_rule = r
     return r
   end
 

@@ -123,7 +123,7 @@ return function(mf)
   local function assign_target(cx, g, root)
     local out = root.outs[1]
     local a = cx.uses[out] == 1 and cx.reader[out]
-    if not (a and a.op.name == 'assign' and a.in_entries[2] == out and not out.external) then return nil end
+    if not (a and a.op.overwrites and a.in_entries[2] == out and not out.external) then return nil end
     local v = a.in_entries[1]
     if not (v.var and v.s.is_contig == 1 and v.s.dtype_id == out.s.dtype_id and same_shape(v.s, out.s)
             and cx.writers_between(g.first, a.pos) == 0) then

@@ -284,7 +284,7 @@ return function(mf)
       syms[i] = x
     end
     -- gradients add sum_to / broadcast_like everywhere; skip them where shapes already agree
-    if (op.name == 'sum_to' or op.name == 'broadcast_like') and same_known_shape(syms[1], syms[2]) then
+    if op.same_shape_identity and same_known_shape(syms[1], syms[2]) then
       return syms[1]
     end
     local rec = mf._params_record(op, ptable)

@@ -28,7 +28,7 @@ return function(mf)
     initial_seed = 'mf.initial_seed(): the seed last set.',
     get_rng_state = 'mf.get_rng_state(): {seed, offset} of the generator, for checkpoints.',
     set_rng_state = 'mf.set_rng_state(s): restores a state from get_rng_state().',
-    register_op = 'mf.register_op{name=, num_inputs=, doc=, lua_compute=, infer_shape=, params=, gradient=, strided=}: adds an op to the registry; it becomes mf.<name> and a tensor method, usable eagerly, in graphs and by autodiff. The kernel gets contiguous inputs (views are copied first) unless strided = true, and writes fresh contiguous outputs. gradient = function(x1, ..., xn, y, gy, params) return {g1, ..., gn} end: one gradient per input, of its shape and dtype, or nil.',
+    register_op = 'mf.register_op{name=, num_inputs=, doc=, lua_compute=, infer_shape=, params=, gradient=, strided=}: adds an op to the registry; it becomes mf.<name> and a tensor method, usable eagerly, in graphs and by autodiff. The kernel gets contiguous inputs (views are copied first) unless strided = true, and writes fresh contiguous outputs. gradient: function(x1, ..., xn, y, gy, params) return {g1, ..., gn} end, one gradient per input, of its shape and dtype, or nil. infer_shape: \'same\' (the default: input 1\'s shape and dtype) or function(in_shapes, p) return {out_shape, ...} end. The op is process-wide: every engine (Lua state) in the process can use it when its kernel, infer_shape and gradient are given as Lua source strings (as lua_compute is); a rule given as a Lua function lives only in the engine that registered the op, and other engines raise an error saying so.',
     help = "help(x): prints the docs of an op or function: help(mf.matmul), help('matmul'); returns nothing (mf.help_text(x) returns the text).",
     help_text = 'mf.help_text(x): the text help(x) prints, as a string.',
     list_ops = 'mf.list_ops(): sorted names of every registered op.',
@@ -94,6 +94,7 @@ return function(mf)
   local NAMESPACES = {'nn', 'optim', 'data', 'train'}
 
   function mf.list_ops()
+    mf._load_new_ops()  -- ops other engines registered since this one loaded
     local names = {}
     for name in pairs(ops) do names[#names + 1] = name end
     table.sort(names)

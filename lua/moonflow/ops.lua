@@ -150,21 +150,14 @@ return function(mf)
     return metas, alias
   end
 
-  -- Lua-registered ops: infer_shape = 'same' or function(in_shapes, p) -> {out_shape, ...}
+  -- Lua-registered ops with a Lua shape rule: function(in_shapes, p) -> {out_shape, ...} ('same' is native)
   local function infer_lua(op, rec, ins, nin)
-    local shapes
-    if op.lua_infer == 'same' then
-      if nin == 0 then raise(op.name .. ": infer_shape 'same' needs an input") end
-      shapes = {ins[1]:size()}
-    else
-      local in_shapes = {}
-      for i = 1, nin do in_shapes[i] = ins[i]:size() end
-      local ok, res = pcall(op.lua_infer, in_shapes, rec.p)
-      if not ok then raise(('%s: infer_shape failed: %s'):format(op.name, tostring(res))) end
-      if type(res) ~= 'table' or type(res[1]) ~= 'table' then
-        raise(op.name .. ': infer_shape must return a list of output shapes, e.g. {{2, 3}}')
-      end
-      shapes = res
+    local in_shapes = {}
+    for i = 1, nin do in_shapes[i] = ins[i]:size() end
+    local ok, shapes = pcall(op.lua_infer, in_shapes, rec.p)
+    if not ok then raise(('%s: infer_shape failed: %s'):format(op.name, tostring(shapes))) end
+    if type(shapes) ~= 'table' or type(shapes[1]) ~= 'table' then
+      raise(op.name .. ': infer_shape must return a list of output shapes, e.g. {{2, 3}}')
     end
     local dtype = nin > 0 and ins[1].dtype_id or F32
     local device = nin > 0 and ins[1].device_id or CPU
@@ -200,7 +193,16 @@ return function(mf)
   -- binding both come through here; unknown (graph building only) is the sentinel of unknown sizes
   function mf._infer(op, rec, ins, nin, unknown)
     if op.lua_infer then return infer_lua(op, rec, ins, nin) end
+    if op.local_shape then raise(mf._local_rule_error(op, 'infer_shape')) end
     return infer_native(op, rec, ins, nin, unknown)
+  end
+
+  -- A Lua-registered op whose rule was given as a Lua function: that function lives in the engine
+  -- (Lua state) that registered the op, so this engine cannot run it.
+  function mf._local_rule_error(op, field)
+    return ("%s: its %s was given to mf.register_op as a Lua function, which lives in the engine that "
+      .. "registered it; to use the op in every engine of the process, register it with %s as a source "
+      .. "string (like lua_compute)"):format(op.name, field, field)
   end
 
   -- binding ------------------------------------------------------------------------------------
@@ -459,79 +461,38 @@ return function(mf)
     return ins, ptable
   end
 
-  -- ops whose leading integer-list param may also be given as separate numbers: reshape(x, 2, 3)
-  local function list_adapter(field, ninputs)
-    return function(op, ...)
-      local args = {...}
-      local n = select('#', ...)
-      local ins = {}
-      for i = 1, ninputs do ins[i] = args[i] end
-      local list, ptable = {}, {}
-      local i = ninputs + 1
-      if is_options(args[i]) and args[i][1] ~= nil or (is_options(args[i]) and next(args[i]) == nil) then
-        list = args[i]
+  -- MF_OPF_LIST_ARGS: the leading integer-list param may also be given as separate numbers after
+  -- the inputs (reshape(x, 2, 3), zeros(2, 3)); other params come in a trailing table
+  local function list_adapter(op, ...)
+    local args = {...}
+    local n = select('#', ...)
+    local ninputs, field = #op.inputs, op.param_list[1]
+    local ins = {}
+    for i = 1, ninputs do ins[i] = args[i] end
+    local list, ptable = {}, {}
+    local i = ninputs + 1
+    if is_options(args[i]) and args[i][1] ~= nil or (is_options(args[i]) and next(args[i]) == nil) then
+      list = args[i]
+      i = i + 1
+    else
+      while type(args[i]) == 'number' do
+        list[#list + 1] = args[i]
         i = i + 1
-      else
-        while type(args[i]) == 'number' do
-          list[#list + 1] = args[i]
-          i = i + 1
-        end
       end
-      ptable[field] = list
-      for j = i, n do
-        if is_options(args[j]) then for k, v in pairs(args[j]) do ptable[k] = v end
-        elseif args[j] ~= nil then
-          raise(('%s: unexpected argument %d (%s); pass other params in a table, e.g. {dtype = "float64"}'):format(op.name, j, tostring(args[j])))
-        end
-      end
-      return ins, ptable
     end
+    ptable[field] = list
+    for j = i, n do
+      if is_options(args[j]) then for k, v in pairs(args[j]) do ptable[k] = v end
+      elseif args[j] ~= nil then
+        raise(('%s: unexpected argument %d (%s); pass other params in a table, e.g. {dtype = "float64"}'):format(op.name, j, tostring(args[j])))
+      end
+    end
+    return ins, ptable
   end
-
-  local adapters = {
-    reshape = list_adapter('shape', 1), permute = list_adapter('dims', 1), expand = list_adapter('size', 1),
-    zeros = list_adapter('shape', 0), ones = list_adapter('shape', 0),
-    rand = list_adapter('shape', 0), randn = list_adapter('shape', 0),
-    full = function(op, shape, value, opts)
-      local p = {shape = shape, value = value}
-      if is_options(opts) then for k, v in pairs(opts) do p[k] = v end end
-      return {}, p
-    end,
-    arange = function(op, a, b, c, opts)
-      if is_options(a) then return {}, a end  -- arange{start =, stop =, step =}
-      if is_options(b) then opts, b = b, nil elseif is_options(c) then opts, c = c, nil end
-      local p = b == nil and {start = 0, stop = a} or {start = a, stop = b, step = c}
-      if is_options(opts) then for k, v in pairs(opts) do p[k] = v end end
-      return {}, p
-    end,
-    -- sum(x, 2) and sum(x, {1, 2}) both name dims; keepdim follows
-    squeeze = function(op, x, d)
-      if type(d) == 'number' then d = {d} end
-      if is_options(d) and d.dim then return {x}, d end
-      return {x}, d and {dim = d} or nil
-    end,
-    split = function(op, x, size, dim)
-      if type(size) == 'number' then size = {size} end
-      if is_options(dim) then return {x}, {size = size, dim = dim.dim} end
-      return {x}, {size = size, dim = dim}
-    end,
-    cast = function(op, x, dtype)
-      if is_options(dtype) then return {x}, dtype end
-      return {x}, {dtype = dtype}
-    end,
-  }
-  local function reduce_adapter(op, x, dim, keepdim)
-    if is_options(dim) and dim[1] == nil and next(dim) ~= nil then return {x}, dim end
-    if type(dim) == 'number' then dim = {dim} end
-    local p = (dim ~= nil or keepdim ~= nil) and {dim = dim, keepdim = keepdim} or nil
-    if is_options(keepdim) then p = keepdim; p.dim = dim end
-    return {x}, p
-  end
-  for _, r in ipairs{'sum', 'mean', 'max', 'min', 'prod', 'argmax', 'argmin'} do adapters[r] = reduce_adapter end
 
   -- op records and functions -------------------------------------------------------------------
   local function make_function(op)
-    local adapter = adapters[op.name] or default_adapter
+    local adapter = op.adapter or (op.list_args and list_adapter) or default_adapter
     local nin_fixed = #op.inputs
     local fast2 = not op.variadic and nin_fixed == 2 and #op.param_list == 0 and adapter == default_adapter
     local fast1 = not op.variadic and nin_fixed == 1 and #op.param_list == 0 and adapter == default_adapter
@@ -590,7 +551,6 @@ return function(mf)
     return f
   end
 
-  local MULTI = {split = true}
   local function load_op(index)
     local op = {index = index, name = cstr(C.mf_op_name(index)), doc = cstr(C.mf_op_doc(index)),
                 inputs = {}, param_list = {}, param_kind = {}, param_info = {}, params = {}, nparams_cached = 0,
@@ -603,11 +563,19 @@ return function(mf)
     op.from_lua = bit.band(flags, OPF_LUA) ~= 0
     op.random = bit.band(flags, OPF_RANDOM) ~= 0
     op.strided = bit.band(flags, C.MF_OPF_STRIDED) ~= 0  -- kernel takes views as they are
-    op.multi = MULTI[op.name] or false
+    op.multi = bit.band(flags, C.MF_OPF_LIST_OUTPUT) ~= 0       -- returns its outputs as one list
+    op.list_args = bit.band(flags, C.MF_OPF_LIST_ARGS) ~= 0
+    op.overwrites = bit.band(flags, C.MF_OPF_OVERWRITES) ~= 0   -- writes input 1 without reading it
+    op.same_shape_identity = bit.band(flags, C.MF_OPF_SAME_SHAPE_IDENTITY) ~= 0
+    op.local_shape = bit.band(flags, C.MF_OPF_LOCAL_SHAPE) ~= 0  -- rules held by the registering engine
+    op.local_gradient = bit.band(flags, C.MF_OPF_LOCAL_GRADIENT) ~= 0
+    local adapter_src = cstr(C.mf_op_lua_adapter(index))
+    if adapter_src and adapter_src ~= '' then op.adapter = compile_kernel(op.name, 'call syntax', adapter_src) end
+    local shape_src = cstr(C.mf_op_lua_shape(index))
+    if shape_src and shape_src ~= '' then op.lua_infer = compile_kernel(op.name, 'infer_shape', shape_src) end
     for i = 0, C.mf_op_num_inputs(index) - 1 do op.inputs[i + 1] = cstr(C.mf_op_input_name(index, i)) end
     -- the input that is a uint8 selection mask (where's cond): it never decides a number's dtype
-    op.mask_input = 0
-    for i, n in ipairs(op.inputs) do if n == 'cond' then op.mask_input = i end end
+    op.mask_input = C.mf_op_mask_input(index)
     for i = 0, C.mf_op_num_params(index) - 1 do
       local name = cstr(C.mf_op_param_name(index, i))
       op.param_list[i + 1] = name
@@ -620,17 +588,35 @@ return function(mf)
     return op
   end
 
-  -- names that stay plain tensor methods rather than op calls
-  local NOT_METHODS = {type = true}
   local function install(op)
     local f = make_function(op)
     op.fn = f
     mf[op.name] = f
     fn_names[f] = op.name
-    if #op.inputs > 0 and not NOT_METHODS[op.name] and methods[op.name] == nil then methods[op.name] = f end
+    if #op.inputs > 0 and rawget(methods, op.name) == nil then methods[op.name] = f end
   end
 
-  for i = 0, C.mf_op_count() - 1 do install(load_op(i)) end
+  -- The registry is process-wide: another engine may register ops after this one loaded. A name
+  -- missing from mf, mf._ops or the tensor methods first loads any ops added since (a miss costs one
+  -- registry count; a hit costs nothing).
+  local nloaded = 0
+  local function load_new_ops()
+    local n = C.mf_op_count()
+    if n == nloaded then return false end
+    for i = nloaded, n - 1 do
+      nloaded = i + 1  -- first: install's own lookups may come back here
+      if not ops_by_index[i] then install(load_op(i)) end
+    end
+    return true
+  end
+  load_new_ops()
+  mf._load_new_ops = load_new_ops
+  local function lookup_new(t, k)
+    if type(k) == 'string' and load_new_ops() then return rawget(t, k) end
+  end
+  setmetatable(ops, {__index = lookup_new})
+  setmetatable(methods, {__index = lookup_new})
+  setmetatable(mf, {__index = lookup_new})
 
   -- TensorFlow and Torch7 spellings
   local ALIASES = {reduce_sum = 'sum', reduce_mean = 'mean', reduce_max = 'max', reduce_min = 'min',
@@ -671,17 +657,25 @@ return function(mf)
     end
     if type(def.doc) ~= 'string' or def.doc == '' then raise(('register_op %s: doc is required'):format(name)) end
     if type(def.lua_compute) ~= 'string' then raise(('register_op %s: lua_compute must be a kernel string'):format(name)) end
+    -- rules given as source strings go into the registry and serve every engine of the process;
+    -- rules given as Lua functions stay in this engine (other engines get a clear error)
     local infer = def.infer_shape or 'same'
-    if infer ~= 'same' and type(infer) ~= 'function' then
-      raise(("register_op %s: infer_shape must be 'same' or function(in_shapes, p)"):format(name))
+    if infer ~= 'same' and type(infer) ~= 'function' and type(infer) ~= 'string' then
+      raise(("register_op %s: infer_shape must be 'same', the source of function(in_shapes, p), or that "
+        .. "function"):format(name))
     end
+    if infer == 'same' and nin == 0 then raise(("register_op %s: infer_shape 'same' needs an input; give a shape rule"):format(name)) end
     if def.strided ~= nil and type(def.strided) ~= 'boolean' then
       raise(('register_op %s: strided must be true (the kernel takes views with their strides) or false'):format(name))
     end
-    if def.gradient ~= nil and type(def.gradient) ~= 'function' then
-      raise(('register_op %s: gradient must be a function(x1, ..., xn, y, gy, params) returning the list '
-        .. '{g1, ..., gn} of input gradients (nil for none)'):format(name))
+    local grad = def.gradient
+    if grad ~= nil and type(grad) ~= 'function' and type(grad) ~= 'string' then
+      raise(('register_op %s: gradient must be the source of function(x1, ..., xn, y, gy, params) returning the '
+        .. 'list {g1, ..., gn} of input gradients (nil for none), or that function'):format(name))
     end
+    -- sources load here, so their errors surface before registering
+    if type(infer) == 'string' and infer ~= 'same' then compile_kernel(name, 'infer_shape', infer) end
+    if type(grad) == 'string' then compile_kernel(name, 'gradient', grad) end
     -- params are checked before registering, so a failed registration leaves nothing behind
     if def.params ~= nil and type(def.params) ~= 'table' then
       raise(('register_op %s: params must be a table {name = {type =, default =, doc =}}, got a %s'):format(name, type(def.params)))
@@ -704,16 +698,23 @@ return function(mf)
                    dflt = spec.default ~= nil and encode_value({name = name, param_kind = {}}, k, spec.default) or nil}
     end
     local factory = compile_kernel(name, 'cpu', def.lua_compute)  -- load errors surface before registering
-    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, nil, def.strided and C.MF_OPF_STRIDED or 0)
-    if index < 0 then raise(ffi.string(C.mf_last_error())) end
-    for _, k in ipairs(pnames) do
+    local flags = bit.bor(def.strided and C.MF_OPF_STRIDED or 0, type(infer) == 'function' and C.MF_OPF_LOCAL_SHAPE or 0,
+                          type(grad) == 'function' and C.MF_OPF_LOCAL_GRADIENT or 0)
+    local np = #pnames
+    local pn, pk, pd, pdoc = ffi.new('const char *[?]', np + 1), ffi.new('const char *[?]', np + 1),
+                             ffi.new('const char *[?]', np + 1), ffi.new('const char *[?]', np + 1)
+    for i, k in ipairs(pnames) do  -- the Lua strings stay alive in pnames and pspecs during the call
       local s = pspecs[k]
-      if C.mf_op_add_param(index, k, s.kind, s.dflt, s.doc) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+      pn[i - 1], pk[i - 1], pd[i - 1], pdoc[i - 1] = k, s.kind, s.dflt, s.doc
     end
+    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, type(grad) == 'string' and grad or nil,
+                                       type(infer) == 'string' and infer ~= 'same' and infer or nil, flags,
+                                       np, pn, pk, pd, pdoc)
+    if index < 0 then raise(ffi.string(C.mf_last_error())) end
     local op = load_op(index)
     op.factories.cpu = factory
-    op.lua_infer = infer
-    op.lua_gradient = def.gradient
+    if type(infer) == 'function' then op.lua_infer = infer end
+    if type(grad) == 'function' then op.lua_gradient = grad end
     install(op)
     return mf[name]
   end

@@ -156,7 +156,7 @@ return function(mf)
           ins[k] = e
           if e.var and bit.band(op.flags, OPF_WRITES) == 0 and not written[e.var] then ex.needs_init[e.var] = true end
           if e.var and bit.band(op.flags, OPF_WRITES) ~= 0 then
-            if op.name ~= 'assign' and not written[e.var] then ex.needs_init[e.var] = true end
+            if not op.overwrites and not written[e.var] then ex.needs_init[e.var] = true end
             written[e.var] = true
             ex.writes[#ex.writes + 1] = e.var
           end

@@ -1,5 +1,5 @@
-// Graph structure passes: execution order with the variable read/assign rule, CSE, the
-// log(softmax) rewrite, and liveness-based memory planning.
+// Graph structure passes: execution order with the variable read/assign rule, CSE, the rewrite
+// rules op blocks declare, and liveness-based memory planning.
 #include "graph.h"
 
 #include <algorithm>
@@ -157,20 +157,24 @@ int32_t Graph::cse() {
 }
 
 int32_t Graph::simplify() {
-  const Registry& reg = Registry::get();
-  int log_op = reg.index_of("log"), softmax_op = reg.index_of("softmax"), log_softmax_op = reg.index_of("log_softmax");
+  // the rules op blocks declare (OpDef::replaces): outer(inner(x..., p)) -> result(x..., p), e.g.
+  // log(softmax(x, dim)) -> log_softmax(x, dim): one stable pass instead of exp, divide, log
+  const std::vector<Registry::Rewrite>& rules = Registry::get().rewrites();
   int32_t rewrites = 0;
-  for (int32_t id = 0; id < size(); ++id) {
+  for (int32_t id = 0; id < size() && !rules.empty(); ++id) {
     Node& n = nodes_[size_t(id)];
-    if (n.forward >= 0 || n.kind != kOpNode || n.op != log_op) continue;
+    if (n.forward >= 0 || n.kind != kOpNode || n.inputs.size() != 1) continue;
     NodeEntry in = resolve(n.inputs[0]);
     const Node& s = nodes_[size_t(in.node)];
-    if (s.kind != kOpNode || s.op != softmax_op) continue;
-    // log(softmax(x, dim)) -> log_softmax(x, dim): one stable pass instead of exp, divide, log
-    n.op = log_softmax_op;
-    n.params = s.params;
-    n.inputs = s.inputs;
-    ++rewrites;
+    if (s.kind != kOpNode || in.index != 0) continue;
+    for (const Registry::Rewrite& r : rules) {
+      if (n.op != r.outer || s.op != r.inner) continue;
+      n.op = r.result;
+      n.params = s.params;
+      n.inputs = s.inputs;
+      ++rewrites;
+      break;
+    }
   }
   return rewrites;
 }

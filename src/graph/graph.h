@@ -42,14 +42,18 @@ class Graph {
   // Follows forwards left by CSE and simplification.
   NodeEntry resolve(NodeEntry e) const;
 
-  // The nodes the targets need, inputs before consumers. Reads of a variable come before an
-  // assign to it (the documented order) unless the read itself depends on that assign.
+  // The nodes the targets need, inputs before consumers. Reads of a variable come before an op
+  // that writes it (MF_OPF_WRITES: assign, optimizer updates; the documented order) unless the read
+  // itself depends on that op; ops that write one variable keep their creation order.
   std::vector<int32_t> order(const std::vector<int32_t>& targets) const;
-  // Merges nodes with the same op, params and inputs (not random, stateful or source nodes);
-  // returns how many were merged.
+  // Merges op nodes with the same op, params and inputs, except those that draw random numbers
+  // (MF_OPF_RANDOM), write their inputs (MF_OPF_WRITES) or have control edges; returns how many
+  // were merged.
   int32_t cse();
-  // Rewrites log(softmax(x)) into log_softmax(x) and -sum(labels * log_softmax(x), d) into
-  // softmax_cross_entropy(x, labels, d); returns how many rewrites happened.
+  // Applies the rewrite rules op blocks declare (OpDef::replaces, src/op/registry.h) to the op
+  // nodes in one pass: a node outer(inner(x..., p)) becomes result(x..., p), as log(softmax(x, d))
+  // becomes log_softmax(x, d). The inner node stays for its other readers. Returns how many rewrites
+  // happened.
   int32_t simplify();
 
  private:

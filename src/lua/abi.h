@@ -72,6 +72,15 @@ const char *mf_op_input_name(int op, int i);
 const char *mf_op_lua_compute(int op, int32_t device);
 const char *mf_op_lua_gradient(int op);
 int mf_op_flags(int op);
+/* 1-based index of the input that is a selection mask (where's cond; a Lua number among the operands
+   never takes its dtype), or 0 */
+int mf_op_mask_input(int op);
+/* Lua source of the op's call syntax when the default (inputs, then params in order, then a table of
+   named params) does not fit, else "" */
+const char *mf_op_lua_adapter(int op);
+/* Lua-registered ops: the source of the shape rule function(in_shapes, p) when it was given as a
+   string, else "" (a native rule, or a Lua function held by the registering engine: MF_OPF_LOCAL_SHAPE) */
+const char *mf_op_lua_shape(int op);
 /* pointwise ops (one scalar functor, src/op/elemwise.h): the code mf_k_unary, mf_k_binary and fused
    programs take, or -1 for any other op; *arity: 1 or 2; *fusable: 1 when fused programs may hold it */
 int mf_op_pointwise(int op, int32_t *arity, int32_t *fusable);
@@ -81,10 +90,14 @@ const char *mf_op_param_type(int op, int i);
 const char *mf_op_param_default(int op, int i);
 const char *mf_op_param_doc(int op, int i);
 /* The registry is process-wide and thread safe: an op registered from one Lua state is visible to
-   every state (engine) in the process, and a second registration of its name, from any state, fails. */
-int mf_op_register_lua(const char *name, const char *doc, int num_inputs, const char *cpu_src, const char *gradient_src, int flags);
-/* kind: "boolean", "integer", "number", "dtype", "integer list" or "enum:a|b|c"; default_text as user text, NULL if required */
-int mf_op_add_param(int op, const char *name, const char *kind, const char *default_text, const char *doc);
+   every state (engine) in the process, and a second registration of its name, from any state, fails.
+   Sources given as text (kernel, gradient, shape rule) serve every engine; shape_src NULL without
+   MF_OPF_LOCAL_SHAPE in flags: the output has input 1's shape and dtype. The op's num_params params
+   come complete with it: names, kinds ("boolean", "integer", "number", "dtype", "integer list" or
+   "enum:a|b|c"), defaults as user text (NULL: required) and docs. */
+int mf_op_register_lua(const char *name, const char *doc, int num_inputs, const char *cpu_src, const char *gradient_src,
+                       const char *shape_src, int flags, int num_params, const char *const *param_names,
+                       const char *const *param_kinds, const char *const *param_defaults, const char *const *param_docs);
 
 /* params: parsed from "key=value;key=value" text, validated against the op's fields */
 mf_params *mf_params_parse(int op, const char *text);

@@ -192,8 +192,9 @@ int mf_op_pointwise(int op, int32_t* arity, int32_t* fusable) {
     return k ? op_at(op).pointwise_ : -1;
   }(), -1)
 }
-// params_ of a Lua-registered op grow after registration, so these read under the registry lock
-// (the strings they return never move: see Registry::kMaxLuaParams).
+int mf_op_mask_input(int op) { MF_OP_FIELD(op_at(op).mask_input_, -1) }
+const char* mf_op_lua_adapter(int op) { MF_OP_FIELD(cstr(op_at(op).lua_adapter_), nullptr) }
+const char* mf_op_lua_shape(int op) { MF_OP_FIELD(cstr(op_at(op).lua_shape_), nullptr) }
 int mf_op_num_params(int op) { MF_OP_FIELD(Registry::get().read(op, [](const OpDef& d) { return int(d.params_.size()); }), -1) }
 const char* mf_op_param_name(int op, int i) {
   MF_OP_FIELD(Registry::get().read(op, [&](const OpDef& d) { return cstr(d.params_.at(size_t(i)).name); }), nullptr)
@@ -212,14 +213,46 @@ const char* mf_op_param_doc(int op, int i) {
   MF_OP_FIELD(Registry::get().read(op, [&](const OpDef& d) { return cstr(d.params_.at(size_t(i)).doc); }), nullptr)
 }
 
-// The op is complete (name, doc, inputs, kernel, flags) before it becomes visible to other threads;
-// only its params are added afterwards, under the exclusive lock.
+// A param of a Lua-registered op from its declaration (register_op's params table).
+static Field lua_param(const std::string& op, const char* name, const char* kind, const char* default_text,
+                       const char* doc) {
+  std::string k = kind ? kind : "", n = name ? name : "";
+  if (n.empty()) fail(op, ": a param needs a name");
+  Field f{n, FieldKind::Float, default_text ? default_text : "", doc ? doc : ""};
+  if (k == "boolean") f.kind = FieldKind::Bool;
+  else if (k == "integer") f.kind = FieldKind::Int;
+  else if (k == "number") f.kind = FieldKind::Float;
+  else if (k == "dtype") f.kind = FieldKind::Dtype;
+  else if (k == "integer list") f.kind = FieldKind::IntList;
+  else if (k.rfind("enum:", 0) == 0) {
+    f.kind = FieldKind::Enum;
+    std::string rest = k.substr(5);
+    size_t pos = 0;
+    while (pos <= rest.size()) {
+      size_t bar = rest.find('|', pos);
+      if (bar == std::string::npos) bar = rest.size();
+      f.choices.push_back(rest.substr(pos, bar - pos));
+      pos = bar + 1;
+    }
+  } else {
+    fail(op, ": param '", n, "' has kind '", k, "'; expected boolean, integer, number, dtype, integer list or enum:a|b");
+  }
+  f.required = default_text == nullptr;
+  if (!f.required) ParamValues::parse(op, {f}, "");  // the default must itself be valid
+  return f;
+}
+
+// The op is complete (params included) before it becomes visible to other threads and engines,
+// and never changes afterwards.
 int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const char* cpu_src,
-                       const char* gradient_src, int flags) {
+                       const char* gradient_src, const char* shape_src, int flags, int num_params,
+                       const char* const* param_names, const char* const* param_kinds,
+                       const char* const* param_defaults, const char* const* param_docs) {
   int index = -1;
   int st = guard(__func__, [&] {
     if (!name || !*name) fail("register_op: name is required");
     if (num_inputs < 0 || num_inputs > 64) fail("register_op: ", name, ": num_inputs is ", num_inputs, "; expected 0..64");
+    if (num_params < 0 || num_params > 64) fail("register_op: ", name, ": ", num_params, " params; expected 0..64");
     OpDef op;
     op.name_ = name;
     op.describe(doc ? doc : "");
@@ -229,46 +262,21 @@ int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const 
     if (cpu_src) op.lua_compute(MF_CPU, cpu_src);
     if (gradient_src) op.gradient(gradient_src);
     op.flags_ |= (flags | MF_OPF_LUA);
-    op.params_.reserve(Registry::kMaxLuaParams);
+    if (shape_src) {
+      op.lua_shape_ = shape_src;
+    } else if (!(flags & MF_OPF_LOCAL_SHAPE)) {  // 'same': a native rule, so every engine has it
+      if (num_inputs == 0) fail("register_op ", name, ": infer_shape 'same' needs an input; give a shape rule");
+      op.infer_shape(same_shape);
+    }
+    for (int i = 0; i < num_params; ++i) {
+      Field f = lua_param(op.name_, param_names[i], param_kinds[i], param_defaults[i], param_docs[i]);
+      for (const Field& g : op.params_)
+        if (g.name == f.name) fail(op.name_, ": param '", f.name, "' declared twice");
+      op.param(std::move(f));
+    }
     index = Registry::get().add(std::move(op));
   });
   return st == MF_OK ? index : -1;
-}
-
-int mf_op_add_param(int op, const char* name, const char* kind, const char* default_text, const char* doc) {
-  return guard(__func__, [&] {
-    Registry::get().write(op, [&](OpDef& def) {
-      if (!(def.flags_ & MF_OPF_LUA)) fail(def.name_, ": params of built-in ops are declared in C++");
-      std::string k = kind ? kind : "", n = name ? name : "", d = doc ? doc : "";
-      if (n.empty()) fail(def.name_, ": a param needs a name");
-      for (auto& f : def.params_)
-        if (f.name == n) fail(def.name_, ": param '", n, "' declared twice");
-      if (def.params_.size() >= Registry::kMaxLuaParams)
-        fail(def.name_, ": at most ", Registry::kMaxLuaParams, " params");
-      Field f{n, FieldKind::Float, default_text ? default_text : "", d};
-      if (k == "boolean") f.kind = FieldKind::Bool;
-      else if (k == "integer") f.kind = FieldKind::Int;
-      else if (k == "number") f.kind = FieldKind::Float;
-      else if (k == "dtype") f.kind = FieldKind::Dtype;
-      else if (k == "integer list") f.kind = FieldKind::IntList;
-      else if (k.rfind("enum:", 0) == 0) {
-        f.kind = FieldKind::Enum;
-        std::string rest = k.substr(5);
-        size_t pos = 0;
-        while (pos <= rest.size()) {
-          size_t bar = rest.find('|', pos);
-          if (bar == std::string::npos) bar = rest.size();
-          f.choices.push_back(rest.substr(pos, bar - pos));
-          pos = bar + 1;
-        }
-      } else {
-        fail(def.name_, ": param '", n, "' has kind '", k, "'; expected boolean, integer, number, dtype, integer list or enum:a|b");
-      }
-      f.required = default_text == nullptr;
-      if (!f.required) ParamValues::parse(def.name_, {f}, "");  // the default must itself be valid
-      def.params_.push_back(f);
-    });
-  });
 }
 
 // -- params ----------------------------------------------------------------------------------

@@ -204,6 +204,7 @@ end)lua");
   MF_REGISTER_OP(where)
       .describe("Picks a where cond is nonzero, else b; all three broadcast together.")
       .inputs({"cond", "a", "b"})
+      .mask_input(1)
       .strided()
       .infer_shape(broadcast_shape)
       .infer_type(where_type)

@@ -62,6 +62,7 @@ void register_init_ops() {
       .describe("A tensor of zeros.")
       .inputs({})
       .param(shape_field())
+      .list_args()
       .param(dtype_field())
       .infer_shape(shape_param)
       .infer_type(dtype_param)
@@ -71,6 +72,7 @@ void register_init_ops() {
       .describe("A tensor of ones.")
       .inputs({})
       .param(shape_field())
+      .list_args()
       .param(dtype_field())
       .infer_shape(shape_param)
       .infer_type(dtype_param)
@@ -80,8 +82,8 @@ void register_init_ops() {
       .describe("A tensor filled with value.")
       .inputs({})
       .param(shape_field())
-      .param(dtype_field())
       .param(Field::number("value", 0, "Fill value (NaN and infinities fill float dtypes).").mandatory().allow_nan())
+      .param(dtype_field())
       .infer_shape(shape_param)
       .infer_type(full_type)
       .lua_compute(MF_CPU, fill_kernel("p.value"));
@@ -93,6 +95,16 @@ void register_init_ops() {
       .param(Field::number("stop", 0, "End, excluded.").mandatory())
       .param(Field::number("step", 1, "Increment (nonzero, may be negative)."))
       .param(dtype_field())
+      // arange(stop), arange(start, stop[, step]), each with an optional trailing table of params,
+      // or arange{start =, stop =, step =, dtype =}
+      .lua_adapter(R"lua(
+function(op, a, b, c, opts)
+  if type(a) == 'table' then return {}, a end
+  if type(b) == 'table' then opts, b = b, nil elseif type(c) == 'table' then opts, c = c, nil end
+  local p = b == nil and {start = 0, stop = a} or {start = a, stop = b, step = c}
+  if type(opts) == 'table' then for k, v in pairs(opts) do p[k] = v end end
+  return {}, p
+end)lua")
       .infer_shape(arange_shape)
       .infer_type(dtype_param)
       .lua_compute(MF_CPU, R"lua(
@@ -119,6 +131,7 @@ end)lua");
       .describe("Uniform draws in [low, high) from the seeded counter-based generator (mf.manual_seed).")
       .inputs({})
       .param(shape_field())
+      .list_args()
       .param(Field::number("low", 0, "Lower bound, included."))
       .param(Field::number("high", 1, "Upper bound, excluded."))
       .param(dtype_field())
@@ -135,6 +148,7 @@ end)lua");
       .describe("Normal draws with mean and std from the seeded counter-based generator (mf.manual_seed).")
       .inputs({})
       .param(shape_field())
+      .list_args()
       .param(Field::number("mean", 0, "Mean."))
       .param(Field::number("std", 1, "Standard deviation.").range(0, INFINITY))
       .param(dtype_field())

@@ -146,6 +146,7 @@ end)lua");
       .infer_shape(softmax_shape)
       .infer_type(float_type)
       .lua_compute(MF_CPU, softmax_kernel("1"))
+      .replaces("log", "softmax")
       .gradient("function(x, y, gy, p) return {gy - mf.exp(y) * mf.sum(gy, p.dim, true)} end");
 }
 

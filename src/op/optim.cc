@@ -91,6 +91,7 @@ void register_optim_ops() {
       .inputs({"ref", "value"})
       .view()
       .writes()
+      .overwrites()
       .infer_shape(var_shape)
       .infer_type(var_type)
       .lua_compute(MF_CPU, R"lua(

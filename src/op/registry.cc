@@ -99,6 +99,18 @@ void register_builtin_ops() {
     register_optim_ops();
     register_conv_ops();
     register_fused_ops();
+    // the simplification rules, by index; a rule naming a missing op, or an outer op that takes
+    // params or more than one input (they would be lost), is a mistake in its block
+    Registry& reg = Registry::get();
+    for (int i = 0; i < reg.size(); ++i) {
+      for (const OpDef::Fold& f : reg.at(i).folds_) {
+        int outer = reg.index_of(f.outer), inner = reg.index_of(f.inner);
+        if (outer < 0 || inner < 0) fail(reg.at(i).name_, ": replaces ", f.outer, "(", f.inner, "(...)), an unknown op");
+        if (!reg.at(outer).params_.empty() || reg.at(outer).inputs_.size() != 1)
+          fail(reg.at(i).name_, ": replaces ", f.outer, "(", f.inner, "(...)); ", f.outer, " must take one input and no params");
+        reg.rewrites_.push_back({outer, inner, i});
+      }
+    }
   });
 }
 

@@ -50,6 +50,14 @@ struct OpDef {
   std::string lua_compute_[2];  // indexed by mf_device
   std::string lua_gradient_;    // Lua source of the gradient rule (graph mode)
   int flags_ = 0;               // mf_op_flag bits
+  int mask_input_ = 0;          // 1-based index of the input that is a selection mask (mask_input), or 0
+  std::string lua_adapter_;     // Lua source of the call syntax when the default does not fit (lua_adapter)
+  std::string lua_shape_;       // Lua-registered ops: source of the shape rule function(in_shapes, p), or empty
+  struct Fold {                 // a graph simplification rule (replaces)
+    std::string outer, inner;
+  };
+  std::vector<Fold> folds_;
+
   int pointwise_ = -1;          // code of its functor's loops in the pointwise table (src/op/elemwise.h), or -1
 
   // Builder used by MF_REGISTER_OP blocks.
@@ -64,6 +72,30 @@ struct OpDef {
   OpDef& random() { flags_ |= MF_OPF_RANDOM; return *this; }      // draws from the generator
   OpDef& writes() { flags_ |= MF_OPF_WRITES; return *this; }      // updates the variables among its inputs
   OpDef& inplace() { flags_ |= MF_OPF_INPLACE; return *this; }    // output may take over a dying input's storage
+  // Writes input 1 whole from input 2 without reading it first (assign): a variable it writes needs
+  // no value before, and fusion may compute input 2 straight into it.
+  OpDef& overwrites() { flags_ |= MF_OPF_OVERWRITES; return *this; }
+  // Returns its outputs as one Lua list, however many its params and input shapes make (split).
+  OpDef& list_output() { flags_ |= MF_OPF_LIST_OUTPUT; return *this; }
+  // Its first param, an integer list, may also be given as separate numbers after the inputs:
+  // reshape(x, 2, 3), zeros(2, 3); its other params then come in a trailing table.
+  OpDef& list_args() { flags_ |= MF_OPF_LIST_ARGS; return *this; }
+  // Returns input 1 unchanged when inputs 1 and 2 have the same shape (sum_to, broadcast_like):
+  // graph building adds no node for it then.
+  OpDef& identity_if_same_shape() { flags_ |= MF_OPF_SAME_SHAPE_IDENTITY; return *this; }
+  // Input i (1-based) is a selection mask (where's cond): a Lua number among the operands never
+  // takes its dtype.
+  OpDef& mask_input(int i) { mask_input_ = i; return *this; }
+  // The Lua call syntax, for an op where inputs, then params in declared order, then a table of
+  // named params does not fit: the source of function(op, ...) returning the inputs list and the
+  // params table (or nil). Compiled once per engine, like a kernel string.
+  OpDef& lua_adapter(std::string src) { lua_adapter_ = std::move(src); return *this; }
+  // Graph simplification (Graph::simplify): a node outer(inner(x..., p)), whose outer op takes no
+  // params, becomes this op on x... with p: log_softmax replaces log over softmax.
+  OpDef& replaces(std::string outer, std::string inner) {
+    folds_.push_back({std::move(outer), std::move(inner)});
+    return *this;
+  }
   OpDef& param(Field f) { params_.push_back(std::move(f)); return *this; }
   OpDef& infer_shape(InferFn f) { infer_shape_ = f; return *this; }
   OpDef& infer_type(InferFn f) { infer_type_ = f; return *this; }
@@ -75,31 +107,28 @@ struct OpDef {
 // additions an exclusive one; an OpDef, once added, stays at its address for the life of the process.
 class Registry {
  public:
-  // A Lua-registered op may declare at most this many params (the vector is reserved up front, so
-  // the field strings readers were handed never move).
-  static constexpr size_t kMaxLuaParams = 64;
-
   static Registry& get();
   // Adds a new op and returns it for the MF_REGISTER_OP chain, which then writes it unlocked: only for
   // register_builtin_ops(), which runs once (std::call_once) before any lookup. Throws if the name is taken.
   OpDef& add(const std::string& name);
-  // Adds a complete op (registered from Lua) and returns its index; throws if the name is taken.
+  // Adds a complete op (registered from Lua: params and all, it never changes afterwards) and
+  // returns its index; throws if the name is taken.
   int add(OpDef op);
   const OpDef* find(const std::string& name) const;
+  // A simplification rule as Graph::simplify applies it: outer(inner(x..., p)) -> result(x..., p),
+  // by registry index. Built from the built-in ops' replaces() once, by register_builtin_ops().
+  struct Rewrite {
+    int outer, inner, result;
+  };
+  const std::vector<Rewrite>& rewrites() const { return rewrites_; }
   int index_of(const std::string& name) const;
   const OpDef& at(int i) const;
   int size() const;
-  // Runs f(op i) under the shared lock: for fields that may still change, the params of Lua ops.
+  // Runs f(op i) under the shared lock.
   template <typename F>
   auto read(int i, F&& f) const {
     std::shared_lock<std::shared_mutex> lock(mu_);
     return f(at_unlocked(i));
-  }
-  // Runs f(op i) under the exclusive lock: adding a param to a Lua op.
-  template <typename F>
-  auto write(int i, F&& f) {
-    std::unique_lock<std::shared_mutex> lock(mu_);
-    return f(const_cast<OpDef&>(at_unlocked(i)));
   }
 
  private:
@@ -107,6 +136,8 @@ class Registry {
   const OpDef& at_unlocked(int i) const;
   mutable std::shared_mutex mu_;
   std::deque<OpDef> ops_;  // deque: references stay valid as ops are added
+  std::vector<Rewrite> rewrites_;
+  friend void register_builtin_ops();
 };
 
 // Registers every built-in op exactly once (explicit, so static linking cannot drop it).

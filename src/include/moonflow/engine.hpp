@@ -74,7 +74,8 @@ class Values : public std::vector<Value> {
 // independent and may run at the same time on different threads; they share the process-wide op
 // registry, allocator and thread-count setting (MF_NUM_THREADS, mf.set_num_threads). So an op
 // registered from Lua (mf.register_op) by one engine is visible to all, and registering the same
-// name again, from any engine, fails; its shape rule and gradient live in the registering engine.
+// name again, from any engine, fails; its kernel, and its shape rule and gradient when given as source
+// strings, serve every engine, while a rule given as a Lua function stays in the registering engine.
 //
 // Errors: every method throws mf::Error on failure (a Lua error carries the traceback) and leaves the
 // engine usable. No C++ exception crosses into Lua: a registered function's exceptions become Lua errors.

@@ -1,0 +1,113 @@
+-- Op attributes instead of op names: call syntaxes that follow from an op's params and its
+-- MF_OPF_LIST_ARGS / lua_adapter attributes, graph skips and rewrites declared in op blocks, and
+-- Lua-registered ops whose rules are source strings (process-wide; test_embed_engines.cc runs them
+-- in a second engine). References are hand-computed.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+
+local m = mf.tensor{{1, 2, 3}, {4, 5, 6}}
+
+T.test('reductions take dims from their declared params: a number, a list, keepdim, a table', function()
+  T.tensor_eq(mf.sum(m, 2), {6, 15})
+  T.tensor_eq(m:sum(1), {5, 7, 9})
+  T.eq(mf.sum(m, {1, 2}):item(), 21)
+  T.tensor_eq(mf.sum(m, 2, true), {{6}, {15}})
+  T.tensor_eq(mf.max(m, {dim = 1, keepdim = true}), {{4, 5, 6}})
+  T.tensor_eq(mf.sum(m, 2, {keepdim = true}), {{6}, {15}})
+  T.eq(mf.sum(m, nil, true):size(1), 1)
+  T.tensor_eq(mf.argmax(m, 2), {3, 3})
+  T.errors(function() mf.sum(m, 2, true, 4) end, 'sum: too many arguments (4)')
+end)
+
+T.test('list_args ops take sizes as separate numbers or a list; others by declared params', function()
+  T.eq(mf.zeros(2, 3):size(2), 3)
+  T.eq(mf.ones({4}, {dtype = 'float64'}):dtype(), 'float64')
+  T.eq(mf.reshape(m, 3, 2)[{3, 1}], 5)
+  T.eq(m:permute(2, 1)[{3, 2}], 6)
+  T.errors(function() mf.zeros(2, 'x') end, 'zeros: unexpected argument 2 (x)')
+  T.tensor_eq(mf.full({2}, 7), {7, 7})
+  T.eq(mf.full({2}, 7, 'float64'):dtype(), 'float64')       -- value comes before dtype
+  T.eq(mf.full({2}, 7, {dtype = 'int32'}):dtype(), 'int32')
+  T.tensor_eq(mf.squeeze(mf.ones(2, 1), 2), {1, 1})
+  local a, b = unpack(mf.split(mf.tensor{1, 2, 3}, 2))      -- list output: one table
+  T.tensor_eq(a, {1, 2})
+  T.tensor_eq(b, {3})
+  T.eq(#mf.split(m, 1, {dim = 2}), 3)
+  T.eq(mf.cast(m, 'int64'):dtype(), 'int64')
+end)
+
+T.test("arange's call syntax comes from its block (lua_adapter)", function()
+  T.tensor_eq(mf.arange(3), {0, 1, 2})
+  T.tensor_eq(mf.arange(2, 5), {2, 3, 4})
+  T.tensor_eq(mf.arange(1, 2, 0.25), {1, 1.25, 1.5, 1.75})
+  T.eq(mf.arange(3, {dtype = 'int64'}):dtype(), 'int64')
+  T.tensor_eq(mf.arange{start = 4, stop = 0, step = -2}, {4, 2})
+end)
+
+T.test('where: the mask input never decides a number operand dtype', function()
+  local c = mf.cast(mf.tensor{1, 0}, 'uint8')
+  local r = mf.where(c, mf.tensor({1.5, 2.5}, 'float64'), 0)
+  T.eq(r:dtype(), 'float64')
+  T.tensor_eq(r, {1.5, 0})
+end)
+
+T.test('sum_to and broadcast_like of one shape add no graph node (identity_if_same_shape)', function()
+  mf.reset_default_graph()
+  local x = mf.placeholder('float32', {2, 3}, 'x')
+  T.eq(rawequal(mf.sum_to(x, x), x), true)
+  T.eq(rawequal(mf.broadcast_like(x, x), x), true)
+  local y = mf.placeholder('float32', {3}, 'y')
+  T.eq(mf.broadcast_like(y, x):op_name(), 'broadcast_like')
+  T.tensor_eq(mf.Session():run(mf.sum_to(x, y), {[x] = m, [y] = mf.zeros(3)}), {5, 7, 9})
+end)
+
+T.test('assign overwrites: its variable needs no initial value; assign_add reads it', function()
+  mf.reset_default_graph()
+  local v = mf.Variable(mf.zeros(2), 'v')
+  local s = mf.Session()
+  T.tensor_eq(s:run(mf.assign(v, mf.constant(mf.tensor{3, 4}))), {3, 4})
+  mf.reset_default_graph()
+  local w = mf.Variable(mf.zeros(2), 'w')
+  T.errors(function() mf.Session():run(mf.assign_add(w, mf.constant(mf.tensor{1, 1}))) end, "variable 'w' is not initialized")
+end)
+
+-- rules as source strings: stored in the registry, compiled by each engine on first use
+mf.register_op{name = 'attrs_outer', num_inputs = 2, doc = 'outer product of two vectors',
+  infer_shape = [[ function(s) return {{s[1][1], s[2][1]}} end ]],
+  gradient = [[ function(a, b, y, gy) return {mf.sum(gy * mf.unsqueeze(b, 1), 2), mf.sum(gy * mf.unsqueeze(a, 2), 1)} end ]],
+  lua_compute = [[ function(ins, outs)
+    local n, k = ins[1]:numel(), ins[2]:numel()
+    return function()
+      local a, b, y = ins[1]:data(), ins[2]:data(), outs[1]:data()
+      for i = 0, n - 1 do for j = 0, k - 1 do y[i * k + j] = a[i] * b[j] end end
+    end end ]]}
+
+T.test('a Lua op with source-string rules: eager, graph with unknown sizes, gradient', function()
+  T.tensor_eq(mf.attrs_outer(mf.tensor{1, 2}, mf.tensor{3, 4, 5}), {{3, 4, 5}, {6, 8, 10}})
+  mf.reset_default_graph()
+  local a = mf.placeholder('float32', {-1}, 'a')
+  local b = mf.placeholder('float32', {3}, 'b')
+  local y = mf.attrs_outer(a, b)
+  T.eq(y.shape[1], -1)
+  T.eq(y.shape[2], 3)
+  -- loss = sum(y * w): d/da_i = sum_j w_ij b_j, d/db_j = sum_i w_ij a_i
+  local w = mf.constant(mf.tensor{{1, 0, 2}, {0, 1, 1}})
+  local ga, gb = unpack(mf.gradients(mf.sum(y * w), {a, b}))
+  local va, vb = mf.Session():run({ga, gb}, {[a] = mf.tensor{1, 2}, [b] = mf.tensor{3, 4, 5}})
+  T.tensor_eq(va, {13, 9})
+  T.tensor_eq(vb, {1, 2, 4})
+end)
+
+T.test('register_op: rule sources and the same rule are checked before registering', function()
+  local k = 'function(ins, outs) return function() end end'
+  T.errors(function() mf.register_op{name = 'attrs_bad_shape', num_inputs = 1, doc = 'x', lua_compute = k,
+    infer_shape = 'function(s) return {s[1]'} end, 'attrs_bad_shape', 'infer_shape')
+  T.errors(function() mf.register_op{name = 'attrs_bad_grad', num_inputs = 1, doc = 'x', lua_compute = k,
+    gradient = 'not lua'} end, 'attrs_bad_grad', 'gradient')
+  T.errors(function() mf.register_op{name = 'attrs_no_input', num_inputs = 0, doc = 'x', lua_compute = k} end,
+    "register_op attrs_no_input: infer_shape 'same' needs an input")
+  T.eq(mf._ops.attrs_bad_shape, nil)  -- nothing left behind
+  mf.register_op{name = 'attrs_bad_shape', num_inputs = 1, doc = 'x', lua_compute = k}
+end)
+
+T.finish()
