@@ -50,6 +50,7 @@ struct OpDef {
   std::string lua_compute_[2];  // indexed by mf_device
   std::string lua_gradient_;    // Lua source of the gradient rule (graph mode)
   int flags_ = 0;               // mf_op_flag bits
+  int pointwise_ = -1;          // code of its functor's loops in the pointwise table (src/op/elemwise.h), or -1
   int mask_input_ = 0;          // 1-based index of the input that is a selection mask (mask_input), or 0
   std::string lua_adapter_;     // Lua source of the call syntax when the default does not fit (lua_adapter)
   std::string lua_shape_;       // Lua-registered ops: source of the shape rule function(in_shapes, p), or empty
@@ -57,8 +58,6 @@ struct OpDef {
     std::string outer, inner;
   };
   std::vector<Fold> folds_;
-
-  int pointwise_ = -1;          // code of its functor's loops in the pointwise table (src/op/elemwise.h), or -1
 
   // Builder used by MF_REGISTER_OP blocks.
   OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }
@@ -154,6 +153,7 @@ void register_autodiff_ops();
 void register_optim_ops();
 void register_conv_ops();
 void register_fused_ops();
+void register_transfer_ops();
 
 // Kernel factory of view ops: alias input 1 when the shape rule made the output a view (set_view),
 // else copy input 1 into the output's shape, row-major (src/op/shape.cc).
