@@ -85,13 +85,18 @@ struct Ge { template <class T> static uint8_t f(T x, T y) { return uint8_t(x >= 
 }  // namespace pw
 
 // -- loops ---------------------------------------------------------------------------------------
-// n elements, strides in elements (0: one value repeated). A kernel calls a loop once per run of
-// elements (a thread's share of a dense tensor, a row of a strided one), never once per element.
+// A 2-D run of elements: `rows` rows of n; operand k (0 the output, 1 x, 2 y) steps s[k] elements
+// within a row (0: one value repeated) and r[k] from row to row. A kernel calls a loop once per run
+// (a thread's share of a dense tensor, a block of rows of a strided one), never once per element.
+struct PwRun {
+  int64_t n, rows;
+  int64_t s[3], r[3];
+};
 template <class T>
-using UnaryLoop = void (*)(T* y, int64_t ys, const T* x, int64_t xs, int64_t n, double p1, double p2);
+using UnaryLoop = void (*)(T* y, const T* x, const PwRun& run, double p1, double p2);
 // z holds the functor's result type; returns true when an element was invalid (see pw::Div).
 template <class T>
-using BinaryLoop = bool (*)(void* z, int64_t zs, const T* x, int64_t xs, const T* y, int64_t ys, int64_t n);
+using BinaryLoop = bool (*)(void* z, const T* x, const T* y, const PwRun& run);
 // One loop per dtype; std::get<UnaryLoop<T>>(k.unary) picks it.
 template <template <class> class L>
 using PerDtype = std::tuple<L<float>, L<double>, L<int32_t>, L<int64_t>, L<uint8_t>>;
@@ -125,31 +130,37 @@ template <class F, class T> constexpr auto fault(Rank<1>) -> decltype(F::fault, 
 template <class F, class T> constexpr const char* fault(Rank<0>) { return nullptr; }
 
 template <class F, class T>
-void unary_loop(T* y, int64_t ys, const T* x, int64_t xs, int64_t n, double p1, double p2) {
+void unary_loop(T* y, const T* x, const PwRun& run, double p1, double p2) {
   using A = Acc<T>;
   const A a = A(p1), b = A(p2);
-  if (ys == 1 && xs == 1) {
-    for (int64_t i = 0; i < n; ++i) y[i] = T(unary<F>(A(x[i]), a, b, Rank<2>()));
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i * ys] = T(unary<F>(A(x[i * xs]), a, b, Rank<2>()));
+  const int64_t n = run.n, ys = run.s[0], xs = run.s[1];
+  for (int64_t r = 0; r < run.rows; ++r, y += run.r[0], x += run.r[1]) {
+    if (ys == 1 && xs == 1) {
+      for (int64_t i = 0; i < n; ++i) y[i] = T(unary<F>(A(x[i]), a, b, Rank<2>()));
+    } else {
+      for (int64_t i = 0; i < n; ++i) y[i * ys] = T(unary<F>(A(x[i * xs]), a, b, Rank<2>()));
+    }
   }
 }
 
 template <class F, class T>
-bool binary_loop(void* zv, int64_t zs, const T* x, int64_t xs, const T* y, int64_t ys, int64_t n) {
+bool binary_loop(void* zv, const T* x, const T* y, const PwRun& run) {
   bool bad = false;
   using R = decltype(binary<F>(T(), T(), bad, Rank<1>()));
   R* z = static_cast<R*>(zv);
-  if (zs == 1 && xs == 1 && ys == 1) {
-    for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(x[i], y[i], bad, Rank<1>());
-  } else if (zs == 1 && xs == 1 && ys == 0) {
-    const T c = y[0];
-    for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(x[i], c, bad, Rank<1>());
-  } else if (zs == 1 && xs == 0 && ys == 1) {
-    const T c = x[0];
-    for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(c, y[i], bad, Rank<1>());
-  } else {
-    for (int64_t i = 0; i < n; ++i) z[i * zs] = binary<F>(x[i * xs], y[i * ys], bad, Rank<1>());
+  const int64_t n = run.n, zs = run.s[0], xs = run.s[1], ys = run.s[2];
+  for (int64_t r = 0; r < run.rows; ++r, z += run.r[0], x += run.r[1], y += run.r[2]) {
+    if (zs == 1 && xs == 1 && ys == 1) {
+      for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(x[i], y[i], bad, Rank<1>());
+    } else if (zs == 1 && xs == 1 && ys == 0) {
+      const T c = y[0];
+      for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(x[i], c, bad, Rank<1>());
+    } else if (zs == 1 && xs == 0 && ys == 1) {
+      const T c = x[0];
+      for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(c, y[i], bad, Rank<1>());
+    } else {
+      for (int64_t i = 0; i < n; ++i) z[i * zs] = binary<F>(x[i * xs], y[i * ys], bad, Rank<1>());
+    }
   }
   return bad;
 }

@@ -22,12 +22,18 @@ static void unary_typed(UnaryLoop<T> loop, mf_tensor& y, const mf_tensor& x, dou
   if (x.count == y.count && y.is_contig && x.is_contig) {  // dense: one flat loop, no iterator set-up
     T* yp = (T*)y.ptr;
     const T* xp = (const T*)x.ptr;
-    parallel_for(y.count, 4, [&](int64_t b0, int64_t e0) { loop(yp + b0, 1, xp + b0, 1, e0 - b0, a, b); });
+    parallel_for(y.count, 4, [&](int64_t b0, int64_t e0) {
+      PwRun run{e0 - b0, 1, {1, 1, 0}, {0, 0, 0}};
+      loop(yp + b0, xp + b0, run, a, b);
+    });
     return;
   }
   StridedIter<2> it(shape_of(y), {strides_of(y), broadcast_strides(x, shape_of(y))});
-  it.run({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4,
-         [&](auto p, int64_t n, auto st) { loop((T*)p[0], st[0], (const T*)p[1], st[1], n, a, b); });
+  it.run_rows({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, 4,
+              [&](auto p, int64_t n, auto st, int64_t rows, auto rst) {
+                PwRun run{n, rows, {st[0], st[1], 0}, {rst[0], rst[1], 0}};
+                loop((T*)p[0], (const T*)p[1], run, a, b);
+              });
 }
 
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
@@ -59,16 +65,17 @@ static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tenso
     const T* yp = (const T*)y.ptr;
     int64_t xs = x.count == 1 && z.count != 1 ? 0 : 1, ys = y.count == 1 && z.count != 1 ? 0 : 1;
     parallel_for(z.count, 1, [&](int64_t b0, int64_t e0) {
-      if (loop((char*)z.ptr + b0 * zsize, 1, xp + b0 * xs, xs, yp + b0 * ys, ys, e0 - b0))
-        bad.store(true, std::memory_order_relaxed);
+      PwRun run{e0 - b0, 1, {1, xs, ys}, {0, 0, 0}};
+      if (loop((char*)z.ptr + b0 * zsize, xp + b0 * xs, yp + b0 * ys, run)) bad.store(true, std::memory_order_relaxed);
     });
   } else {
     Shape s = shape_of(z);
     StridedIter<3> it(s, {strides_of(z), broadcast_strides(x, s), broadcast_strides(y, s)});
-    it.run({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {zsize, int(sizeof(T)), int(sizeof(T))}, 1,
-           [&](auto p, int64_t n, auto st) {
-             if (loop(p[0], st[0], (const T*)p[1], st[1], (const T*)p[2], st[2], n)) bad.store(true, std::memory_order_relaxed);
-           });
+    it.run_rows({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {zsize, int(sizeof(T)), int(sizeof(T))}, 1,
+                [&](auto p, int64_t n, auto st, int64_t rows, auto rst) {
+                  PwRun run{n, rows, {st[0], st[1], st[2]}, {rst[0], rst[1], rst[2]}};
+                  if (loop(p[0], (const T*)p[1], (const T*)p[2], run)) bad.store(true, std::memory_order_relaxed);
+                });
   }
   if (bad.load()) fail(k.name, ": ", k.fault, " (", dtype_name(x.dtype_id), ")");
 }

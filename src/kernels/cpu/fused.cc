@@ -102,9 +102,10 @@ void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
       for (size_t s = 0; s < steps.size(); ++s) {
         const Step& st = steps[s];
         T* d = st.reg < 0 ? dst + b0 : scratch.data() + size_t(kBlock) * size_t(st.reg);
-        // one call per step and block: the entry's loop for T, unit strides
-        if (st.b < 0) std::get<UnaryLoop<T>>(st.k->unary)(d, 1, val[size_t(st.a)], 1, n, 0, 0);
-        else std::get<BinaryLoop<T>>(st.k->binary)(d, 1, val[size_t(st.a)], 1, val[size_t(st.b)], 1, n);
+        // one call per step and block: the entry's loop for T over one dense row
+        const PwRun run{n, 1, {1, 1, 1}, {0, 0, 0}};
+        if (st.b < 0) std::get<UnaryLoop<T>>(st.k->unary)(d, val[size_t(st.a)], run, 0, 0);
+        else std::get<BinaryLoop<T>>(st.k->binary)(d, val[size_t(st.a)], val[size_t(st.b)], run);
         val[size_t(nin) + s] = d;
       }
     }

@@ -2,6 +2,7 @@
 // are merged, rows of the innermost dim are split across threads, and the caller's functor runs
 // the tight inner loop (so the compiler vectorises the unit-stride case).
 #pragma once
+#include <algorithm>
 #include <array>
 
 #include "../../core/shape.h"
@@ -79,6 +80,42 @@ struct StridedIter {
           for (int k = 0; k < N; ++k) p[k] += i * stride[k][d] * esize[k];
         }
         f(p, inner, ist);
+      }
+    });
+  }
+
+  // As run, but f(ptrs, n, inner_strides, rows, row_strides) handles `rows` consecutive rows along
+  // the second-innermost dim at once (row_strides in elements; 0 when there is one dim), so a
+  // caller that goes through a function pointer makes one call per block of rows, not per row.
+  template <typename F>
+  void run_rows(const std::array<char*, N>& base, const std::array<int, N>& esize, int64_t cost, F&& f) const {
+    int64_t total = numel();
+    if (total == 0) return;
+    int64_t inner = shape[ndim - 1];
+    std::array<int64_t, N> ist, rst{};
+    for (int k = 0; k < N; ++k) ist[k] = stride[k][ndim - 1];
+    if (ndim == 1) {  // one long row: split the row itself across threads
+      parallel_for(total, cost, [&](int64_t b, int64_t e) {
+        std::array<char*, N> p = base;
+        for (int k = 0; k < N; ++k) p[k] += b * ist[k] * esize[k];
+        f(p, e - b, ist, int64_t(1), rst);
+      });
+      return;
+    }
+    for (int k = 0; k < N; ++k) rst[k] = stride[k][ndim - 2];
+    int64_t rows = total / inner, run = shape[ndim - 2];
+    parallel_for(rows, inner * cost, [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re;) {
+        std::array<char*, N> p = base;
+        int64_t rem = r;
+        for (int d = ndim - 2; d >= 0; --d) {
+          int64_t i = rem % shape[d];
+          rem /= shape[d];
+          for (int k = 0; k < N; ++k) p[k] += i * stride[k][d] * esize[k];
+        }
+        int64_t m = std::min(re - r, run - r % run);  // rows left before dim ndim-2 wraps
+        f(p, inner, ist, m, rst);
+        r += m;
       }
     });
   }
