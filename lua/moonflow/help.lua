@@ -6,8 +6,9 @@ return function(mf)
   local DOCS = {
     tensor = 'mf.tensor(data[, dtype]): a tensor from a number or nested table of numbers (float32 by default).',
     is_tensor = 'mf.is_tensor(x): true when x is a moonflow tensor.',
-    memory_stats = 'mf.memory_stats([device]): {in_use, peak, cached, allocations, system_allocations, live_blocks} of the caching allocator, in bytes.',
+    memory_stats = 'mf.memory_stats([device]): {in_use, peak, cached, allocations, system_allocations, live_blocks} of the allocator of device (a name; default the CPU), in bytes.',
     empty_cache = 'mf.empty_cache([device]): collects garbage and returns wholly free cached regions to the system.',
+    devices = "mf.devices(): the names of the registered devices, the CPU ('cpu') first; t:to(name) moves a tensor to one.",
     set_num_threads = 'mf.set_num_threads(n): threads for OpenMP kernels and OpenBLAS (also MF_NUM_THREADS).',
     get_num_threads = 'mf.get_num_threads(): the current thread count.',
     clock = 'mf.clock(): seconds on a monotonic wall clock, for timing.',

@@ -1,5 +1,6 @@
--- mf.kernels: the native routines kernel strings call. Each wrapper makes one FFI call and turns a
--- failed status into a Lua error carrying the native message (which names the op and shapes).
+-- mf.kernels: the native routines kernel strings call, as K, one table per device (K.of_device):
+-- each wrapper makes one FFI call through the device's kernel table and turns a failed status into
+-- a Lua error carrying the native message (which names the op and shapes). mf.kernels is the host's.
 local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
 
@@ -91,8 +92,6 @@ do
   for k, v in pairs(up) do K.R[k] = v end
 end
 
-function K.unary(code, y, x, a, b) check(C.mf_k_unary(code, y, x, a, b)) end
-function K.binary(code, z, x, y) check(C.mf_k_binary(code, z, x, y)) end
 -- fused elementwise: compile a program (Lua list of (op, a, b) triples) once, run it per call
 function K.fused_program(nin, list)
   local n = #list
@@ -102,53 +101,83 @@ function K.fused_program(nin, list)
   if h == nil then raise(ffi.string(C.mf_last_error())) end
   return ffi.gc(h, C.mf_fused_free)
 end
-function K.fused(prog, out, n, list) check(C.mf_k_fused(prog, out, n, list)) end
-function K.where(out, c, a, b) check(C.mf_k_where(out, c, a, b)) end
-function K.copy(dst, src) check(C.mf_k_copy(dst, src)) end
-function K.fill(t, v) check(C.mf_k_fill(t, v)) end
-function K.arange(t, start, step) check(C.mf_k_arange(t, start, step)) end
-function K.eye(t) check(C.mf_k_eye(t)) end
-function K.reduce(code, y, x, mask) check(C.mf_k_reduce(code, y, x, mask)) end
-function K.softmax(y, x, dim0, log) check(C.mf_k_softmax(y, x, dim0, log)) end
-function K.matmul(c, a, b, ta, tb) check(C.mf_k_matmul(c, a, b, ta, tb)) end
-function K.alias(view, base, offset) check(C.mf_k_alias(view, base, offset)) end
-function K.concat(out, n, list, dim0) check(C.mf_k_concat(out, n, list, dim0)) end
-function K.sum_to(y, g) check(C.mf_k_sum_to(y, g)) end
-function K.pad_like(y, g, dim0, start0, step) check(C.mf_k_pad_like(y, g, dim0, start0, step)) end
-function K.sgd_update(var, g, lr, wd) check(C.mf_k_sgd_update(var, g, lr, wd)) end
-function K.momentum_update(var, acc, g, lr, mu, damp, wd, nesterov)
-  check(C.mf_k_momentum_update(var, acc, g, lr, mu, damp, wd, nesterov))
+
+-- The native routines of one device: a wrapper per member of its mf_kernel_table (abi.h), each one
+-- call through the table's function pointer (read once, here) and one status check. Added to Kd.
+local function add_routines(Kd, tbl)
+  local k_unary, k_binary, k_fused, k_where, k_copy = tbl.unary, tbl.binary, tbl.fused, tbl.where, tbl.copy
+  local k_fill, k_arange, k_eye, k_reduce, k_softmax = tbl.fill, tbl.arange, tbl.eye, tbl.reduce, tbl.softmax
+  local k_matmul, k_alias, k_concat, k_sum_to = tbl.matmul, tbl.alias, tbl.concat, tbl.sum_to
+  local k_pad_like, k_sgd_update, k_momentum_update = tbl.pad_like, tbl.sgd_update, tbl.momentum_update
+  local k_adam_update, k_softmax_xent, k_conv2d = tbl.adam_update, tbl.softmax_xent, tbl.conv2d
+  local k_conv2d_backward_input = tbl.conv2d_backward_input
+  local k_conv2d_backward_weight, k_max_pool2d = tbl.conv2d_backward_weight, tbl.max_pool2d
+  local k_max_pool2d_backward, k_avg_pool2d = tbl.max_pool2d_backward, tbl.avg_pool2d
+  local k_avg_pool2d_backward, k_adaptive_avg_pool2d = tbl.avg_pool2d_backward, tbl.adaptive_avg_pool2d
+  local k_adaptive_avg_pool2d_backward, k_index_select = tbl.adaptive_avg_pool2d_backward, tbl.index_select
+  local k_index_add_like, k_one_hot, k_batch_norm = tbl.index_add_like, tbl.one_hot, tbl.batch_norm
+  local k_dropout_mask, k_rand, k_conv2d_workspace = tbl.dropout_mask, tbl.rand, tbl.conv2d_workspace
+  local k_copy_from_host, k_copy_to_host = tbl.copy_from_host, tbl.copy_to_host
+  function Kd.unary(code, y, x, a, b) check(k_unary(code, y, x, a, b)) end
+  function Kd.binary(code, z, x, y) check(k_binary(code, z, x, y)) end
+  function Kd.fused(prog, out, n, list) check(k_fused(prog, out, n, list)) end
+  function Kd.where(out, c, a, b) check(k_where(out, c, a, b)) end
+  function Kd.copy(dst, src) check(k_copy(dst, src)) end
+  -- the host copies of a transfer: dst on this device and src on the host (CPU), or the reverse
+  function Kd.copy_from_host(dst, src) check(k_copy_from_host(dst, src)) end
+  function Kd.copy_to_host(dst, src) check(k_copy_to_host(dst, src)) end
+  function Kd.fill(t, v) check(k_fill(t, v)) end
+  function Kd.arange(t, start, step) check(k_arange(t, start, step)) end
+  function Kd.eye(t) check(k_eye(t)) end
+  function Kd.reduce(code, y, x, mask) check(k_reduce(code, y, x, mask)) end
+  function Kd.softmax(y, x, dim0, log) check(k_softmax(y, x, dim0, log)) end
+  function Kd.matmul(c, a, b, ta, tb) check(k_matmul(c, a, b, ta, tb)) end
+  function Kd.alias(view, base, offset) check(k_alias(view, base, offset)) end
+  function Kd.concat(out, n, list, dim0) check(k_concat(out, n, list, dim0)) end
+  function Kd.sum_to(y, g) check(k_sum_to(y, g)) end
+  function Kd.pad_like(y, g, dim0, start0, step) check(k_pad_like(y, g, dim0, start0, step)) end
+  function Kd.sgd_update(var, g, lr, wd) check(k_sgd_update(var, g, lr, wd)) end
+  function Kd.momentum_update(var, acc, g, lr, mu, damp, wd, nesterov)
+    check(k_momentum_update(var, acc, g, lr, mu, damp, wd, nesterov))
+  end
+  -- adam: per-step scalars (see src/lua/abi.h): step_size, denom_scale, decay
+  function Kd.adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay)
+    check(k_adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay))
+  end
+  function Kd.softmax_xent(y, x, labels, dim0) check(k_softmax_xent(y, x, labels, dim0)) end
+  -- convolution and pooling (NCHW): conv routines take the bind-time workspace ws (K.conv2d_workspace)
+  function Kd.conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw) check(k_conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw)) end
+  function Kd.conv2d_backward_input(gx, gy, w, ws, sh, sw, ph, pw, dh, dw)
+    check(k_conv2d_backward_input(gx, gy, w, ws, sh, sw, ph, pw, dh, dw))
+  end
+  function Kd.conv2d_backward_weight(gw, gy, x, ws, sh, sw, ph, pw, dh, dw)
+    check(k_conv2d_backward_weight(gw, gy, x, ws, sh, sw, ph, pw, dh, dw))
+  end
+  function Kd.max_pool2d(y, x, kh, kw, sh, sw, ph, pw) check(k_max_pool2d(y, x, kh, kw, sh, sw, ph, pw)) end
+  function Kd.max_pool2d_backward(gx, gy, x, kh, kw, sh, sw, ph, pw)
+    check(k_max_pool2d_backward(gx, gy, x, kh, kw, sh, sw, ph, pw))
+  end
+  function Kd.avg_pool2d(y, x, kh, kw, sh, sw, ph, pw, inc) check(k_avg_pool2d(y, x, kh, kw, sh, sw, ph, pw, inc)) end
+  function Kd.avg_pool2d_backward(gx, gy, kh, kw, sh, sw, ph, pw, inc)
+    check(k_avg_pool2d_backward(gx, gy, kh, kw, sh, sw, ph, pw, inc))
+  end
+  function Kd.adaptive_avg_pool2d(y, x) check(k_adaptive_avg_pool2d(y, x)) end
+  function Kd.adaptive_avg_pool2d_backward(gx, gy) check(k_adaptive_avg_pool2d_backward(gx, gy)) end
+  function Kd.index_select(y, x, idx, dim0) check(k_index_select(y, x, idx, dim0)) end
+  function Kd.index_add_like(y, g, idx, dim0) check(k_index_add_like(y, g, idx, dim0)) end
+  function Kd.one_hot(y, labels) check(k_one_hot(y, labels)) end
+  function Kd.batch_norm(y, x, w, b, eps) check(k_batch_norm(y, x, w, b, eps)) end
+  function Kd.dropout_mask(m, p) check(k_dropout_mask(m, K.rng, p)) end
+  -- rand draws from the state's generator, installed by the tensor module as K.rng
+  function Kd.rand(t, normal, a, b) check(k_rand(t, K.rng, normal, a, b)) end
+  -- bytes of the scratch a conv routine needs (kind 0 conv2d, 1 backward_input, 2 backward_weight),
+  -- at least 1: the factory allocates it once per bind
+  local bytes_buf = ffi.new('int64_t[1]')
+  function Kd.conv2d_workspace(kind, out, a, b, sh, sw, ph, pw, dh, dw)
+    check(k_conv2d_workspace(kind, out, a, b, sh, sw, ph, pw, dh, dw, bytes_buf))
+    return math.max(tonumber(bytes_buf[0]), 1)
+  end
 end
--- adam: per-step scalars (see src/lua/abi.h): step_size, denom_scale, decay
-function K.adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay)
-  check(C.mf_k_adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay))
-end
-function K.softmax_xent(y, x, labels, dim0) check(C.mf_k_softmax_xent(y, x, labels, dim0)) end
--- convolution and pooling (NCHW): conv routines take the bind-time workspace ws (K.conv2d_workspace)
-function K.conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw) check(C.mf_k_conv2d(y, x, w, ws, sh, sw, ph, pw, dh, dw)) end
-function K.conv2d_backward_input(gx, gy, w, ws, sh, sw, ph, pw, dh, dw)
-  check(C.mf_k_conv2d_backward_input(gx, gy, w, ws, sh, sw, ph, pw, dh, dw))
-end
-function K.conv2d_backward_weight(gw, gy, x, ws, sh, sw, ph, pw, dh, dw)
-  check(C.mf_k_conv2d_backward_weight(gw, gy, x, ws, sh, sw, ph, pw, dh, dw))
-end
-function K.max_pool2d(y, x, kh, kw, sh, sw, ph, pw) check(C.mf_k_max_pool2d(y, x, kh, kw, sh, sw, ph, pw)) end
-function K.max_pool2d_backward(gx, gy, x, kh, kw, sh, sw, ph, pw)
-  check(C.mf_k_max_pool2d_backward(gx, gy, x, kh, kw, sh, sw, ph, pw))
-end
-function K.avg_pool2d(y, x, kh, kw, sh, sw, ph, pw, inc) check(C.mf_k_avg_pool2d(y, x, kh, kw, sh, sw, ph, pw, inc)) end
-function K.avg_pool2d_backward(gx, gy, kh, kw, sh, sw, ph, pw, inc)
-  check(C.mf_k_avg_pool2d_backward(gx, gy, kh, kw, sh, sw, ph, pw, inc))
-end
-function K.adaptive_avg_pool2d(y, x) check(C.mf_k_adaptive_avg_pool2d(y, x)) end
-function K.adaptive_avg_pool2d_backward(gx, gy) check(C.mf_k_adaptive_avg_pool2d_backward(gx, gy)) end
-function K.index_select(y, x, idx, dim0) check(C.mf_k_index_select(y, x, idx, dim0)) end
-function K.index_add_like(y, g, idx, dim0) check(C.mf_k_index_add_like(y, g, idx, dim0)) end
-function K.one_hot(y, labels) check(C.mf_k_one_hot(y, labels)) end
-function K.batch_norm(y, x, w, b, eps) check(C.mf_k_batch_norm(y, x, w, b, eps)) end
-function K.dropout_mask(m, p) check(C.mf_k_dropout_mask(m, K.rng, p)) end
--- rand draws from the state's generator, installed by the tensor module as K.rng
-function K.rand(t, normal, a, b) check(C.mf_k_rand(t, K.rng, normal, a, b)) end
 
 -- bind-time helpers ------------------------------------------------------------------------------
 
@@ -190,19 +219,61 @@ function K.pair(list, dh, dw)
   return list[1], list[n]
 end
 
--- bytes of the scratch a conv routine needs (kind 0 conv2d, 1 backward_input, 2 backward_weight),
--- at least 1: the factory allocates it once per bind
-local bytes_buf = ffi.new('int64_t[1]')
-function K.conv2d_workspace(kind, out, a, b, sh, sw, ph, pw, dh, dw)
-  check(C.mf_k_conv2d_workspace(kind, out, a, b, sh, sw, ph, pw, dh, dw, bytes_buf))
-  return math.max(tonumber(bytes_buf[0]), 1)
-end
-
 -- a C array of pointers to the given tensors (kept alive by the caller's closure)
 function K.tensor_list(ts)
   local arr = list_ct(#ts)
   for i = 1, #ts do arr[i - 1] = ts[i] end
   return arr
 end
+
+-- devices (the registry of src/core/device.h) ----------------------------------------------------
+
+K.HOST = C.MF_CPU  -- the id of the host, the device whose memory Lua and host copies address
+-- which kernel strings a device runs (mf_device_strings), by the name messages give them
+K.STRINGS = {[C.MF_CPU] = 'cpu', [C.MF_CUDA] = 'cuda'}
+
+-- the names of the registered devices, in id order
+function K.device_names()
+  local names = {}
+  for id = 0, C.mf_device_count() - 1 do names[id + 1] = ffi.string(C.mf_device_name(id)) end
+  return names
+end
+
+-- the name of the device with this id
+function K.device_name(id)
+  local p = C.mf_device_name(id)
+  if p == nil then raise(ffi.string(C.mf_last_error())) end
+  return ffi.string(p)
+end
+
+-- the id of the device called name; what names the caller in the error for an unknown name
+function K.find_device(name, what)
+  if type(name) ~= 'string' then
+    raise(("%s: the device is a %s; expected a device name (%s)"):format(what, type(name), table.concat(K.device_names(), ', ')))
+  end
+  local id = C.mf_device_find(name)
+  if id < 0 then
+    raise(("%s: device '%s' is not registered; the devices are %s"):format(what, name, table.concat(K.device_names(), ', ')))
+  end
+  return id
+end
+
+-- One K per device, built on first use from the device's table (mf_device_kernels): the helpers
+-- and codes above, shared, plus that device's routines, its name, id and kernel strings (strings).
+-- K.of_device(id) is what factories receive; K itself is the host's.
+local by_device = {}
+function K.of_device(id)
+  local Kd = by_device[id]
+  if Kd then return Kd end
+  local t = C.mf_device_kernels(id)
+  if t == nil then raise(ffi.string(C.mf_last_error())) end
+  Kd = id == K.HOST and K or setmetatable({}, {__index = K})  -- later K fields (K.rng) stay visible
+  if Kd ~= K then for k, v in pairs(K) do Kd[k] = v end end
+  add_routines(Kd, t)
+  Kd.device, Kd.device_id, Kd.strings = ffi.string(C.mf_device_name(id)), id, C.mf_device_strings(id)
+  by_device[id] = Kd
+  return Kd
+end
+K.of_device(K.HOST)
 
 return K

@@ -269,7 +269,7 @@ return function(mf)
       strict and (#missing > 0 or #extra > 0) and ' (pass {strict = false} to load the keys that match)' or '')
     for _, e in ipairs(entries) do
       local v = sd[e[1]]
-      if v ~= nil and v ~= e[2].data then mf.kernels.copy(e[2].data, v) end
+      if v ~= nil and v ~= e[2].data then mf.copy(e[2].data, v:to(e[2].data:device())) end
     end
     return self, {missing = missing, unexpected = extra}
   end
@@ -593,8 +593,8 @@ return function(mf)
         mf.add_update_op(mf.assign(rm, new_mean))
         mf.add_update_op(mf.assign(rv, new_var))
       else
-        mf.kernels.copy(rm, new_mean)
-        mf.kernels.copy(rv, new_var)
+        mf.copy(rm, new_mean)
+        mf.copy(rv, new_var)
       end
       return y
     end

@@ -16,6 +16,7 @@ return function(mf)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = C.MF_OPF_VIEW, C.MF_OPF_VARIADIC, C.MF_OPF_LUA, C.MF_OPF_RANDOM
   local F32, I32, I64, U8 = C.MF_FLOAT32, C.MF_INT32, C.MF_INT64, C.MF_UINT8
   local CPU, CUDA, MAX_DIMS = C.MF_CPU, C.MF_CUDA, C.MF_MAX_DIMS
+  local HOST = K.HOST
 
   -- counters behind mf.eager_stats(): shape inference + binding happens once per layout
   local stats = {calls = 0, binds = 0, factories = 0}
@@ -232,14 +233,15 @@ return function(mf)
     return true
   end
 
-  local function factory_of(op, device)
-    local f = op.factories[device]
+  -- the factory of op's kernel string for a device's strings slot (K.strings), evaluated once per op
+  local function factory_of(op, strings)
+    local f = op.factories[strings]
     if f then return f end
-    local src = op.src[device]
-    if not src or src == '' then raise(('%s: no %s kernel is registered'):format(op.name, device)) end
-    f = compile_kernel(op.name, device, src)
+    local src, label = op.src[strings], K.STRINGS[strings]
+    if not src or src == '' then raise(('%s: no %s kernel is registered'):format(op.name, label)) end
+    f = compile_kernel(op.name, label, src)
     stats.factories = stats.factories + 1
-    op.factories[device] = f
+    op.factories[strings] = f
     return f
   end
   mf._factory, mf._compile_lua = factory_of, compile_kernel
@@ -248,13 +250,31 @@ return function(mf)
     return {calls = stats.calls, binds = stats.binds, factories = stats.factories}
   end
 
+  -- The device an op's inputs live on (the host for an op without inputs); inputs on two devices
+  -- are an error naming both.
+  local function device_of(op, ins, nin)
+    local dev = nin > 0 and ins[1].device_id or HOST
+    for i = 2, nin do
+      local d = ins[i].device_id
+      if d ~= dev then
+        local function name(k) return op.variadic and ('input %d'):format(k) or op.inputs[k] end
+        raise(('%s: %s is on %s, %s is on %s; move one with :to(...)'):format(op.name, name(1), K.device_name(dev),
+          name(i), K.device_name(d)))
+      end
+    end
+    return dev
+  end
+  mf._device_of = device_of
+
   local function bind(op, rec, ins, nin)
     stats.binds = stats.binds + 1
+    local Kd = K.of_device(device_of(op, ins, nin))
     local metas, alias = mf._infer(op, rec, ins, nin)
     -- copy_in and held are present from the start (false): a lookup of a missing key costs the
     -- compiled hot path a hash probe and measurably slowed every eager call
+    -- K: the kernel table of the inputs' device, picked once per entry
     local e = {nin = nin, nout = #metas, ins = {}, outs = {}, metas = metas, alias = alias, run = false,
-               copy_in = false, held = false}
+               copy_in = false, held = false, K = Kd}
     for i = 1, nin do
       local s = T()
       e.ins[i] = s
@@ -286,7 +306,7 @@ return function(mf)
       for k = 1, #copy_in do
         local i = copy_in[k]
         local t = mf._new_like_meta(ins[i], op.name)
-        K.copy(t, ins[i])
+        e.K.copy(t, ins[i])
         ffi.copy(slots[i], t, SZ)
         slots[i].owns = 0
         held[k] = t
@@ -305,7 +325,8 @@ return function(mf)
     end
     local run = e.run
     if not run then  -- first use: the factory sees real shapes and storage
-      local ok, res = pcall(factory_of(op, 'cpu'), slots, outs, rec.p, K)
+      local Kd = e.K
+      local ok, res = pcall(factory_of(op, Kd.strings), slots, outs, rec.p, Kd)
       if not ok then raise(('%s: kernel factory failed: %s'):format(op.name, tostring(res))) end
       if type(res) ~= 'function' then raise(op.name .. ': kernel factory must return the run closure') end
       run = res
@@ -362,7 +383,7 @@ return function(mf)
   local FLOAT32, OPF_WRITES = F32, C.MF_OPF_WRITES
   -- a number operand becomes a 0-dim tensor of like_dtype (chosen by number_operands below); one
   -- that does not fit an integer dtype is an error, never a wrapped value
-  local function as_tensor(v, like_dtype, op, i)
+  local function as_tensor(v, like_dtype, op, i, device)
     if is_tensor(v) then return v end
     if type(v) == 'number' or type(v) == 'boolean' then
       if type(v) == 'boolean' then v = v and 1 or 0 end
@@ -374,8 +395,8 @@ return function(mf)
         end
         raise(('%s does not fit %s, the dtype of the other operands (%s)'):format(what, r[3], r[4]))
       end
-      local t = mf._new_tensor({}, like_dtype)
-      K.fill(t, v)
+      local t = mf._new_tensor({}, like_dtype, device)
+      if device == HOST then K.fill(t, v) else K.of_device(device).fill(t, v) end
       return t
     end
     raise(('%s: input %d (%s) is a %s; expected a tensor or a number'):format(op.name, i,
@@ -395,6 +416,7 @@ return function(mf)
   -- Converts ins[1..nin] in place and returns it.
   local function number_operands(op, ins, nin)
     local like, frac
+    local dev = HOST  -- numbers become tensors on the device of the first tensor operand
     for i = 1, nin do
       local x = ins[i]
       if type(x) == 'number' then
@@ -402,6 +424,7 @@ return function(mf)
       elseif like == nil and i ~= op.mask_input and (is_tensor(x) or is_sym(x)) then
         like = x.dtype_id
       end
+      if is_tensor(x) and dev == HOST then dev = x.device_id end
     end
     like = like or FLOAT32
     -- an op that writes its inputs (assign_add) must write them, not float copies: no promotion,
@@ -417,7 +440,7 @@ return function(mf)
     end
     for i = 1, nin do
       local x = ins[i]
-      if not is_tensor(x) and not is_sym(x) then ins[i] = as_tensor(x, like, op, i) end
+      if not is_tensor(x) and not is_sym(x) then ins[i] = as_tensor(x, like, op, i, dev) end
     end
     return ins
   end
@@ -505,9 +528,9 @@ return function(mf)
         local ta, tb = is_tensor(a), is_tensor(b)
         if (not ta and is_sym(a)) or (not tb and is_sym(b)) then return mf._graph_call(op, {a, b}, 2, nil) end
         if not tb and ta and not INT_RANGE[a.dtype_id] then  -- float tensor and number: its dtype
-          b = as_tensor(b, a.dtype_id, op, 2)
+          b = as_tensor(b, a.dtype_id, op, 2, a.device_id)
         elseif not ta and tb and not INT_RANGE[b.dtype_id] then
-          a = as_tensor(a, b.dtype_id, op, 1)
+          a = as_tensor(a, b.dtype_id, op, 1, b.device_id)
         elseif not (ta and tb) then
           pair[1], pair[2] = a, b
           number_operands(op, pair, 2)
@@ -524,7 +547,7 @@ return function(mf)
         if extra ~= nil then raise(op.name .. ': takes 1 input and no params') end
         if not is_tensor(a) then
           if is_sym(a) then return mf._graph_call(op, {a}, 1, nil) end
-          a = as_tensor(a, 0, op, 1)
+          a = as_tensor(a, 0, op, 1, HOST)
         end
         one[1] = a
         local r = call(op, one, 1, nil)
@@ -554,7 +577,7 @@ return function(mf)
   local function load_op(index)
     local op = {index = index, name = cstr(C.mf_op_name(index)), doc = cstr(C.mf_op_doc(index)),
                 inputs = {}, param_list = {}, param_kind = {}, param_info = {}, params = {}, nparams_cached = 0,
-                src = {cpu = cstr(C.mf_op_lua_compute(index, CPU)), cuda = cstr(C.mf_op_lua_compute(index, CUDA))},
+                src = {[CPU] = cstr(C.mf_op_lua_compute(index, CPU)), [CUDA] = cstr(C.mf_op_lua_compute(index, CUDA))},
                 gradient_src = cstr(C.mf_op_lua_gradient(index)), factories = {}}
     local flags = C.mf_op_flags(index)
     op.flags = flags
@@ -697,7 +720,7 @@ return function(mf)
       pspecs[k] = {kind = kind, doc = spec.doc or '',
                    dflt = spec.default ~= nil and encode_value({name = name, param_kind = {}}, k, spec.default) or nil}
     end
-    local factory = compile_kernel(name, 'cpu', def.lua_compute)  -- load errors surface before registering
+    local factory = compile_kernel(name, K.STRINGS[CPU], def.lua_compute)  -- load errors surface before registering
     local flags = bit.bor(def.strided and C.MF_OPF_STRIDED or 0, type(infer) == 'function' and C.MF_OPF_LOCAL_SHAPE or 0,
                           type(grad) == 'function' and C.MF_OPF_LOCAL_GRADIENT or 0)
     local np = #pnames
@@ -712,7 +735,7 @@ return function(mf)
                                        np, pn, pk, pd, pdoc)
     if index < 0 then raise(ffi.string(C.mf_last_error())) end
     local op = load_op(index)
-    op.factories.cpu = factory
+    op.factories[CPU] = factory
     if type(infer) == 'function' then op.lua_infer = infer end
     if type(grad) == 'function' then op.lua_gradient = grad end
     install(op)

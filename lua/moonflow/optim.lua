@@ -113,7 +113,7 @@ return function(mf)
 
   -- Eager update of every parameter that has a .grad.
   function Optimizer:step()
-    if self.step_t then mf.kernels.fill(self.step_t.data, self.step_t.data:item() + 1) end
+    if self.step_t then mf.assign_add(self.step_t.data, 1) end
     for i, p in ipairs(self.params) do
       if p.grad ~= nil then
         local d = p.data
@@ -129,7 +129,11 @@ return function(mf)
           end
           sl[name] = h.data
         end
-        self:update(d, p.grad, sl, self.lr_t.data, self.step_t and self.step_t.data)
+        local lr, t = self.lr_t.data, self.step_t and self.step_t.data
+        if lr.device_id ~= d.device_id then  -- a parameter on another device reads copies there
+          lr, t = lr:to(d:device()), t and t:to(d:device())
+        end
+        self:update(d, p.grad, sl, lr, t)
       end
     end
   end
@@ -202,7 +206,7 @@ return function(mf)
       O.value(what, "'lr'", lr, O.rate)
     end
     for k, t in pairs(mine) do
-      if sd[k] ~= nil and not rawequal(sd[k], t) then mf.kernels.copy(t, sd[k]) end
+      if sd[k] ~= nil and not rawequal(sd[k], t) then mf.copy(t, sd[k]:to(t:device())) end
     end
     self.hp.lr = self.lr_t.data:item()
     return self

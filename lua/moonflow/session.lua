@@ -27,9 +27,10 @@ return function(mf)
   function mf.Session(opts)
     opts = O.check('Session', opts, {device = 'string', fuse = 'boolean', graph = {type = 'table', doc = 'an mf.Graph()',
       check = function(g) return getmetatable(g) ~= getmetatable(mf.get_default_graph()) and 'is a table; expected an mf.Graph()' or nil end}})
-    local device = opts.device or 'cpu'
-    if device ~= 'cpu' then raise(("Session: device '%s' is not available in this build (no CUDA backend)"):format(tostring(device))) end
-    return setmetatable({graph = opts.graph or mf.get_default_graph(), device = device, fuse = opts.fuse ~= false,
+    -- the device every variable, slot and kernel of the session lives on; K its kernel table
+    local dev = opts.device and K.find_device(opts.device, 'Session') or K.HOST
+    return setmetatable({graph = opts.graph or mf.get_default_graph(), device = K.device_name(dev), device_id = dev,
+                         K = K.of_device(dev), fuse = opts.fuse ~= false,
                          vars = {}, initialized = {}, closed = false,
                          cache = {}, ncache = 0, counters = {binds = 0, cache_hits = 0, runs = 0}, plan = nil}, Session)
   end
@@ -136,14 +137,19 @@ return function(mf)
       elseif kind == KIND_VARIABLE then
         local v = self.vars[id]
         if not v or (info.bound and not rawequal(v, info.bound)) then  -- a parameter's .data may be rebound
-          v = info.bound or mf._new_tensor(info.shape, info.dtype)
+          if info.bound and info.bound.device_id ~= self.device_id then
+            raise(("Session.run: variable '%s' is on %s, the session on %s; move it with :to('%s')"):format(info.name,
+              info.bound:device(), self.device, self.device))
+          end
+          v = info.bound or mf._new_tensor(info.shape, info.dtype, self.device_id)
           self.vars[id] = v
           if info.bound then self.initialized[id] = true end
         end
         ent[id] = {{s = struct_of(v), external = true, var = id}}
       elseif kind == KIND_CONSTANT then
-        ent[id] = {{s = struct_of(info.value), external = true}}
-        ex.keep[#ex.keep + 1] = info.value
+        local value = info.value:to(self.device)  -- a copy on the session's device, made once per bind
+        ent[id] = {{s = struct_of(value), external = true}}
+        ex.keep[#ex.keep + 1] = value
       else
         local op = mf._ops_by_index[C.mf_graph_node_op(g.h, id)]  -- simplification may have rewritten it
         local copy_at = clock + 1
@@ -176,6 +182,7 @@ return function(mf)
         if not ok then raise(('Session.run: node %s: %s'):format(info.name, tostring(metas):gsub('^.-:%d+: ', ''))) end
         local outs = {}
         for k, m in ipairs(metas) do
+          m.device_id = self.device_id  -- (ops without inputs infer the host)
           local e = {s = m, step = clock, last_use = clock, node = id, k = k}
           if alias[k] then
             local base = ins[1]
@@ -205,7 +212,7 @@ return function(mf)
   end
 
   -- Plans memory for the op outputs and allocates the slots.
-  local function plan(ex, pentries)
+  local function plan(ex, pentries, device)
     local np = #pentries
     local arr = ffi.new('mf_plan_entry[?]', math.max(np, 1))
     for i, e in ipairs(pentries) do e.pi = i - 1 end
@@ -224,7 +231,7 @@ return function(mf)
       raise(ffi.string(C.mf_last_error()))
     end
     ex.slots = {}
-    for s = 1, nslots[0] do ex.slots[s] = mf._new_tensor({math.max(tonumber(sbytes[s - 1]), 1)}, UINT8) end
+    for s = 1, nslots[0] do ex.slots[s] = mf._new_tensor({math.max(tonumber(sbytes[s - 1]), 1)}, UINT8, device) end
     for i, e in ipairs(pentries) do
       local sl = slots[i - 1]
       if sl >= 0 then
@@ -236,12 +243,11 @@ return function(mf)
                inplace = inplace[0], entries = np, steps = #ex.steps, fused = ex.fused}
   end
 
-  -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage.
+  -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage (the
+  -- cast op to its own dtype).
   local function fetch_value(e)
     if e.fresh then return e.fresh end
-    local t = mf._new_like_meta(e.s, 'Session.run')
-    K.copy(t, e.s)
-    return t
+    return mf.cast(e.s, DTYPE_NAME[e.s.dtype_id])
   end
 
   function Session:run(fetches, feeds)
@@ -259,6 +265,7 @@ return function(mf)
       local info = g.nodes[k.node]
       if info.kind ~= KIND_PLACEHOLDER then raise(("Session.run: '%s' is not a placeholder; only placeholders are fed"):format(info.name)) end
       v = check_feed(k, info, v)
+      if v.device_id ~= self.device_id then v = v:to(self.device) end  -- host data fed to a device session
       feed_of[k.node] = v
       local layout = ''
       if v.is_contig ~= 1 then  -- executors are bound per feed layout (strided kernels hoist strides)
@@ -294,7 +301,7 @@ return function(mf)
         end
       end
       ex.fused = self.fuse and mf._fuse(ex, pentries) or 0
-      plan(ex, pentries)
+      plan(ex, pentries, self.device_id)
       for _, e in ipairs(pentries) do
         if e.per_run then
           local t = mf._new_like_meta(e.s, 'Session.run')
@@ -306,7 +313,8 @@ return function(mf)
       for i, st in ipairs(ex.steps) do
         local out_structs = {}
         for k, e in ipairs(st.outs) do out_structs[k] = e.s end
-        local ok, f = pcall(mf._factory(st.op, 'cpu'), st.ins, out_structs, st.rec.p, K)
+        local Kd = self.K
+        local ok, f = pcall(mf._factory(st.op, Kd.strings), st.ins, out_structs, st.rec.p, Kd)
         if not ok then raise(('Session.run: node %s: kernel factory failed: %s'):format(st.name, tostring(f))) end
         ex.closures[i] = f
       end

@@ -9,7 +9,7 @@ return function(mf)
   local SZ = ffi.sizeof(T)
   -- every dtype, device and limit code is the C ABI's (src/core/types.h), read once here
   local F32, F64, I32, I64, U8 = C.MF_FLOAT32, C.MF_FLOAT64, C.MF_INT32, C.MF_INT64, C.MF_UINT8
-  local CPU, CUDA, MAX_DIMS = C.MF_CPU, C.MF_CUDA, C.MF_MAX_DIMS
+  local HOST, MAX_DIMS = K.HOST, C.MF_MAX_DIMS
   local shape_buf = ffi.new('int64_t[?]', MAX_DIMS)
   local methods = {}
   mf.Tensor = methods
@@ -46,7 +46,7 @@ return function(mf)
     if pending > threshold then
       pending = 0
       collectgarbage('collect')
-      C.mf_memory_stats_get(0, stats_buf)
+      C.mf_memory_stats_get(HOST, stats_buf)
       threshold = math.max(64 * 2 ^ 20, tonumber(stats_buf.in_use))
     end
   end
@@ -63,12 +63,14 @@ return function(mf)
   end
   mf._new_like_meta = new_like_meta
 
-  local function new_tensor(shape, dtype)
+  -- A new contiguous tensor (uninitialised) of shape (a list), dtype (default float32) on device
+  -- (an id, default the host).
+  local function new_tensor(shape, dtype, device)
     local n = #shape
     if n > MAX_DIMS then raise(('tensor: %d dims requested; at most %d are supported'):format(n, MAX_DIMS)) end
     for i = 1, n do shape_buf[i - 1] = shape[i] end
     local t = T()
-    K.check(C.mf_tensor_init(t, n, shape_buf, dtype or F32, CPU))
+    K.check(C.mf_tensor_init(t, n, shape_buf, dtype or F32, device or HOST))
     nudge(math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256))
     return t
   end
@@ -174,12 +176,13 @@ return function(mf)
     return v
   end
   -- copy and fill through the native rule, the message naming the caller's operation
-  local function copy_into(dst, src, what)
-    if C.mf_k_copy(dst, src) ~= 0 then raise((ffi.string(C.mf_last_error()):gsub('^copy:', what .. ':'))) end
+  -- copy and fill through their registered ops, the message naming the caller's operation
+  local function through(op, dst, x, what)
+    local ok, err = pcall(mf[op], dst, x)
+    if not ok then raise((tostring(err):gsub('^.-' .. op .. ':', what .. ':', 1))) end
   end
-  local function fill_into(dst, v, what)
-    if C.mf_k_fill(dst, v) ~= 0 then raise((ffi.string(C.mf_last_error()):gsub('^fill:', what .. ':'))) end
-  end
+  local function copy_into(dst, src, what) through('copy', dst, src, what) end
+  local function fill_into(dst, v, what) through('fill', dst, v, what) end
 
   function methods.set(t, ...)
     local n = select('#', ...)
@@ -226,7 +229,7 @@ return function(mf)
   function methods.numel(t) return tonumber(t.count) end
   function methods.nElement(t) return tonumber(t.count) end
   function methods.dtype(t) return DTYPE_NAME[t.dtype_id] end
-  function methods.device(t) return t.device_id == CPU and 'cpu' or 'cuda' end
+  function methods.device(t) return K.device_name(t.device_id) end
   function methods.is_contiguous(t) return t.is_contig == 1 end
   function methods.storage_offset(t) return tonumber(t.offset) + 1 end
   function methods.data(t) return ffi.cast(PTR[t.dtype_id], t.ptr) end
@@ -262,15 +265,24 @@ return function(mf)
     if not is_tensor(src) then
       raise(('copy: the source is a %s; expected a tensor (fill(v) writes a number)'):format(type(src)))
     end
-    copy_into(t, src, 'copy')
+    mf.copy(t, src)
     return t
   end
   function methods.fill(t, v)
-    fill_into(t, scalar_value(v, t.dtype_id, 'fill'), 'fill')
+    mf.fill(t, scalar_value(v, t.dtype_id, 'fill'))
     return t
   end
-  function methods.cpu(t) return t end
-  function methods.cuda(t) raise('cuda: this build has no CUDA backend') end
+  -- t itself when it is on the device already, else a copy there (the to op)
+  function methods.to(t, device)
+    local id = K.find_device(device, 'to')
+    if t.device_id == id then return t end
+    return mf.to(t, id)
+  end
+  function methods.cpu(t) return t.device_id == HOST and t or mf.to(t, HOST) end
+  function methods.cuda(t)
+    if C.mf_device_find('cuda') < 0 then raise('cuda: this build has no CUDA backend') end
+    return methods.to(t, 'cuda')
+  end
   function methods.totable(t)
     local function rec(x)
       if x.ndim == 0 then return x:item() end
@@ -310,7 +322,7 @@ return function(mf)
   local function tostring_tensor(t)
     local nd, n = t.ndim, tonumber(t.count)
     local header = ('[%s tensor of size %s%s]'):format(DTYPE_NAME[t.dtype_id], methods.shape_str(t),
-      t.device_id == CPU and '' or ' on cuda')
+      t.device_id == HOST and '' or ' on ' .. K.device_name(t.device_id))
     if n == 0 then return header end
     local elide = n > LIMIT
     -- the indices shown along a dim: all, or the first and last EDGE with a gap marker (false)
@@ -476,16 +488,20 @@ return function(mf)
   mf._T, mf._SZ = T, SZ
 
   -- memory and threads ---------------------------------------------------------------------------
+  -- the names of the registered devices (the CPU first)
+  function mf.devices() return K.device_names() end
+  mf._device_id = K.find_device
+
   function mf.memory_stats(device)
     local s = ffi.new('mf_memory_stats')
-    K.check(C.mf_memory_stats_get(device == 'cuda' and CUDA or CPU, s))
+    K.check(C.mf_memory_stats_get(device == nil and HOST or K.find_device(device, 'memory_stats'), s))
     return {in_use = tonumber(s.in_use), peak = tonumber(s.peak), cached = tonumber(s.cached),
             allocations = tonumber(s.allocations), system_allocations = tonumber(s.system_allocations),
             live_blocks = tonumber(s.live_blocks)}
   end
   function mf.empty_cache(device)
     collectgarbage('collect')
-    K.check(C.mf_memory_empty_cache(device == 'cuda' and CUDA or CPU))
+    K.check(C.mf_memory_empty_cache(device == nil and HOST or K.find_device(device, 'empty_cache')))
   end
   function mf.set_num_threads(n)
     if type(n) ~= 'number' then raise('set_num_threads: expected a number of threads') end

@@ -1,8 +1,8 @@
 // Tensor structs hold one storage reference when owns = 1; the last release returns the bytes
-// to the caching allocator.
+// to the allocator of the storage's device.
 #include "tensor.h"
 
-#include "allocator.h"
+#include "device.h"
 #include "error.h"
 
 namespace mf {
@@ -10,14 +10,14 @@ namespace mf {
 static void storage_release(mf_storage* s) {
   if (!s) return;
   if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    if (s->owned) cpu_allocator().free(s->ptr);
+    if (s->owned) device(s->device).allocator->free(s->ptr);
     delete s;
   }
 }
 
 void tensor_init(mf_tensor& t, int ndim, const int64_t* shape, int dtype, int device) {
   if (!dtype_valid(dtype)) fail("invalid dtype code ", dtype);
-  if (device != MF_CPU) fail("device ", device == MF_CUDA ? "cuda" : "?", " is not available in this build");
+  DeviceAllocator* alloc = mf::device(device).allocator;  // throws naming an unknown id
   mf_tensor fresh{};
   set_meta(fresh, ndim, shape, dtype, device);
   int64_t n = fresh.count, es = dtype_size(dtype);
@@ -30,7 +30,7 @@ void tensor_init(mf_tensor& t, int ndim, const int64_t* shape, int dtype, int de
   s->nbytes = n * es;
   s->device = device;
   try {
-    s->ptr = cpu_allocator().allocate(size_t(s->nbytes));
+    s->ptr = alloc->allocate(size_t(s->nbytes));
   } catch (const OutOfMemory& e) {  // the same error, naming the tensor as well as the bytes
     delete s;
     throw OutOfMemory("cannot allocate tensor " + shape_str(fresh) + " of " + dtype_name(dtype) + " (" +

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "../kernels/cpu/kernels.h"
 #include "allocator.h"
+#include "device.h"
 #include "error.h"
 #include "tensor.h"
 #include "writes.h"
@@ -32,6 +32,16 @@ Tensor adopt(const mf_tensor& filled) {
   mf_tensor tmp = filled;
   Tensor out = Tensor::from_handle(&tmp);  // refcount + 1 ...
   tensor_release(tmp);                     // ... and - 1: the handle now holds the only new reference
+  return out;
+}
+
+// A new tensor on t's device with t's shape and the given dtype, holding t's values (converted),
+// copied by the kernel table of that device.
+Tensor device_copy(const mf_tensor& t, int dtype) {
+  mf_tensor o{};
+  tensor_init(o, shape_of(t), dtype, t.device_id);
+  Tensor out = adopt(o);
+  if (t.count && device_kernels(t.device_id).copy(const_cast<mf_tensor*>(out.handle()), &t) != MF_OK) fail(last_error());
   return out;
 }
 
@@ -147,9 +157,7 @@ void* Tensor::data_checked(DType want) const {
 
 Tensor Tensor::clone() const {
   const mf_tensor& t = checked();
-  Tensor out = empty(shape_of(t), static_cast<DType>(t.dtype_id));
-  if (t.count) copy_cpu(*out.t_, t);
-  return out;
+  return device_copy(t, t.dtype_id);
 }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
@@ -157,9 +165,7 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 Tensor Tensor::cast_contiguous(DType dtype) const {
   const mf_tensor& t = checked();
   if (t.is_contig && t.dtype_id == static_cast<int>(dtype)) return *this;
-  Tensor out = empty(shape_of(t), dtype);
-  if (t.count) copy_cpu(*out.t_, t);
-  return out;
+  return device_copy(t, dtype_code(dtype));
 }
 
 std::string Tensor::str() const {

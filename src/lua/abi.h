@@ -3,6 +3,8 @@
    Every function returns a status (0 = ok) or NULL on failure; mf_last_error() says why. */
 /* dtypes, devices, statuses, limits and the mf_tensor struct */
 #include "../core/types.h"
+/* mf_kernel_table, a device's native routines (and the opaque mf_rng, mf_fused) */
+#include "../core/kernel_table.h"
 
 /* the op flags (MF_OPF_*) */
 #include "../op/flags.h"
@@ -12,9 +14,7 @@
 #include "../graph/types.h"
 
 typedef struct mf_params mf_params;
-typedef struct mf_rng mf_rng;
 typedef struct mf_graph mf_graph;
-typedef struct mf_fused mf_fused;
 
 const char *mf_last_error(void);
 /* the mf_status of the last failed call on this thread (for entries that return NULL or -1):
@@ -81,7 +81,7 @@ const char *mf_op_lua_adapter(int op);
 /* Lua-registered ops: the source of the shape rule function(in_shapes, p) when it was given as a
    string, else "" (a native rule, or a Lua function held by the registering engine: MF_OPF_LOCAL_SHAPE) */
 const char *mf_op_lua_shape(int op);
-/* pointwise ops (one scalar functor, src/op/elemwise.h): the code mf_k_unary, mf_k_binary and fused
+/* pointwise ops (one scalar functor, src/op/elemwise.h): the code the kernel entries unary, binary and fused
    programs take, or -1 for any other op; *arity: 1 or 2; *fusable: 1 when fused programs may hold it */
 int mf_op_pointwise(int op, int32_t *arity, int32_t *fusable);
 int mf_op_num_params(int op);
@@ -131,33 +131,22 @@ uint64_t mf_rng_get_seed(const mf_rng *g);
 uint64_t mf_rng_get_offset(const mf_rng *g);
 void mf_rng_set_offset(mf_rng *g, uint64_t offset);
 
-/* native CPU kernels: out tensors are preallocated, of the inferred shape and dtype; contiguous,
-   except that unary, binary, where and copy write through the output's strides */
-/* unary and binary take an op's pointwise code (mf_op_pointwise); a and b: the params of a unary op
-   that has them, in its block's order */
-int mf_k_unary(int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b);
-int mf_k_binary(int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y);
+/* devices (src/core/device.h): id 0 is the CPU; ids run 0 .. mf_device_count() - 1 */
+int mf_device_count(void);
+/* the device's name, NULL for an unknown id */
+const char *mf_device_name(int32_t device);
+/* the id of the device called name, -1 when none is */
+int mf_device_find(const char *name);
+/* which lua_compute strings the device's kernel table runs (MF_CPU or MF_CUDA); -1 for an unknown id */
+int mf_device_strings(int32_t device);
+/* The device's native routines (src/core/kernel_table.h), which kernel strings call as K.<name>;
+   NULL for an unknown id. unary and binary take an op's pointwise code (mf_op_pointwise); a and b:
+   the params of a unary op that has them, in its block's order. The table lives as long as the process. */
+const mf_kernel_table *mf_device_kernels(int32_t device);
 /* fused elementwise program: nprog numbers, (op, a, b) triples over values 0..nin-1 (inputs) and
    nin + s (step s's result); the last step's result is the output. Compiled once, run many times. */
 mf_fused *mf_fused_compile(int32_t nin, int32_t nprog, const int64_t *prog);
 void mf_fused_free(mf_fused *p);
-int mf_k_fused(const mf_fused *p, mf_tensor *out, int32_t nin, const mf_tensor *const *ins);
-int mf_k_where(mf_tensor *out, const mf_tensor *c, const mf_tensor *a, const mf_tensor *b);
-int mf_k_copy(mf_tensor *dst, const mf_tensor *src);
-int mf_k_fill(mf_tensor *t, double value);
-int mf_k_arange(mf_tensor *t, double start, double step);
-int mf_k_eye(mf_tensor *t);
-int mf_k_rand(mf_tensor *t, mf_rng *g, int32_t normal, double a, double b);
-int mf_k_reduce(int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask);
-int mf_k_softmax(mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log);
-int mf_k_matmul(mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b);
-int mf_k_alias(mf_tensor *view, const mf_tensor *base, int64_t offset);
-int mf_k_concat(mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim);
-int mf_k_index_select(mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, int32_t dim);
-int mf_k_index_add_like(mf_tensor *out, const mf_tensor *g, const mf_tensor *idx, int32_t dim);
-int mf_k_one_hot(mf_tensor *out, const mf_tensor *labels);
-int mf_k_batch_norm(mf_tensor *y, const mf_tensor *x, const mf_tensor *w, const mf_tensor *b, double eps);
-int mf_k_dropout_mask(mf_tensor *mask, mf_rng *g, double p);
 
 /* graphs: kind is an mf_node_kind; ids and output indices 0-based */
 mf_graph *mf_graph_new(void);
@@ -183,39 +172,3 @@ int mf_graph_simplify(mf_graph *g);
 /* memory plan over the entries of a run order (mf_plan_entry: src/graph/types.h) */
 int mf_plan_memory(int n, const mf_plan_entry *entries, int32_t *slot_out, int64_t *slot_bytes_out, int32_t *n_slots,
                    int64_t *planned_bytes, int64_t *naive_bytes, int32_t *inplace_count);
-
-/* native kernels of the graph-mode and optimizer ops */
-int mf_k_sum_to(mf_tensor *out, const mf_tensor *g);
-int mf_k_pad_like(mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step);
-/* fused updates, one pass each (formulas in src/kernels/cpu/kernels.h); adam_update takes the
-   per-step scalars the op computes from lr and t: var *= decay; g = grad + weight_decay * var;
-   var -= step_size * m / (sqrt(v) * denom_scale + epsilon) */
-int mf_k_sgd_update(mf_tensor *var, const mf_tensor *grad, double lr, double weight_decay);
-int mf_k_momentum_update(mf_tensor *var, mf_tensor *accum, const mf_tensor *grad, double lr, double momentum,
-                         double dampening, double weight_decay, int32_t nesterov);
-int mf_k_adam_update(mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, double beta1, double beta2,
-                     double step_size, double denom_scale, double epsilon, double weight_decay, double decay);
-int mf_k_softmax_xent(mf_tensor *loss, const mf_tensor *logits, const mf_tensor *labels, int32_t dim);
-/* convolution and pooling, NCHW. Conv routines take stride h, w, padding h, w, dilation h, w and ws,
-   a uint8 workspace that mf_k_conv2d_workspace sizes at bind time (kind 0 conv2d, 1 backward_input,
-   2 backward_weight; out, a, b as that routine takes them); a null or smaller ws makes the routine
-   borrow temporary memory. Pooling takes kernel h, w, stride h, w, padding h, w; output sizes come
-   from the output (or gy) shape. */
-int mf_k_conv2d_workspace(int32_t kind, const mf_tensor *out, const mf_tensor *a, const mf_tensor *b, int32_t sh,
-                          int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw, int64_t *bytes);
-int mf_k_conv2d(mf_tensor *y, const mf_tensor *x, const mf_tensor *w, mf_tensor *ws, int32_t sh, int32_t sw, int32_t ph,
-                int32_t pw, int32_t dh, int32_t dw);
-int mf_k_conv2d_backward_input(mf_tensor *gx, const mf_tensor *gy, const mf_tensor *w, mf_tensor *ws, int32_t sh,
-                               int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw);
-int mf_k_conv2d_backward_weight(mf_tensor *gw, const mf_tensor *gy, const mf_tensor *x, mf_tensor *ws, int32_t sh,
-                                int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw);
-int mf_k_max_pool2d(mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph,
-                    int32_t pw);
-int mf_k_max_pool2d_backward(mf_tensor *gx, const mf_tensor *gy, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh,
-                             int32_t sw, int32_t ph, int32_t pw);
-int mf_k_avg_pool2d(mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph,
-                    int32_t pw, int32_t count_include_pad);
-int mf_k_avg_pool2d_backward(mf_tensor *gx, const mf_tensor *gy, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
-                             int32_t ph, int32_t pw, int32_t count_include_pad);
-int mf_k_adaptive_avg_pool2d(mf_tensor *y, const mf_tensor *x);
-int mf_k_adaptive_avg_pool2d_backward(mf_tensor *gx, const mf_tensor *gy);

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "../core/allocator.h"
+#include "../core/device.h"
 #include "../core/error.h"
 #include "../core/pointwise.h"
 #include "../core/rng.h"
@@ -145,16 +146,14 @@ int mf_check_value(double v, int32_t dtype, const char* what) {
 
 int mf_memory_stats_get(int32_t device, mf_memory_stats* out) {
   return guard(__func__, [&] {
-    if (device != MF_CPU) fail("memory_stats: device not available");
-    AllocatorStats s = cpu_allocator().stats();
+    AllocatorStats s = mf::device(device).allocator->stats();
     *out = mf_memory_stats{s.in_use, s.peak, s.cached, s.allocations, s.system_allocations, s.live_blocks};
   });
 }
 
 int mf_memory_empty_cache(int32_t device) {
   return guard(__func__, [&] {
-    if (device != MF_CPU) fail("empty_cache: device not available");
-    cpu_allocator().empty_cache();
+    mf::device(device).allocator->empty_cache();
   });
 }
 
@@ -338,7 +337,18 @@ uint64_t mf_rng_get_seed(const mf_rng* g) { return g->seed; }
 uint64_t mf_rng_get_offset(const mf_rng* g) { return g->offset; }
 void mf_rng_set_offset(mf_rng* g, uint64_t offset) { g->offset = offset; }
 
-// -- kernels ---------------------------------------------------------------------------------
+// -- devices ---------------------------------------------------------------------------------
+int mf_device_count(void) { return device_count(); }
+const char* mf_device_name(int32_t device) {
+  return guard_value(__func__, static_cast<const char*>(nullptr), [&] { return mf::device(device).name.c_str(); });
+}
+int mf_device_find(const char* name) { return guard_value(__func__, -1, [&] { return find_device(name ? name : ""); }); }
+int mf_device_strings(int32_t device) { return guard_value(__func__, -1, [&] { return mf::device(device).strings; }); }
+const mf_kernel_table* mf_device_kernels(int32_t device) {
+  return guard_value(__func__, static_cast<const mf_kernel_table*>(nullptr), [&] { return &device_kernels(device); });
+}
+
+// -- kernels: the CPU device's table (members listed in src/core/kernel_table.h) --------------
 int mf_k_unary(int32_t code, mf_tensor* y, const mf_tensor* x, double a, double b) {
   return guard(__func__, [&] { unary_cpu(code, *y, *x, a, b); });
 }
@@ -359,6 +369,9 @@ int mf_k_where(mf_tensor* out, const mf_tensor* c, const mf_tensor* a, const mf_
   return guard(__func__, [&] { where_cpu(*out, *c, *a, *b); });
 }
 int mf_k_copy(mf_tensor* dst, const mf_tensor* src) { return guard(__func__, [&] { copy_cpu(*dst, *src); }); }
+// the host is the CPU itself: a host copy is a copy
+int mf_k_copy_from_host(mf_tensor* dst, const mf_tensor* src) { return mf_k_copy(dst, src); }
+int mf_k_copy_to_host(mf_tensor* dst, const mf_tensor* src) { return mf_k_copy(dst, src); }
 int mf_k_fill(mf_tensor* t, double value) { return guard(__func__, [&] { fill_cpu(*t, value); }); }
 int mf_k_arange(mf_tensor* t, double start, double step) { return guard(__func__, [&] { arange_cpu(*t, start, step); }); }
 int mf_k_eye(mf_tensor* t) { return guard(__func__, [&] { eye_cpu(*t); }); }
@@ -408,4 +421,20 @@ int mf_k_batch_norm(mf_tensor* y, const mf_tensor* x, const mf_tensor* w, const 
 }
 int mf_k_dropout_mask(mf_tensor* mask, mf_rng* g, double p) { return guard(__func__, [&] { dropout_mask_cpu(*mask, *g, p); }); }
 
+#define MF_CPU_ENTRY_(name, params) int mf_k_##name params;
+MF_KERNELS(MF_CPU_ENTRY_)  // (the updates, conv and pooling entries are in capi_graph.cc)
+#undef MF_CPU_ENTRY_
+
 }  // extern "C"
+
+namespace {
+
+#define MF_CPU_MEMBER_(name, params) mf_k_##name,
+const mf_kernel_table kCpuKernels = {MF_KERNELS(MF_CPU_MEMBER_)};
+#undef MF_CPU_MEMBER_
+
+// Attaches the CPU table to device 0 when the library loads (before any engine or host call).
+[[maybe_unused]] const bool kCpuKernelsAttached = (set_device_kernels(MF_CPU, &kCpuKernels), true);
+
+}  // namespace
+

@@ -68,6 +68,7 @@ case('index_select', 'index_select', {{{4, 3}}}, function(x) return mf.index_sel
 case('index_add_like', 'index_add_like', {{{2, 3}}, {{2, 4}, const = true}},
   function(x, like) return mf.index_add_like(x, mf.tensor({4, 1, 4}, 'int64'), like, 2) end)
 case('cast', 'cast', {{{2, 3}}}, function(x) return mf.cast(x, 'float64') end)
+case('to', 'to', {{{2, 3}}}, function(x) return mf.to(x, 'cpu') end)
 
 case('matmul', 'matmul', {{{3, 4}}, {{4, 2}}}, function(a, b) return mf.matmul(a, b) end)
 case('matmul transpose_a', 'matmul', {{{4, 3}}, {{4, 2}}}, function(a, b) return mf.matmul(a, b, true, false) end)

@@ -40,6 +40,11 @@ local cases = {
            end},
   copy = {ok = function() local y = z(2); K.copy(y, mf.tensor{5, 6}); T.tensor_eq(y, {5, 6}) end,
           bad = function() T.errors(function() K.copy(z(1), mf.tensor{5, 6}) end, 'copy: source 2 does not broadcast to destination 1') end},
+  -- the host copies of a transfer (on the CPU, whose memory is the host's, plain copies)
+  copy_from_host = {ok = function() local y = z(2); K.copy_from_host(y, mf.tensor{5, 6}); T.tensor_eq(y, {5, 6}) end,
+                    bad = function() T.errors(function() K.copy_from_host(z(1), mf.tensor{5, 6}) end, 'does not broadcast to destination 1') end},
+  copy_to_host = {ok = function() local y = z(2); K.copy_to_host(y, mf.tensor{5, 6}); T.tensor_eq(y, {5, 6}) end,
+                  bad = function() T.errors(function() K.copy_to_host(z(1), mf.tensor{5, 6}) end, 'does not broadcast to destination 1') end},
   fill = {ok = function() local y = z(2); K.fill(y, 7); T.tensor_eq(y, {7, 7}) end,
           bad = function() T.errors(function() K.fill(z(2, {dtype = 'uint8'}), 300) end, 'fill: value 300 does not fit uint8') end},
   arange = {ok = function() local y = z(3); K.arange(y, 1, 2); T.tensor_eq(y, {1, 3, 5}) end,
@@ -190,7 +195,7 @@ local cases = {
                   bad = function() T.errors(function() K.dropout_mask(z(3, I64), 0.5) end, 'dropout_mask: mask is int64') end},
   -- bind-time helpers and plumbing
   raise = {ok = function() T.errors(function() K.raise('custom: boom') end, 'custom: boom') end},
-  check = {ok = function() K.check(0); T.errors(function() K.check(C.mf_k_fill(z(2, {dtype = 'uint8'}), 300)) end, 'fill: value 300') end},
+  check = {ok = function() K.check(0); T.errors(function() K.check(C.mf_device_kernels(K.HOST).fill(z(2, {dtype = 'uint8'}), 300)) end, 'fill: value 300') end},
   fused_program = {ok = function() T.eq(type(K.fused_program(1, {K.U.neg, 0, -1})), 'cdata') end,
                    bad = function() T.errors(function() K.fused_program(1, {K.U.neg, 5, -1}) end, 'reads value 5') end},
   dim0 = {ok = function() T.eq(K.dim0(-1, 3), 2); T.eq(K.dim0(1, 3), 0) end},
@@ -201,6 +206,14 @@ local cases = {
                       bad = function() T.errors(function() K.conv2d_workspace(0, z(1, 1, 1, 1), z(1, 1, 2, 2), z(1, 1, 1, 1), 1, 1, 0, 0, 1, 1) end,
                                                 'conv2d: the output is 1x1x1x1') end},
   tensor_list = {ok = function() local a = mf.ones(1); local l = K.tensor_list{a, a}; T.eq(l[1].count, 1) end},
+  -- the device registry (every device's K comes from K.of_device)
+  of_device = {ok = function() T.eq(K.of_device(K.HOST) == K, true); T.eq(K.of_device(K.HOST).device, 'cpu') end,
+               bad = function() T.errors(function() K.of_device(99) end, 'no device has id 99') end},
+  device_name = {ok = function() T.eq(K.device_name(K.HOST), 'cpu') end,
+                 bad = function() T.errors(function() K.device_name(99) end, 'no device has id 99') end},
+  device_names = {ok = function() T.eq(K.device_names()[1], 'cpu') end},
+  find_device = {ok = function() T.eq(K.find_device('cpu', 'test'), K.HOST) end,
+                 bad = function() T.errors(function() K.find_device('tpu', 'test') end, "test: device 'tpu' is not registered") end},
 }
 
 T.test('every mf.kernels function has a case', function()
@@ -222,7 +235,8 @@ end
 
 -- a kernel entry (one that writes a tensor: every entry but the helpers above) must have a refusal case
 T.test('every kernel entry has a refusal case', function()
-  local helpers = {raise = true, check = true, dim0 = true, dim_mask = true, header = true, pair = true, tensor_list = true}
+  local helpers = {raise = true, check = true, dim0 = true, dim_mask = true, header = true, pair = true, tensor_list = true,
+                   device_names = true}
   for name, c in pairs(cases) do
     if not helpers[name] then T.eq(c.bad ~= nil, true, name .. ' has a refusal case') end
   end

@@ -24,11 +24,12 @@
 --   empty       list of alternative input shape lists with a size-0 dim, run in every layout too
 --   error       the op must raise an error containing this text
 --   check_out   function(outs, ins) -> nil or message: extra checks on the results
+--   leaves_device  the outputs may be on another device than the inputs (to)
 --   check       function(mf, dtype, T) -> nil or message: for ops checked by properties (rand);
 --               T holds the harness's op-free readers: T.read(t), T.shape(t), T.dtype(t)
 local dir, L = ...
 local cases = {}
-for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused'} do
+for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused', 'transfer'} do
   local chunk = assert(loadfile(dir .. '/cases_' .. family .. '.lua'))
   for _, c in ipairs(chunk(L)) do cases[#cases + 1] = c end
 end

@@ -12,6 +12,9 @@
 --   H.check_coverage()    nil when every op has a case checking values, a doc and param docs,
 --                         else a message listing what is missing
 --   H.time_case(name, n)  CPU microseconds per call: the case's first dtype, contiguous inputs
+--   H.set_device(name)    run later cases with their inputs made on that device and graphs in a
+--                         session on it; inputs are written through their pointers, so the device's
+--                         memory must be host-addressable (tests/cpp/test_device.cc's testdev is)
 -- Run as a script, `moonflow tests/ops/harness.lua [--time] [op or case ...]` runs (or times) the
 -- cases, all or the named ones, and exits non-zero on a failure.
 local ffi = require 'ffi'
@@ -38,12 +41,13 @@ local IS_FLOAT = {float32 = true, float64 = true}
 local RTOL = {float32 = 1e-5, float64 = 1e-12}
 local FLOOR = 1e-6  -- the smallest magnitude a relative tolerance is taken of
 local shape_buf, stride_buf = ffi.new('int64_t[8]'), ffi.new('int64_t[8]')
+local DEVICE, DEVICE_ID = nil, C.MF_CPU  -- where inputs are made and graphs run (H.set_device)
 
 -- tensors built and read without any op --------------------------------------------------------
 local function alloc(shape, dtype)
   for i = 1, #shape do shape_buf[i - 1] = shape[i] end
   local t = ffi.new('mf_tensor')
-  if C.mf_tensor_init(t, #shape, shape_buf, CODE[dtype], 0) ~= 0 then error(ffi.string(C.mf_last_error())) end
+  if C.mf_tensor_init(t, #shape, shape_buf, CODE[dtype], DEVICE_ID) ~= 0 then error(ffi.string(C.mf_last_error())) end
   return t
 end
 
@@ -62,8 +66,10 @@ local function shape_of(t)
   return s
 end
 
--- every element of t in row-major order of its shape, read through its strides
+-- every element of t in row-major order of its shape, read through its strides (on the host: a
+-- tensor on another device is copied there first)
 local function read(t)
+  if t.device_id ~= C.MF_CPU then t = t:cpu() end
   local shape, p, out, st = shape_of(t), ffi.cast(PTR[t.dtype_id], t.ptr), {}, {}
   for d = 1, #shape do st[d] = tonumber(t.strides[d - 1]) end
   L.walk(shape, {st}, function(i, o) out[i] = tonumber(p[o[1]]) end)
@@ -346,6 +352,11 @@ local function run_once(c, dtype, layout, r, what)
     return nil
   end
   if not ok then return ('%s: raised %s'):format(what, tostring(outs)) end
+  for k = 1, #outs do  -- an op computes on its inputs' device
+    if mf.is_tensor(outs[k]) and next(mems) ~= nil and not c.leaves_device and outs[k].device_id ~= DEVICE_ID then
+      return ('%s: output %d is on %s; its inputs are on %s'):format(what, k, outs[k]:device(), DEVICE or 'cpu')
+    end
+  end
   local err = check_outputs(c, dtype, outs, r, what)
   if err then return err end
   if c.check_out then
@@ -404,7 +415,7 @@ local function run_graph(c, dtype, layout, r, what, unknown)
     end
     local res, fetch = call_op(c, syms, dtype), {}
     for k = 1, #res do fetch[k] = mf.harness_identity(res[k]) end
-    return {mf.Session():run(fetch, feeds)}
+    return {mf.Session{device = DEVICE}:run(fetch, feeds)}
   end)
   mf._set_default_graph(old)
   what = ('%s in a graph%s'):format(what, unknown and ' (sizes unknown when built)' or '')
@@ -474,6 +485,10 @@ function H.run_case(name)
     end
   end
   return nil
+end
+
+function H.set_device(name)
+  DEVICE, DEVICE_ID = name, mf._device_id(name, 'H.set_device')
 end
 
 function H.case_names() return L.copy(names) end
