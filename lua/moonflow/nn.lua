@@ -215,6 +215,19 @@ return function(mf)
   end
   function Module:named_buffers() return named(self, '_buffers', '_buffer_order', false) end
 
+  -- Moves every parameter and buffer (and a parameter's .grad) to the named device (mf.devices()),
+  -- in place: the holders stay the same, so optimizers and graphs holding them follow. Returns self.
+  function Module:to(device)
+    for _, kind in ipairs{{'_params', '_param_order'}, {'_buffers', '_buffer_order'}} do
+      for _, nh in ipairs(named(self, kind[1], kind[2], false)) do
+        local h = nh[2]
+        h.data = h.data:to(device)
+        if rawget(h, 'grad') ~= nil then h.grad = h.grad:to(device) end
+      end
+    end
+    return self
+  end
+
   -- {name = tensor} of every parameter and buffer (the live tensors). A module used twice appears
   -- under each of its names (as PyTorch); load_state_dict requires those entries to agree.
   function Module:state_dict()
