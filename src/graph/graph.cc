@@ -3,9 +3,10 @@
 #include "graph.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <queue>
-#include <set>
+#include <utility>
 
 #include "../core/error.h"
 #include "../op/registry.h"
@@ -46,111 +47,191 @@ NodeEntry Graph::resolve(NodeEntry e) const {
   return e;
 }
 
-bool Graph::op_has_flag(const Node& n, int flag) const {
-  return n.kind == kOpNode && (Registry::get().at(n.op).flags_ & flag);
+namespace {
+
+// Every registered op's flags, read once per pass instead of under the registry lock per node.
+std::vector<int> op_flags_table() {
+  const Registry& reg = Registry::get();
+  std::vector<int> flags(size_t(reg.size()));
+  for (size_t i = 0; i < flags.size(); ++i) flags[i] = reg.at(int(i)).flags_;
+  return flags;
 }
 
+using Edge = std::pair<int32_t, int32_t>;  // (from, to)
+
+// The edges grouped by their `from` node, in one array: the targets of node i are
+// to[at[i]] .. to[at[i + 1] - 1]. Built by counting, so linear in nodes plus edges.
+struct Adjacency {
+  std::vector<int32_t> at, to;
+  Adjacency(int32_t n, const std::vector<Edge>& edges) : at(size_t(n) + 1, 0), to(edges.size()) {
+    for (const Edge& e : edges) ++at[size_t(e.first) + 1];
+    for (int32_t i = 0; i < n; ++i) at[size_t(i) + 1] += at[size_t(i)];
+    std::vector<int32_t> next(at.begin(), at.end() - 1);
+    for (const Edge& e : edges) to[size_t(next[size_t(e.first)]++)] = e.second;
+  }
+  int32_t count(int32_t i) const { return at[size_t(i) + 1] - at[size_t(i)]; }
+  const int32_t* begin(int32_t i) const { return to.data() + at[size_t(i)]; }
+  const int32_t* end(int32_t i) const { return to.data() + at[size_t(i) + 1]; }
+};
+
+// Positions in one topological order of the needed nodes (-1 for the others): a node's ancestors
+// all come before it. Kahn's algorithm with a FIFO, linear.
+std::vector<int32_t> topological_positions(const std::vector<char>& need, const Adjacency& succs) {
+  int32_t n = int32_t(need.size());
+  std::vector<int32_t> indeg(size_t(n), 0), pos(size_t(n), -1), fifo;
+  for (int32_t t : succs.to) ++indeg[size_t(t)];
+  for (int32_t id = 0; id < n; ++id)
+    if (need[size_t(id)] && indeg[size_t(id)] == 0) fifo.push_back(id);
+  for (size_t k = 0; k < fifo.size(); ++k) {
+    pos[size_t(fifo[k])] = int32_t(k);
+    for (const int32_t* s = succs.begin(fifo[k]); s != succs.end(fifo[k]); ++s)
+      if (--indeg[size_t(*s)] == 0) fifo.push_back(*s);
+  }
+  return pos;
+}
+
+}  // namespace
+
+// Time: linear in the needed nodes and edges, but for the ready queue of step 4 (a binary heap,
+// n log n: the construction-order tie break is a sort) and, in step 3, one walk of a writer's
+// descendants for a writer that a topological order places before some reader of its variable
+// (none does in a training graph, whose updates come last).
 std::vector<int32_t> Graph::order(const std::vector<int32_t>& targets) const {
-  // 1. the nodes the targets need
-  std::vector<char> need(static_cast<size_t>(size()), 0);
+  const int32_t n = size();
+  const std::vector<int> flags = op_flags_table();
+  auto writes = [&](int32_t id) {
+    const Node& x = nodes_[size_t(id)];
+    return x.kind == kOpNode && (flags[size_t(x.op)] & MF_OPF_WRITES);
+  };
+  // 1. the nodes the targets need (an explicit stack: a deep graph does not touch the C stack)
+  std::vector<char> need(size_t(n), 0);
   std::vector<int32_t> stack;
-  for (int32_t t : targets) {
-    int32_t r = resolve({t, 0}).node;
-    if (!need[size_t(r)]) { need[size_t(r)] = 1; stack.push_back(r); }
-  }
+  auto reach = [&](int32_t m) {
+    m = resolve({m, 0}).node;
+    if (!need[size_t(m)]) {
+      need[size_t(m)] = 1;
+      stack.push_back(m);
+    }
+  };
+  for (int32_t t : targets) reach(t);
   while (!stack.empty()) {
-    int32_t id = stack.back();
+    const Node& x = nodes_[size_t(stack.back())];
     stack.pop_back();
-    const Node& n = nodes_[size_t(id)];
-    auto visit = [&](int32_t m) {
-      m = resolve({m, 0}).node;
-      if (!need[size_t(m)]) { need[size_t(m)] = 1; stack.push_back(m); }
-    };
-    for (const NodeEntry& e : n.inputs) visit(e.node);
-    for (int32_t c : n.control) visit(c);
+    for (const NodeEntry& e : x.inputs) reach(e.node);
+    for (int32_t c : x.control) reach(c);
   }
-  // 2. dependency edges (pred -> succ), plus "reads of a variable before an assign to it"
-  std::vector<std::set<int32_t>> preds(static_cast<size_t>(size()));
-  for (int32_t id = 0; id < size(); ++id) {
+  // 2. dependency edges pred -> succ: inputs and control edges, after forwards; and which needed
+  //    op nodes that write nothing read each variable
+  std::vector<Edge> edges, reads;  // reads: (variable, reader)
+  for (int32_t id = 0; id < n; ++id) {
     if (!need[size_t(id)]) continue;
-    for (const NodeEntry& e : nodes_[size_t(id)].inputs) preds[size_t(id)].insert(resolve(e).node);
-    for (int32_t c : nodes_[size_t(id)].control) preds[size_t(id)].insert(resolve({c, 0}).node);
-  }
-  auto depends_on = [&](int32_t from, int32_t target) {  // is target an ancestor of from?
-    std::vector<char> seen(static_cast<size_t>(size()), 0);
-    std::vector<int32_t> st{from};
-    while (!st.empty()) {
-      int32_t x = st.back();
-      st.pop_back();
-      if (x == target) return true;
-      for (int32_t p : preds[size_t(x)])
-        if (!seen[size_t(p)]) { seen[size_t(p)] = 1; st.push_back(p); }
+    const Node& x = nodes_[size_t(id)];
+    for (const NodeEntry& e : x.inputs) {
+      int32_t p = resolve(e).node;
+      edges.emplace_back(p, id);
+      if (nodes_[size_t(p)].kind == kVariable && x.kind == kOpNode && !writes(id)) reads.emplace_back(p, id);
     }
-    return false;
-  };
-  for (int32_t w = 0; w < size(); ++w) {
-    if (!need[size_t(w)] || !op_has_flag(nodes_[size_t(w)], MF_OPF_WRITES)) continue;
-    for (const NodeEntry& we : nodes_[size_t(w)].inputs) {
-      int32_t var = resolve(we).node;
-      if (nodes_[size_t(var)].kind != kVariable) continue;
-      for (int32_t r = 0; r < size(); ++r) {
-        if (r == w || !need[size_t(r)]) continue;
-        if (op_has_flag(nodes_[size_t(r)], MF_OPF_WRITES)) continue;  // writers of one variable keep creation order
-        bool reads = false;
-        for (const NodeEntry& re : nodes_[size_t(r)].inputs) reads = reads || resolve(re).node == var;
-        if (reads && !depends_on(r, w)) preds[size_t(w)].insert(r);
+    for (int32_t c : x.control) edges.emplace_back(resolve({c, 0}).node, id);
+  }
+  // 3. reads of a variable before an op that writes it: an edge reader -> writer for every reader
+  //    that does not itself depend on the writer. A writer placed after the reader in a topological
+  //    order cannot be its ancestor; for the others one walk from the writer, pruned at the
+  //    farthest such reader's position, tells which readers it reaches.
+  {
+    const Adjacency succs(n, edges), readers(n, reads);
+    const std::vector<int32_t> pos = topological_positions(need, succs);
+    std::vector<int32_t> walked(size_t(n), -1);  // the writer whose walk last reached the node
+    std::vector<Edge> extra;
+    std::vector<int32_t> vars;
+    for (int32_t w = 0; w < n; ++w) {
+      if (!need[size_t(w)] || !writes(w)) continue;
+      vars.clear();
+      int32_t limit = -1;  // the farthest position of a reader of a variable w writes
+      for (const NodeEntry& we : nodes_[size_t(w)].inputs) {
+        int32_t var = resolve(we).node;
+        if (nodes_[size_t(var)].kind != kVariable) continue;
+        vars.push_back(var);
+        for (const int32_t* r = readers.begin(var); r != readers.end(var); ++r) limit = std::max(limit, pos[size_t(*r)]);
       }
+      if (limit > pos[size_t(w)]) {  // mark the descendants of w up to that position
+        walked[size_t(w)] = w;
+        stack.assign(1, w);
+        while (!stack.empty()) {
+          int32_t x = stack.back();
+          stack.pop_back();
+          for (const int32_t* s = succs.begin(x); s != succs.end(x); ++s)
+            if (walked[size_t(*s)] != w && pos[size_t(*s)] <= limit) {
+              walked[size_t(*s)] = w;
+              stack.push_back(*s);
+            }
+        }
+      }
+      for (int32_t var : vars)
+        for (const int32_t* r = readers.begin(var); r != readers.end(var); ++r)
+          if (walked[size_t(*r)] != w) extra.emplace_back(*r, w);
     }
+    edges.insert(edges.end(), extra.begin(), extra.end());
   }
-  // 3. Kahn's algorithm: sources and writers (optimizer updates) as soon as they are ready, so the
+  // 4. Kahn's algorithm: sources and writers (optimizer updates) as soon as they are ready, so the
   //    gradient buffers updates consume die early; otherwise smallest id first (construction order)
-  std::vector<int32_t> indeg(static_cast<size_t>(size()), 0);
-  std::vector<std::vector<int32_t>> succs(static_cast<size_t>(size()));
-  for (int32_t id = 0; id < size(); ++id) {
-    if (!need[size_t(id)]) continue;
-    for (int32_t p : preds[size_t(id)]) {
-      succs[size_t(p)].push_back(id);
-      indeg[size_t(id)]++;
-    }
-  }
-  auto early = [&](int32_t id) {
-    const Node& n = nodes_[size_t(id)];
-    return n.kind != kOpNode || n.inputs.empty() || op_has_flag(n, MF_OPF_WRITES);
+  const Adjacency succs(n, edges);
+  std::vector<int32_t> indeg(size_t(n), 0);
+  for (int32_t t : succs.to) ++indeg[size_t(t)];
+  auto key = [&](int32_t id) {
+    const Node& x = nodes_[size_t(id)];
+    bool early = x.kind != kOpNode || x.inputs.empty() || writes(id);
+    return int64_t(early ? 0 : 1) << 32 | id;
   };
-  auto key = [&](int32_t id) { return int64_t(early(id) ? 0 : 1) << 32 | id; };
   std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> ready;
-  for (int32_t id = 0; id < size(); ++id)
+  for (int32_t id = 0; id < n; ++id)
     if (need[size_t(id)] && indeg[size_t(id)] == 0) ready.push(key(id));
   std::vector<int32_t> out;
   while (!ready.empty()) {
     int32_t id = int32_t(ready.top() & 0xffffffff);
     ready.pop();
     out.push_back(id);
-    for (int32_t s : succs[size_t(id)])
-      if (--indeg[size_t(s)] == 0) ready.push(key(s));
+    for (const int32_t* s = succs.begin(id); s != succs.end(id); ++s)
+      if (--indeg[size_t(*s)] == 0) ready.push(key(*s));
   }
-  size_t total = 0;
-  for (char c : need) total += size_t(c);
-  if (out.size() != total) fail("graph: the nodes form a cycle (through control edges or assigns)");
+  if (out.size() != size_t(std::count(need.begin(), need.end(), 1)))
+    fail("graph: the nodes form a cycle (through control edges or assigns)");
   return out;
 }
 
+// A node's op, params and (resolved) inputs, hashed for CSE.
+static size_t node_hash(const Node& n) {
+  size_t h = std::hash<std::string>()(n.params) ^ (size_t(n.op) * 0x9E3779B97F4A7C15ull);
+  for (const NodeEntry& e : n.inputs) h = (h ^ (size_t(uint32_t(e.node)) << 8 ^ size_t(e.index))) * 0x100000001B3ull;
+  h ^= h >> 33;  // the low bits pick the slot: fold the high bits in (MurmurHash3's finaliser)
+  h *= 0xFF51AFD7ED558CCDull;
+  return h ^ (h >> 33);
+}
+
+// One pass in id order with an open-addressing table of node ids (no key strings): linear in nodes
+// plus edges (expected; the table is kept at most half full).
 int32_t Graph::cse() {
-  std::map<std::string, int32_t> seen;
+  const std::vector<int> flags = op_flags_table();
+  size_t cap = 16;
+  while (cap < 2 * nodes_.size()) cap *= 2;
+  std::vector<int32_t> table(cap, -1);  // node ids that stand for their op, params and inputs
   int32_t merged = 0;
   for (int32_t id = 0; id < size(); ++id) {
     Node& n = nodes_[size_t(id)];
     if (n.forward >= 0 || n.kind != kOpNode) continue;
     for (NodeEntry& e : n.inputs) e = resolve(e);
-    if (op_has_flag(n, MF_OPF_RANDOM | MF_OPF_WRITES) || !n.control.empty()) continue;
-    std::string key = std::to_string(n.op) + "|" + n.params + "|";
-    for (const NodeEntry& e : n.inputs) key += std::to_string(e.node) + ":" + std::to_string(e.index) + ",";
-    auto it = seen.find(key);
-    if (it == seen.end()) {
-      seen.emplace(key, id);
-    } else {
-      n.forward = it->second;
-      ++merged;
+    if ((flags[size_t(n.op)] & (MF_OPF_RANDOM | MF_OPF_WRITES)) || !n.control.empty()) continue;
+    for (size_t slot = node_hash(n) & (cap - 1);; slot = (slot + 1) & (cap - 1)) {
+      int32_t other = table[slot];
+      if (other < 0) {
+        table[slot] = id;
+        break;
+      }
+      const Node& o = nodes_[size_t(other)];
+      if (o.op == n.op && o.inputs == n.inputs && o.params == n.params) {
+        n.forward = other;
+        ++merged;
+        break;
+      }
     }
   }
   return merged;

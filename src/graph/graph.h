@@ -57,7 +57,6 @@ class Graph {
   int32_t simplify();
 
  private:
-  bool op_has_flag(const Node& n, int flag) const;
   std::vector<Node> nodes_;
 };
 
