@@ -5,7 +5,6 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <tuple>
 #include <type_traits>
 
