@@ -35,9 +35,6 @@ ALLOWED = {
 # Known upward includes awaiting a design change, each with its owner. Entries are
 # (including file, included file) relative to src/. Empty it as the fixes land.
 ALLOW = {
-    # device (issue 20 item 5): the public mf::Tensor's device copy calls the CPU kernels directly;
-    # a device seam in core replaces it
-    ('core/tensor_api.cc', 'kernels/cpu/kernels.h'): 'device',
 }
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
