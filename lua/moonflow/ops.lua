@@ -599,6 +599,8 @@ return function(mf)
     for i = 0, C.mf_op_num_inputs(index) - 1 do op.inputs[i + 1] = cstr(C.mf_op_input_name(index, i)) end
     -- the input that is a uint8 selection mask (where's cond): it never decides a number's dtype
     op.mask_input = C.mf_op_mask_input(index)
+    op.aliases = {}
+    for i = 0, C.mf_op_num_aliases(index) - 1 do op.aliases[i + 1] = cstr(C.mf_op_alias(index, i)) end
     for i = 0, C.mf_op_num_params(index) - 1 do
       local name = cstr(C.mf_op_param_name(index, i))
       op.param_list[i + 1] = name
@@ -611,12 +613,18 @@ return function(mf)
     return op
   end
 
+  -- other names of op functions (their blocks' alias(): TensorFlow and Torch7 spellings) -> op name
+  local aliases = {}
+  mf._aliases = aliases
   local function install(op)
     local f = make_function(op)
     op.fn = f
-    mf[op.name] = f
+    for _, name in ipairs{op.name, unpack(op.aliases)} do
+      mf[name] = f
+      if #op.inputs > 0 and rawget(methods, name) == nil then methods[name] = f end
+    end
+    for _, a in ipairs(op.aliases) do aliases[a] = op.name end
     fn_names[f] = op.name
-    if #op.inputs > 0 and rawget(methods, op.name) == nil then methods[op.name] = f end
   end
 
   -- The registry is process-wide: another engine may register ops after this one loaded. A name
@@ -641,16 +649,6 @@ return function(mf)
   setmetatable(methods, {__index = lookup_new})
   setmetatable(mf, {__index = lookup_new})
 
-  -- TensorFlow and Torch7 spellings
-  local ALIASES = {reduce_sum = 'sum', reduce_mean = 'mean', reduce_max = 'max', reduce_min = 'min',
-                   reduce_prod = 'prod', cat = 'concat', negative = 'neg', multiply = 'mul',
-                   subtract = 'sub', divide = 'div', equal = 'eq', not_equal = 'ne', less = 'lt',
-                   less_equal = 'le', greater = 'gt', greater_equal = 'ge', cmul = 'mul', cdiv = 'div'}
-  for alias, name in pairs(ALIASES) do
-    mf[alias] = mf[name]
-    if methods[alias] == nil then methods[alias] = mf[name] end
-  end
-  mf._aliases = ALIASES
   mf.nn = mf.nn or {}
   mf.nn.softmax, mf.nn.log_softmax, mf.nn.relu, mf.nn.sigmoid, mf.nn.tanh =
     mf.softmax, mf.log_softmax, mf.relu, mf.sigmoid, mf.tanh

@@ -81,6 +81,9 @@ const char *mf_op_lua_adapter(int op);
 /* Lua-registered ops: the source of the shape rule function(in_shapes, p) when it was given as a
    string, else "" (a native rule, or a Lua function held by the registering engine: MF_OPF_LOCAL_SHAPE) */
 const char *mf_op_lua_shape(int op);
+/* the op's other names (its block's alias()): i = 0 .. mf_op_num_aliases(op) - 1 */
+int mf_op_num_aliases(int op);
+const char *mf_op_alias(int op, int i);
 /* pointwise ops (one scalar functor, src/op/elemwise.h): the code the kernel entries unary, binary and fused
    programs take, or -1 for any other op; *arity: 1 or 2; *fusable: 1 when fused programs may hold it */
 int mf_op_pointwise(int op, int32_t *arity, int32_t *fusable);

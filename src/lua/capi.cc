@@ -194,6 +194,8 @@ int mf_op_pointwise(int op, int32_t* arity, int32_t* fusable) {
 int mf_op_mask_input(int op) { MF_OP_FIELD(op_at(op).mask_input_, -1) }
 const char* mf_op_lua_adapter(int op) { MF_OP_FIELD(cstr(op_at(op).lua_adapter_), nullptr) }
 const char* mf_op_lua_shape(int op) { MF_OP_FIELD(cstr(op_at(op).lua_shape_), nullptr) }
+int mf_op_num_aliases(int op) { MF_OP_FIELD(int(op_at(op).aliases_.size()), -1) }
+const char* mf_op_alias(int op, int i) { MF_OP_FIELD(cstr(op_at(op).aliases_.at(size_t(i))), nullptr) }
 int mf_op_num_params(int op) { MF_OP_FIELD(Registry::get().read(op, [](const OpDef& d) { return int(d.params_.size()); }), -1) }
 const char* mf_op_param_name(int op, int i) {
   MF_OP_FIELD(Registry::get().read(op, [&](const OpDef& d) { return cstr(d.params_.at(size_t(i)).name); }), nullptr)

@@ -82,7 +82,7 @@ void clamp_check(InferCtx& c) {
 // Each pointwise op is one block: unary_op / binary_op (src/op/elemwise.h) with the functor of its
 // math (src/core/pointwise.h), then its doc, params, float-only type rule and gradient.
 void register_elemwise_ops() {
-  unary_op<pw::Neg>("neg").describe("Negation, -x, elementwise.").gradient("function(x, y, gy) return {-gy} end");
+  unary_op<pw::Neg>("neg").alias("negative").describe("Negation, -x, elementwise.").gradient("function(x, y, gy) return {-gy} end");
   unary_op<pw::Abs>("abs")
       .describe("Absolute value |x|, elementwise.")
       .gradient("function(x, y, gy) return {gy * mf.sign(x)} end");
@@ -165,13 +165,13 @@ void register_elemwise_ops() {
   binary_op<pw::Add>("add")
       .describe("a + b elementwise, with NumPy broadcasting.")
       .gradient("function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(gy, b)} end");
-  binary_op<pw::Sub>("sub")
+  binary_op<pw::Sub>("sub").alias("subtract")
       .describe("a - b elementwise, with NumPy broadcasting.")
       .gradient("function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(-gy, b)} end");
-  binary_op<pw::Mul>("mul")
+  binary_op<pw::Mul>("mul").alias("multiply").alias("cmul")
       .describe("a * b elementwise (Hadamard product), with NumPy broadcasting.")
       .gradient("function(a, b, y, gy) return {mf.sum_to(gy * b, a), mf.sum_to(gy * a, b)} end");
-  binary_op<pw::Div>("div")
+  binary_op<pw::Div>("div").alias("divide").alias("cdiv")
       .describe("a / b elementwise, with NumPy broadcasting; integers divide truncating toward zero.")
       .gradient("function(a, b, y, gy) return {mf.sum_to(gy / b, a), mf.sum_to(-(gy * y) / b, b)} end");
   binary_op<pw::Pow>("pow")
@@ -194,12 +194,12 @@ end)lua");
   binary_op<pw::ReluBackward>("relu_backward")
       .describe("0 where b <= 0, else a: relu's gradient in one pass (a: gradient, b: relu's input or output; NaN "
                 "in b passes a).");
-  binary_op<pw::Eq>("eq").describe("1 where a == b, else 0 (uint8), with NumPy broadcasting.");
-  binary_op<pw::Ne>("ne").describe("1 where a ~= b, else 0 (uint8), with NumPy broadcasting.");
-  binary_op<pw::Lt>("lt").describe("1 where a < b, else 0 (uint8), with NumPy broadcasting.");
-  binary_op<pw::Le>("le").describe("1 where a <= b, else 0 (uint8), with NumPy broadcasting.");
-  binary_op<pw::Gt>("gt").describe("1 where a > b, else 0 (uint8), with NumPy broadcasting.");
-  binary_op<pw::Ge>("ge").describe("1 where a >= b, else 0 (uint8), with NumPy broadcasting.");
+  binary_op<pw::Eq>("eq").alias("equal").describe("1 where a == b, else 0 (uint8), with NumPy broadcasting.");
+  binary_op<pw::Ne>("ne").alias("not_equal").describe("1 where a ~= b, else 0 (uint8), with NumPy broadcasting.");
+  binary_op<pw::Lt>("lt").alias("less").describe("1 where a < b, else 0 (uint8), with NumPy broadcasting.");
+  binary_op<pw::Le>("le").alias("less_equal").describe("1 where a <= b, else 0 (uint8), with NumPy broadcasting.");
+  binary_op<pw::Gt>("gt").alias("greater").describe("1 where a > b, else 0 (uint8), with NumPy broadcasting.");
+  binary_op<pw::Ge>("ge").alias("greater_equal").describe("1 where a >= b, else 0 (uint8), with NumPy broadcasting.");
 
   MF_REGISTER_OP(where)
       .describe("Picks a where cond is nonzero, else b; all three broadcast together.")

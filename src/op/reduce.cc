@@ -62,7 +62,8 @@ void register_reduce_ops() {
     const char* code;
     const char* doc;
     InferFn type;
-    const char* grad;  // function(x, y, gy, p) -> {gx}
+    const char* grad;   // function(x, y, gy, p) -> {gx}
+    const char* alias;  // TensorFlow's name, or nullptr
   };
   // max and min send the gradient to every element equal to the extreme, shared evenly; a NaN
   // extreme shares it among the NaNs (PyTorch's evenly_distribute_backward)
@@ -74,16 +75,16 @@ function(x, y, gy, p)
   return {m * share}
 end)lua";
   static const ReduceDef defs[] = {
-      {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 (floats keep their dtype) or int64 (integers and uint8 give int64, as in PyTorch).", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end"},
-      {"mean", "MEAN", "Arithmetic mean over dims (all when none given); float input only, as in PyTorch.", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end"},
-      {"max", "MAX", "Largest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad},
-      {"min", "MIN", "Smallest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad},
-      {"prod", "PROD", "Product over dims (all when none given); integers and uint8 give int64, as in PyTorch.", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end"},
-      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr},
-      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr},
+      {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 (floats keep their dtype) or int64 (integers and uint8 give int64, as in PyTorch).", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end", "reduce_sum"},
+      {"mean", "MEAN", "Arithmetic mean over dims (all when none given); float input only, as in PyTorch.", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end", "reduce_mean"},
+      {"max", "MAX", "Largest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad, "reduce_max"},
+      {"min", "MIN", "Smallest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad, "reduce_min"},
+      {"prod", "PROD", "Product over dims (all when none given); integers and uint8 give int64, as in PyTorch.", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end", "reduce_prod"},
+      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr, nullptr},
+      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr, nullptr},
   };
   for (const ReduceDef& r : defs) {
-    Registry::get()
+    OpDef& op = Registry::get()
         .add(r.name)
         .describe(r.doc)
         .inputs({"x"})
@@ -94,6 +95,7 @@ end)lua";
         .infer_type(r.type)
         .lua_compute(MF_CPU, reduce_kernel(r.code))
         .gradient(r.grad ? r.grad : "");
+    if (r.alias) op.alias(r.alias);
   }
 }
 

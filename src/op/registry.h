@@ -58,6 +58,7 @@ struct OpDef {
     std::string outer, inner;
   };
   std::vector<Fold> folds_;
+  std::vector<std::string> aliases_;  // other names of its function and method (alias)
 
   // Builder used by MF_REGISTER_OP blocks.
   OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }
@@ -89,6 +90,12 @@ struct OpDef {
   // named params does not fit: the source of function(op, ...) returning the inputs list and the
   // params table (or nil). Compiled once per engine, like a kernel string.
   OpDef& lua_adapter(std::string src) { lua_adapter_ = std::move(src); return *this; }
+  // Another name for mf.<name> and its tensor method: TensorFlow's reduce_sum for sum, Torch7's cmul
+  // for mul.
+  OpDef& alias(std::string a) {
+    aliases_.push_back(std::move(a));
+    return *this;
+  }
   // Graph simplification (Graph::simplify): a node outer(inner(x..., p)), whose outer op takes no
   // params, becomes this op on x... with p: log_softmax replaces log over softmax.
   OpDef& replaces(std::string outer, std::string inner) {

@@ -487,6 +487,7 @@ end)lua")
 
   MF_REGISTER_OP(concat)
       .describe("Joins tensors of one dtype along dim; all other sizes must match.")
+      .alias("cat")
       .inputs({"tensors"})
       .strided()
       .variadic()

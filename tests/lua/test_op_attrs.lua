@@ -36,6 +36,16 @@ T.test('list_args ops take sizes as separate numbers or a list; others by declar
   T.eq(mf.cast(m, 'int64'):dtype(), 'int64')
 end)
 
+T.test('other spellings come from the blocks (alias): functions, methods, help', function()
+  T.eq(mf.reduce_sum, mf.sum)
+  T.eq(mf.cat, mf.concat)
+  T.eq(m.cmul, mf.mul)
+  T.eq(mf.greater_equal(m, 3):sum():item(), 4)
+  T.eq(mf._aliases.reduce_mean, 'mean')
+  T.eq(mf._aliases.argmax, nil)
+  T.eq(mf.op_doc('div'):match('also: ([^\n]*)'), 'mf.cdiv, mf.divide')
+end)
+
 T.test("arange's call syntax comes from its block (lua_adapter)", function()
   T.tensor_eq(mf.arange(3), {0, 1, 2})
   T.tensor_eq(mf.arange(2, 5), {2, 3, 4})
