@@ -408,8 +408,8 @@ return function(mf)
   local function is_sym(x) return type(x) == 'table' and mf.is_symbol(x) end
 
   -- Lua numbers among an op's inputs, PyTorch's rule for Python scalars. A number takes the dtype
-  -- of the first tensor (or symbol) operand, passing over an input named cond (where's uint8
-  -- mask), or float32, the default dtype, when there is none. A number with a fractional part (or
+  -- of the first tensor (or symbol) operand, passing over the op's mask input (mask_input in its
+  -- block: where's uint8 cond), or float32, the default dtype, when there is none. A number with a fractional part (or
   -- NaN, inf) among integer operands makes the op compute in float32: those operands are cast to
   -- float32 first (int64 {1, 2} + 0.5 is float32 {1.5, 2.5}; lt(int64 1, 1.5) is true). Tensors
   -- of different dtypes are left to the op's type rule (an error naming both).
