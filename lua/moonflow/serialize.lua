@@ -1,7 +1,7 @@
 -- mf.save / mf.load: tensors in the safetensors format (a u64 header length, a JSON header, raw
 -- little-endian bytes), written atomically, read with every field checked before memory is touched.
 local ffi = require 'ffi'
-local bit = require 'bit'
+local json = require 'moonflow.json'
 
 return function(mf)
   local raise, is_tensor = mf._raise, mf.is_tensor
@@ -35,147 +35,7 @@ return function(mf)
   declare('strerror', 'char *strerror(int errnum);')
 
   local function errno_text() return ffi.string(C.strerror(ffi.errno())) end
-
-  -- JSON ---------------------------------------------------------------------------------------
-  -- A small, strict JSON reader and a writer for the header. Objects decode to Lua tables with
-  -- their keys in order in t[KEYS] (duplicates are errors); arrays to lists; null to NULL.
-  local KEYS, NULL = {}, setmetatable({}, {__tostring = function() return 'null' end})
-
-  local function json_error(pos, msg) error({json = ('%s at byte %d of the header'):format(msg, pos)}, 0) end
-
-  local ESC = {[34] = '"', [92] = '\\', [47] = '/', [98] = '\b', [102] = '\f', [110] = '\n',
-               [114] = '\r', [116] = '\t'}
-
-  local function utf8(cp)
-    if cp < 0x80 then return string.char(cp) end
-    if cp < 0x800 then return string.char(0xC0 + bit.rshift(cp, 6), 0x80 + bit.band(cp, 0x3F)) end
-    if cp < 0x10000 then
-      return string.char(0xE0 + bit.rshift(cp, 12), 0x80 + bit.band(bit.rshift(cp, 6), 0x3F), 0x80 + bit.band(cp, 0x3F))
-    end
-    return string.char(0xF0 + bit.rshift(cp, 18), 0x80 + bit.band(bit.rshift(cp, 12), 0x3F),
-      0x80 + bit.band(bit.rshift(cp, 6), 0x3F), 0x80 + bit.band(cp, 0x3F))
-  end
-
-  local function json_decode(s)
-    local pos = 1
-    local function skip()
-      pos = s:find('[^ \t\r\n]', pos) or #s + 1
-    end
-    local value
-    local function str()
-      local out = {}
-      pos = pos + 1  -- the opening quote
-      while true do
-        local i = s:find('["\\%c]', pos)
-        if not i then json_error(#s + 1, 'unterminated string') end
-        out[#out + 1] = s:sub(pos, i - 1)
-        local c = s:byte(i)
-        if c == 34 then pos = i + 1 return table.concat(out) end
-        if c ~= 92 then json_error(i, 'control character in a string') end
-        local e = s:byte(i + 1)
-        if ESC[e] then
-          out[#out + 1] = ESC[e]
-          pos = i + 2
-        elseif e == 117 then  -- \uXXXX, with surrogate pairs
-          local hex = s:match('^%x%x%x%x', i + 2)
-          if not hex then json_error(i, 'bad \\u escape') end
-          local cp = tonumber(hex, 16)
-          pos = i + 6
-          if cp >= 0xD800 and cp <= 0xDBFF then
-            local lo = s:match('^\\u(%x%x%x%x)', pos)
-            lo = lo and tonumber(lo, 16)
-            if not lo or lo < 0xDC00 or lo > 0xDFFF then json_error(i, 'unpaired surrogate in \\u escape') end
-            cp = 0x10000 + (cp - 0xD800) * 0x400 + (lo - 0xDC00)
-            pos = pos + 6
-          elseif cp >= 0xDC00 and cp <= 0xDFFF then
-            json_error(i, 'unpaired surrogate in \\u escape')
-          end
-          out[#out + 1] = utf8(cp)
-        else
-          json_error(i, 'bad escape in a string')
-        end
-      end
-    end
-    local function num()
-      local m = s:match('^-?%d+%.?%d*[eE]?[-+]?%d*', pos)
-      -- the strict grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
-      if not m or not (m:match('^-?0$') or m:match('^-?0[.eE]') or m:match('^-?[1-9]'))
-         or m:match('%.$') or m:match('%.[eE]') or m:match('[eE][-+]?$') then
-        json_error(pos, 'malformed number')
-      end
-      pos = pos + #m
-      return tonumber(m)
-    end
-    local depth = 0
-    function value()
-      skip()
-      local c = s:byte(pos)
-      if c == 123 then  -- {
-        depth = depth + 1
-        if depth > 64 then json_error(pos, 'nesting deeper than 64 levels') end
-        local obj, keys = {}, {}
-        obj[KEYS] = keys
-        pos = pos + 1
-        skip()
-        if s:byte(pos) == 125 then pos = pos + 1 depth = depth - 1 return obj end
-        while true do
-          skip()
-          if s:byte(pos) ~= 34 then json_error(pos, 'expected a string key') end
-          local kpos = pos
-          local k = str()
-          skip()
-          if s:byte(pos) ~= 58 then json_error(pos, "expected ':' after a key") end
-          pos = pos + 1
-          if obj[k] ~= nil then json_error(kpos, ("duplicate key '%s'"):format(k)) end
-          obj[k] = value()
-          keys[#keys + 1] = k
-          skip()
-          local d = s:byte(pos)
-          pos = pos + 1
-          if d == 125 then break end
-          if d ~= 44 then json_error(pos - 1, "expected ',' or '}' in an object") end
-        end
-        depth = depth - 1
-        return obj
-      elseif c == 91 then  -- [
-        depth = depth + 1
-        if depth > 64 then json_error(pos, 'nesting deeper than 64 levels') end
-        local arr = {}
-        pos = pos + 1
-        skip()
-        if s:byte(pos) == 93 then pos = pos + 1 depth = depth - 1 return arr end
-        while true do
-          arr[#arr + 1] = value()
-          skip()
-          local d = s:byte(pos)
-          pos = pos + 1
-          if d == 93 then break end
-          if d ~= 44 then json_error(pos - 1, "expected ',' or ']' in an array") end
-        end
-        depth = depth - 1
-        return arr
-      elseif c == 34 then return str()
-      elseif c == 45 or (c and c >= 48 and c <= 57) then return num()
-      elseif s:sub(pos, pos + 3) == 'true' then pos = pos + 4 return true
-      elseif s:sub(pos, pos + 4) == 'false' then pos = pos + 5 return false
-      elseif s:sub(pos, pos + 3) == 'null' then pos = pos + 4 return NULL
-      elseif c == nil then json_error(pos, 'unexpected end')
-      else json_error(pos, ("unexpected character '%s'"):format(string.char(c):gsub('%c', '?')))
-      end
-    end
-    local v = value()
-    skip()
-    if pos <= #s then json_error(pos, 'trailing characters after the JSON value') end
-    return v
-  end
-
-  local function json_string(s)
-    return '"' .. s:gsub('[%c"\\]', function(c)
-      local b = c:byte()
-      if b == 34 then return '\\"' elseif b == 92 then return '\\\\' end
-      return ('\\u%04x'):format(b)
-    end) .. '"'
-  end
+  local KEYS, NULL, json_string = json.KEYS, json.NULL, json.string
 
   local function int_str(v) return ('%.0f'):format(v) end
 
@@ -215,19 +75,8 @@ return function(mf)
     return true
   end
 
-  local tmp_counter = 0
-
-  -- mf.save(path, tensors[, metadata]): see the file header; returns nothing.
-  function mf.save(path, tensors, metadata)
-    if type(path) ~= 'string' or path == '' then raise('mf.save: path must be a non-empty string') end
-    local where = ("mf.save: '%s'"):format(path)
-    if not ffi.abi('le') then raise(where .. ': only little-endian hosts are supported') end
-    if is_tensor(tensors) then raise(where .. ": expected a table of named tensors, got a tensor (use {name = t})") end
-    if type(tensors) ~= 'table' then raise(('%s: expected a table of named tensors, got a %s'):format(where, type(tensors))) end
-    if metadata ~= nil and type(metadata) ~= 'table' then
-      raise(('%s: metadata must be a table of strings, got a %s'):format(where, type(metadata)))
-    end
-
+  -- Step 1 of a save: the named tensors, flattened, checked and sorted by name.
+  local function collect_entries(tensors, where)
     local entries = {}
     flatten(tensors, '', entries, {}, where)
     table.sort(entries, function(a, b) return a.name < b.name end)
@@ -237,32 +86,38 @@ return function(mf)
         raise(("%s: the name '%s' occurs twice after flattening nested tables"):format(where, e.name))
       end
     end
+    return entries
+  end
 
-    -- the header; contiguous CPU copies are made now, so nothing fails once writing has begun
-    local parts, meta_keys = {}, {}
-    if metadata then
-      for k, v in pairs(metadata) do
-        if type(k) ~= 'string' or type(v) ~= 'string' then
-          raise(('%s: metadata must map strings to strings; %s = %s is a %s -> %s'):format(where,
-            tostring(k), tostring(v), type(k), type(v)))
-        end
-        meta_keys[#meta_keys + 1] = k
+  -- Step 2: the "__metadata__" member of the header (keys sorted), or nil when there is none.
+  local function metadata_json(metadata, where)
+    if not metadata then return nil end
+    local keys = {}
+    for k, v in pairs(metadata) do
+      if type(k) ~= 'string' or type(v) ~= 'string' then
+        raise(('%s: metadata must map strings to strings; %s = %s is a %s -> %s'):format(where,
+          tostring(k), tostring(v), type(k), type(v)))
       end
-      table.sort(meta_keys)
-      if #meta_keys > 0 then
-        local kv = {}
-        for i, k in ipairs(meta_keys) do kv[i] = json_string(k) .. ':' .. json_string(metadata[k]) end
-        parts[#parts + 1] = '"__metadata__":{' .. table.concat(kv, ',') .. '}'
-      end
+      keys[#keys + 1] = k
     end
-    -- data in order of decreasing item size, then name: every tensor's bytes start aligned to its
-    -- item size (the data area itself starts at a multiple of 8), as the reference writer does
+    if #keys == 0 then return nil end
+    table.sort(keys)
+    local kv = {}
+    for i, k in ipairs(keys) do kv[i] = json_string(k) .. ':' .. json_string(metadata[k]) end
+    return '"__metadata__":{' .. table.concat(kv, ',') .. '}'
+  end
+
+  -- Step 3: the header text, padded to a multiple of 8 bytes. Lays the data out in order of
+  -- decreasing item size, then name, so every tensor's bytes start aligned to its item size (as
+  -- the reference writer does), and replaces each tensor by a dense CPU copy where it is not one,
+  -- so nothing can fail once writing has begun; sets each entry's nbytes.
+  local function header_json(entries, meta)
     table.sort(entries, function(a, b)
       local sa, sb = ITEMSIZE[a.t.dtype_id], ITEMSIZE[b.t.dtype_id]
       if sa ~= sb then return sa > sb end
       return a.name < b.name
     end)
-    local offset = 0
+    local parts, offset = {meta}, 0
     for _, e in ipairs(entries) do
       local t = e.t
       if t.device_id ~= CPU then t = t:cpu() end
@@ -276,12 +131,17 @@ return function(mf)
       offset = offset + e.nbytes
     end
     local header = '{' .. table.concat(parts, ',') .. '}'
-    header = header .. (' '):rep((8 - #header % 8) % 8)
-    local lenbuf = ffi.new('uint8_t[8]')
-    local n = #header
-    for i = 0, 7 do lenbuf[i] = n % 256; n = math.floor(n / 256) end
+    return header .. (' '):rep((8 - #header % 8) % 8)
+  end
 
-    -- write a temporary file beside the target, flush it to disk, then rename it over the target
+  local tmp_counter = 0
+
+  -- Step 4: writes the length, the header and the data to a temporary file beside path, flushes it
+  -- to disk and renames it over path. Returns nil, or the reason it failed (the temporary file
+  -- removed, the target unchanged). mf._save_fault, a test hook, fails a chosen stage.
+  local function write_atomically(path, header, entries, where)
+    local lenbuf, n = ffi.new('uint8_t[8]'), #header
+    for i = 0, 7 do lenbuf[i] = n % 256; n = math.floor(n / 256) end
     tmp_counter = tmp_counter + 1
     local tmp = ('%s.tmp-%d-%d-%d'):format(path, C.getpid(), os.time(), tmp_counter)
     local f = C.fopen(tmp, 'wbx')
@@ -291,7 +151,7 @@ return function(mf)
         error(('writing %s failed: %s'):format(what, errno_text()), 0)
       end
     end
-    local hook = mf._save_fault  -- test hook: fails a chosen stage to check the cleanup
+    local hook = mf._save_fault
     local ok, err = pcall(function()
       put(lenbuf, 8, 'the header length')
       put(header, #header, 'the header')
@@ -306,21 +166,39 @@ return function(mf)
     end)
     local closed = C.fclose(f) == 0
     if ok and not closed then ok, err = false, 'closing failed: ' .. errno_text() end
+    if ok and hook then ok, err = pcall(hook, 'rename') end
     if ok then
-      if hook then ok, err = pcall(hook, 'rename') end
-      if ok then
-        local rok, rerr = os.rename(tmp, path)
-        if not rok then ok, err = false, 'renaming the temporary file over the target failed: ' .. tostring(rerr) end
-      end
+      local rok, rerr = os.rename(tmp, path)
+      if not rok then ok, err = false, 'renaming the temporary file over the target failed: ' .. tostring(rerr) end
     end
-    if not ok then
-      os.remove(tmp)
-      raise(('%s: %s (the target is unchanged)'):format(where, tostring(err)))
-    end
-    -- make the rename itself durable (best effort: some file systems refuse fsync on directories)
+    if ok then return nil end
+    os.remove(tmp)
+    return tostring(err)
+  end
+
+  -- Step 5: makes the rename itself durable (best effort: some file systems refuse fsync on
+  -- directories).
+  local function sync_directory(path)
     local dir = path:match('^(.*)/[^/]*$')
     local fd = C.open(dir == nil and '.' or dir == '' and '/' or dir, 0)
     if fd >= 0 then C.fsync(fd); C.close(fd) end
+  end
+
+  -- mf.save(path, tensors[, metadata]): see the file header; returns nothing.
+  function mf.save(path, tensors, metadata)
+    if type(path) ~= 'string' or path == '' then raise('mf.save: path must be a non-empty string') end
+    local where = ("mf.save: '%s'"):format(path)
+    if not ffi.abi('le') then raise(where .. ': only little-endian hosts are supported') end
+    if is_tensor(tensors) then raise(where .. ": expected a table of named tensors, got a tensor (use {name = t})") end
+    if type(tensors) ~= 'table' then raise(('%s: expected a table of named tensors, got a %s'):format(where, type(tensors))) end
+    if metadata ~= nil and type(metadata) ~= 'table' then
+      raise(('%s: metadata must be a table of strings, got a %s'):format(where, type(metadata)))
+    end
+    local entries = collect_entries(tensors, where)
+    local header = header_json(entries, metadata_json(metadata, where))
+    local err = write_atomically(path, header, entries, where)
+    if err then raise(('%s: %s (the target is unchanged)'):format(where, err)) end
+    sync_directory(path)
   end
 
   -- loading ------------------------------------------------------------------------------------
@@ -335,7 +213,9 @@ return function(mf)
     return v
   end
 
-  local function load_file(path, f)
+  -- Step 1 of a load: the file size, the header length and the header, decoded. Returns the header
+  -- object, its length n and the size of the data area after it.
+  local function read_header(f)
     local size = f:seek('end')
     if not size then fail('cannot determine the file size') end
     f:seek('set', 0)
@@ -352,64 +232,68 @@ return function(mf)
     end
     local hs = f:read(n) or ''
     if #hs ~= n then fail(('truncated header: read %d of %d bytes'):format(#hs, n)) end
-    local ok, hdr = pcall(json_decode, hs)
+    local ok, hdr = pcall(json.decode, hs)
     if not ok then
       if type(hdr) == 'table' and hdr.json then fail('header is not valid JSON: ' .. hdr.json) end
       error(hdr, 0)
     end
     if type(hdr) ~= 'table' or hdr[KEYS] == nil then fail('header is not a JSON object') end
-    local data_size = size - 8 - n
+    return hdr, n, size - 8 - n
+  end
 
+  -- Step 2a: the "__metadata__" member as a table of strings.
+  local function parse_metadata(v)
+    if type(v) ~= 'table' or v[KEYS] == nil then fail('__metadata__ is not a JSON object') end
     local meta = {}
-    local specs = {}
-    for _, name in ipairs(hdr[KEYS]) do
-      local v = hdr[name]
-      if name == '__metadata__' then
-        if type(v) ~= 'table' or v[KEYS] == nil then fail('__metadata__ is not a JSON object') end
-        for _, k in ipairs(v[KEYS]) do
-          if type(v[k]) ~= 'string' then
-            fail(("__metadata__ value of '%s' is not a string; metadata maps strings to strings"):format(k))
-          end
-          meta[k] = v[k]
-        end
-      else
-        local what = ("tensor '%s'"):format(name)
-        if type(v) ~= 'table' or v[KEYS] == nil then fail(what .. ' is not a JSON object') end
-        local tag, shape, offs = v.dtype, v.shape, v.data_offsets
-        if tag == nil or shape == nil or offs == nil then
-          fail(what .. ' lacks ' .. (tag == nil and 'dtype' or shape == nil and 'shape' or 'data_offsets'))
-        end
-        if type(tag) ~= 'string' then fail(what .. ': dtype is not a string') end
-        local code = TAG_CODE[tag]
-        if not code then
-          fail(("%s has %s dtype '%s'; moonflow reads F32, F64, I32, I64 and U8"):format(what,
-            FOREIGN[tag] and 'the unsupported' or 'unknown', tag))
-        end
-        if type(shape) ~= 'table' or shape[KEYS] then fail(what .. ': shape is not a JSON array') end
-        if #shape > MAX_DIMS then fail(('%s has %d dims; at most %d are supported'):format(what, #shape, MAX_DIMS)) end
-        local numel, dims = 1, {}
-        for i = 1, #shape do
-          dims[i] = check_int(shape[i], ('%s: shape[%d]'):format(what, i))
-          numel = numel * dims[i]
-        end
-        if type(offs) ~= 'table' or offs[KEYS] or #offs ~= 2 then fail(what .. ': data_offsets is not an array of two integers') end
-        local b = check_int(offs[1], what .. ': data_offsets[1]')
-        local e = check_int(offs[2], what .. ': data_offsets[2]')
-        if e < b then fail(('%s: data_offsets [%s, %s] end before they begin'):format(what, int_str(b), int_str(e))) end
-        local want = numel * ITEMSIZE[code]
-        if e - b ~= want then
-          fail(('%s: shape/offset mismatch: shape [%s] of %s needs %s bytes but data_offsets [%s, %s] span %s'):format(what,
-            table.concat(dims, ', '), tag, int_str(want), int_str(b), int_str(e), int_str(e - b)))
-        end
-        if b > data_size or (b == data_size and e > b) then
-          fail(('%s: data_offsets [%s, %s] lie outside the data area, which holds %d bytes (truncated file?)'):format(what,
-            int_str(b), int_str(e), data_size))
-        end
-        specs[#specs + 1] = {name = name, code = code, dims = dims, b = b, e = e}
+    for _, k in ipairs(v[KEYS]) do
+      if type(v[k]) ~= 'string' then
+        fail(("__metadata__ value of '%s' is not a string; metadata maps strings to strings"):format(k))
       end
+      meta[k] = v[k]
     end
+    return meta
+  end
 
-    -- the data area must be tiled exactly: sorted by offset, each tensor starts where the last ended
+  -- Step 2b: one tensor's member, every field checked: {name, code, dims, b, e} (data offsets).
+  local function parse_spec(name, v, data_size)
+    local what = ("tensor '%s'"):format(name)
+    if type(v) ~= 'table' or v[KEYS] == nil then fail(what .. ' is not a JSON object') end
+    local tag, shape, offs = v.dtype, v.shape, v.data_offsets
+    if tag == nil or shape == nil or offs == nil then
+      fail(what .. ' lacks ' .. (tag == nil and 'dtype' or shape == nil and 'shape' or 'data_offsets'))
+    end
+    if type(tag) ~= 'string' then fail(what .. ': dtype is not a string') end
+    local code = TAG_CODE[tag]
+    if not code then
+      fail(("%s has %s dtype '%s'; moonflow reads F32, F64, I32, I64 and U8"):format(what,
+        FOREIGN[tag] and 'the unsupported' or 'unknown', tag))
+    end
+    if type(shape) ~= 'table' or shape[KEYS] then fail(what .. ': shape is not a JSON array') end
+    if #shape > MAX_DIMS then fail(('%s has %d dims; at most %d are supported'):format(what, #shape, MAX_DIMS)) end
+    local numel, dims = 1, {}
+    for i = 1, #shape do
+      dims[i] = check_int(shape[i], ('%s: shape[%d]'):format(what, i))
+      numel = numel * dims[i]
+    end
+    if type(offs) ~= 'table' or offs[KEYS] or #offs ~= 2 then fail(what .. ': data_offsets is not an array of two integers') end
+    local b = check_int(offs[1], what .. ': data_offsets[1]')
+    local e = check_int(offs[2], what .. ': data_offsets[2]')
+    if e < b then fail(('%s: data_offsets [%s, %s] end before they begin'):format(what, int_str(b), int_str(e))) end
+    local want = numel * ITEMSIZE[code]
+    if e - b ~= want then
+      fail(('%s: shape/offset mismatch: shape [%s] of %s needs %s bytes but data_offsets [%s, %s] span %s'):format(what,
+        table.concat(dims, ', '), tag, int_str(want), int_str(b), int_str(e), int_str(e - b)))
+    end
+    if b > data_size or (b == data_size and e > b) then
+      fail(('%s: data_offsets [%s, %s] lie outside the data area, which holds %d bytes (truncated file?)'):format(what,
+        int_str(b), int_str(e), data_size))
+    end
+    return {name = name, code = code, dims = dims, b = b, e = e}
+  end
+
+  -- Step 3: the specs sorted by offset, checked to tile the data area exactly: each tensor starts
+  -- where the last ended, and the last ends where the file does.
+  local function check_tiling(specs, data_size)
     local sorted = {}
     for i, s in ipairs(specs) do sorted[i] = s end
     table.sort(sorted, function(x, y)
@@ -435,26 +319,38 @@ return function(mf)
     elseif cursor < data_size then
       fail(('gap in the data: the last %d bytes of the data area belong to no tensor'):format(data_size - cursor))
     end
+    return sorted
+  end
 
-    local out = {}
-    for _, s in ipairs(sorted) do
-      local aok, t = pcall(mf._new_tensor, s.dims, s.code)
-      if not aok then fail(("cannot allocate tensor '%s': %s"):format(s.name, tostring(t))) end
-      local nbytes = s.e - s.b
-      if nbytes > 0 then
-        f:seek('set', 8 + n + s.b)
-        local p, got = ffi.cast('uint8_t *', t.ptr), 0
-        while got < nbytes do
-          local chunk = f:read(math.min(CHUNK, nbytes - got))
-          if not chunk or #chunk == 0 then
-            fail(("truncated data: tensor '%s' ends after %d of its %d bytes"):format(s.name, got, nbytes))
-          end
-          ffi.copy(p + got, chunk, #chunk)
-          got = got + #chunk
-        end
+  -- Step 4: a new tensor holding one spec's bytes, read in chunks from the data area at data_start.
+  local function read_tensor(f, data_start, s)
+    local aok, t = pcall(mf._new_tensor, s.dims, s.code)
+    if not aok then fail(("cannot allocate tensor '%s': %s"):format(s.name, tostring(t))) end
+    local nbytes = s.e - s.b
+    if nbytes == 0 then return t end
+    f:seek('set', data_start + s.b)
+    local p, got = ffi.cast('uint8_t *', t.ptr), 0
+    while got < nbytes do
+      local chunk = f:read(math.min(CHUNK, nbytes - got))
+      if not chunk or #chunk == 0 then
+        fail(("truncated data: tensor '%s' ends after %d of its %d bytes"):format(s.name, got, nbytes))
       end
-      out[s.name] = t
+      ffi.copy(p + got, chunk, #chunk)
+      got = got + #chunk
     end
+    return t
+  end
+
+  -- The whole load, raising {load = message}: every field is checked before any tensor is allocated.
+  local function load_file(f)
+    local hdr, n, data_size = read_header(f)
+    local meta, specs = {}, {}
+    for _, name in ipairs(hdr[KEYS]) do
+      if name == '__metadata__' then meta = parse_metadata(hdr[name])
+      else specs[#specs + 1] = parse_spec(name, hdr[name], data_size) end
+    end
+    local out = {}
+    for _, s in ipairs(check_tiling(specs, data_size)) do out[s.name] = read_tensor(f, 8 + n, s) end
     return out, meta
   end
 
@@ -465,7 +361,7 @@ return function(mf)
     if not ffi.abi('le') then raise(where .. ': only little-endian hosts are supported') end
     local f, oerr = io.open(path, 'rb')
     if not f then raise(('%s: cannot open the file: %s'):format(where, tostring(oerr))) end
-    local ok, res, meta = pcall(load_file, path, f)
+    local ok, res, meta = pcall(load_file, f)
     f:close()
     if not ok then
       if type(res) == 'table' and res.load then raise(where .. ': ' .. res.load) end
@@ -474,5 +370,5 @@ return function(mf)
     return res, meta
   end
 
-  mf._json_decode = json_decode  -- for tests and tools; objects carry their key order
+  mf._json_decode = json.decode  -- for tests and tools; objects carry their key order (lua/moonflow/json.lua)
 end
