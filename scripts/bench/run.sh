@@ -4,7 +4,8 @@
 # separate processes, plus the machine's limits (raw OpenBLAS sgemm in bench_mf.lua's sgemm
 # workload, a STREAM triad built here), writes JSON lines to the results file and prints a table
 # of medians, spreads (max - min) and ratios (summarize.py). Env: REPS, STEPS, WARMUP, MOONFLOW,
-# PYTHON, BLAS_CORETYPE. Takes about 2.5 minutes (REPS=5) on the 2-core development machine.
+# PYTHON, BLAS_CORETYPE, GRAPH_SIZES. Takes about 2.5 minutes (REPS=5) on the 2-core development
+# machine, plus about 3 for graph_build.lua (moonflow alone: graph build and bind time against size).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${REPS:-5} STEPS=${STEPS:-30} WARMUP=${WARMUP:-5}
@@ -53,3 +54,11 @@ done
 
 "$PYTHON" scripts/bench/summarize.py "$OUT"
 echo "results: $OUT"
+
+# Graph build and bind against graph size (moonflow only; graph_build.lua): best of 3 at 10k and 80k
+# nodes, one build-only run at 1M. GRAPH_SIZES overrides the sizes; GRAPH_SIZES=none skips it.
+GRAPH_SIZES=${GRAPH_SIZES:-10000,80000,1000000}
+if [ "$GRAPH_SIZES" != none ]; then
+  echo "graph build and bind, sizes $GRAPH_SIZES (about 3 minutes)..." >&2
+  "$MOONFLOW" scripts/bench/graph_build.lua --sizes "$GRAPH_SIZES" | tee "${OUT%.jsonl}.graph_build.txt"
+fi
