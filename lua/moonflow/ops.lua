@@ -407,6 +407,15 @@ return function(mf)
   -- symbols (graph mode, lua/moonflow/graph.lua) are tables with the Symbol metatable
   local function is_sym(x) return type(x) == 'table' and mf.is_symbol(x) end
 
+  -- the device of the first tensor among ins[1..nin] (the host when none is): numbers become
+  -- tensors there
+  local function operands_device(ins, nin)
+    for i = 1, nin do
+      if is_tensor(ins[i]) then return ins[i].device_id end
+    end
+    return HOST
+  end
+
   -- Lua numbers among an op's inputs, PyTorch's rule for Python scalars. A number takes the dtype
   -- of the first tensor (or symbol) operand, passing over the op's mask input (mask_input in its
   -- block: where's uint8 cond), or float32, the default dtype, when there is none. A number with a fractional part (or
@@ -416,7 +425,6 @@ return function(mf)
   -- Converts ins[1..nin] in place and returns it.
   local function number_operands(op, ins, nin)
     local like, frac
-    local dev = HOST  -- numbers become tensors on the device of the first tensor operand
     for i = 1, nin do
       local x = ins[i]
       if type(x) == 'number' then
@@ -424,7 +432,6 @@ return function(mf)
       elseif like == nil and i ~= op.mask_input and (is_tensor(x) or is_sym(x)) then
         like = x.dtype_id
       end
-      if is_tensor(x) and dev == HOST then dev = x.device_id end
     end
     like = like or FLOAT32
     -- an op that writes its inputs (assign_add) must write them, not float copies: no promotion,
@@ -440,7 +447,7 @@ return function(mf)
     end
     for i = 1, nin do
       local x = ins[i]
-      if not is_tensor(x) and not is_sym(x) then ins[i] = as_tensor(x, like, op, i, dev) end
+      if not is_tensor(x) and not is_sym(x) then ins[i] = as_tensor(x, like, op, i, operands_device(ins, nin)) end
     end
     return ins
   end
