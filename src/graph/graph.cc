@@ -120,16 +120,25 @@ std::vector<int32_t> Graph::order(const std::vector<int32_t>& targets) const {
     for (const NodeEntry& e : x.inputs) reach(e.node);
     for (int32_t c : x.control) reach(c);
   }
-  // 2. dependency edges pred -> succ: inputs and control edges, after forwards; and which needed
-  //    op nodes that write nothing read each variable
+  // 2. dependency edges pred -> succ: inputs and control edges, after forwards, and from each op
+  //    that writes a variable to the next one (by id) writing it; and which needed op nodes that
+  //    write nothing read each variable
   std::vector<Edge> edges, reads;  // reads: (variable, reader)
+  std::vector<int32_t> last_writer(size_t(n), -1);  // by variable
   for (int32_t id = 0; id < n; ++id) {
     if (!need[size_t(id)]) continue;
     const Node& x = nodes_[size_t(id)];
+    bool writer = writes(id);
     for (const NodeEntry& e : x.inputs) {
       int32_t p = resolve(e).node;
       edges.emplace_back(p, id);
-      if (nodes_[size_t(p)].kind == kVariable && x.kind == kOpNode && !writes(id)) reads.emplace_back(p, id);
+      if (nodes_[size_t(p)].kind != kVariable || x.kind != kOpNode) continue;
+      if (!writer) {
+        reads.emplace_back(p, id);
+      } else if (last_writer[size_t(p)] != id) {
+        if (last_writer[size_t(p)] >= 0) edges.emplace_back(last_writer[size_t(p)], id);
+        last_writer[size_t(p)] = id;
+      }
     }
     for (int32_t c : x.control) edges.emplace_back(resolve({c, 0}).node, id);
   }

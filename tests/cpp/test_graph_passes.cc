@@ -49,20 +49,67 @@ bool writes(const Graph& g, int32_t id) {
   return n.kind == mf::kOpNode && (mf::Registry::get().at(n.op).flags_ & MF_OPF_WRITES);
 }
 
+// The needed nodes' ordering edges before the read-before-write rule: inputs, control edges, and
+// every needed writer of a variable to each later (by id) needed writer of it. succ[a] lists b for
+// each edge a -> b.
+std::vector<std::vector<int32_t>> base_edges(const Graph& g, const std::vector<char>& need) {
+  int32_t n = g.size();
+  auto succ = std::vector<std::vector<int32_t>>(size_t(n));
+  auto var_of = [&](const NodeEntry& e) {
+    int32_t v = g.resolve(e).node;
+    return g.node(v).kind == mf::kVariable ? v : -1;
+  };
+  for (int32_t id = 0; id < n; ++id) {
+    if (!need[size_t(id)]) continue;
+    for (const NodeEntry& e : g.node(id).inputs) succ[size_t(g.resolve(e).node)].push_back(id);
+    for (int32_t c : g.node(id).control) succ[size_t(g.resolve({c, 0}).node)].push_back(id);
+    if (!writes(g, id)) continue;
+    for (int32_t w = 0; w < id; ++w) {
+      if (!need[size_t(w)] || !writes(g, w)) continue;
+      bool shared = false;
+      for (const NodeEntry& a : g.node(w).inputs)
+        for (const NodeEntry& b : g.node(id).inputs) shared = shared || (var_of(a) >= 0 && var_of(a) == var_of(b));
+      if (shared) succ[size_t(w)].push_back(id);
+    }
+  }
+  return succ;
+}
+
+// Is b reachable from a along succ?
+bool reaches(const std::vector<std::vector<int32_t>>& succ, int32_t a, int32_t b) {
+  std::vector<char> seen(succ.size(), 0);
+  std::vector<int32_t> todo{a};
+  while (!todo.empty()) {
+    int32_t x = todo.back();
+    todo.pop_back();
+    if (x == b) return true;
+    for (int32_t s : succ[size_t(x)])
+      if (!seen[size_t(s)]) seen[size_t(s)] = 1, todo.push_back(s);
+  }
+  return false;
+}
+
+std::vector<char> needed(const Graph& g, const std::vector<int32_t>& targets) {
+  std::vector<char> need(size_t(g.size()), 0);
+  for (int32_t id = 0; id < g.size(); ++id)
+    for (int32_t t : targets) need[size_t(id)] = need[size_t(id)] || depends(g, g.resolve({t, 0}).node, id);
+  return need;
+}
+
 // Checks the documented order rules on `order` for `targets`: exactly the needed nodes, each once;
-// every input and control predecessor first; every read of a variable before an op writing it
-// unless the read depends on that op.
+// every input and control predecessor first; ops writing one variable in creation order; every
+// read of a variable before an op writing it unless the read depends on that op.
 void check_order(const Graph& g, const std::vector<int32_t>& targets, const std::vector<int32_t>& order) {
   std::vector<int32_t> at(size_t(g.size()), -1);
   for (size_t k = 0; k < order.size(); ++k) {
     REQUIRE(at[size_t(order[k])] == -1);
     at[size_t(order[k])] = int32_t(k);
   }
+  const std::vector<char> need = needed(g, targets);
+  const std::vector<std::vector<int32_t>> succ = base_edges(g, need);
   for (int32_t id = 0; id < g.size(); ++id) {
-    bool needed = false;
-    for (int32_t t : targets) needed = needed || depends(g, g.resolve({t, 0}).node, id);
     INFO("node " << id);
-    CHECK(needed == (at[size_t(id)] >= 0));
+    CHECK(bool(need[size_t(id)]) == (at[size_t(id)] >= 0));
   }
   for (int32_t id : order) {
     const mf::Node& n = g.node(id);
@@ -73,12 +120,16 @@ void check_order(const Graph& g, const std::vector<int32_t>& targets, const std:
       int32_t var = g.resolve(we).node;
       if (g.node(var).kind != mf::kVariable) continue;
       for (int32_t r : order) {
+        if (r != id && writes(g, r)) {  // another writer of var: creation order
+          for (const NodeEntry& oe : g.node(r).inputs)
+            if (g.resolve(oe).node == var) CHECK((r < id) == (at[size_t(r)] < at[size_t(id)]));
+        }
         if (r == id || writes(g, r) || g.node(r).kind != mf::kOpNode) continue;
         bool reads = false;
         for (const NodeEntry& re : g.node(r).inputs) reads = reads || g.resolve(re).node == var;
         if (!reads) continue;
         INFO("reader " << r << ", writer " << id);
-        CHECK((depends(g, r, id) || at[size_t(r)] < at[size_t(id)]));
+        CHECK((reaches(succ, id, r) || at[size_t(r)] < at[size_t(id)]));
       }
     }
   }
@@ -89,37 +140,33 @@ void check_order(const Graph& g, const std::vector<int32_t>& targets, const std:
 // (Kahn's algorithm leaves nodes over).
 bool rules_cycle(const Graph& g, const std::vector<int32_t>& targets) {
   int32_t n = g.size();
-  std::vector<char> need(size_t(n), 0);
-  for (int32_t id = 0; id < n; ++id)
-    for (int32_t t : targets) need[size_t(id)] = need[size_t(id)] || depends(g, g.resolve({t, 0}).node, id);
-  auto succ = std::vector<std::vector<int32_t>>(size_t(n));
-  std::vector<int32_t> indeg(size_t(n), 0);
-  auto edge = [&](int32_t a, int32_t b) { succ[size_t(a)].push_back(b), ++indeg[size_t(b)]; };
-  for (int32_t id = 0; id < n; ++id) {
-    if (!need[size_t(id)]) continue;
-    for (const NodeEntry& e : g.node(id).inputs) edge(g.resolve(e).node, id);
-    for (int32_t c : g.node(id).control) edge(g.resolve({c, 0}).node, id);
-    if (!writes(g, id)) continue;
-    for (const NodeEntry& we : g.node(id).inputs) {
+  const std::vector<char> need = needed(g, targets);
+  const std::vector<std::vector<int32_t>> base = base_edges(g, need);
+  std::vector<std::vector<int32_t>> succ = base;
+  for (int32_t w = 0; w < n; ++w) {
+    if (!need[size_t(w)] || !writes(g, w)) continue;
+    for (const NodeEntry& we : g.node(w).inputs) {
       int32_t var = g.resolve(we).node;
       if (g.node(var).kind != mf::kVariable) continue;
       for (int32_t r = 0; r < n; ++r) {
-        if (!need[size_t(r)] || r == id || writes(g, r) || g.node(r).kind != mf::kOpNode) continue;
+        if (!need[size_t(r)] || r == w || writes(g, r) || g.node(r).kind != mf::kOpNode) continue;
         bool reads = false;
         for (const NodeEntry& re : g.node(r).inputs) reads = reads || g.resolve(re).node == var;
-        if (reads && !depends(g, r, id)) edge(r, id);
+        if (reads && !reaches(base, w, r)) succ[size_t(r)].push_back(w);
       }
     }
   }
-  std::vector<int32_t> ready;
+  std::vector<int32_t> indeg(size_t(n), 0), ready;
+  for (const auto& l : succ)
+    for (int32_t t : l) ++indeg[size_t(t)];
   int32_t left = 0;
   for (int32_t id = 0; id < n; ++id)
     if (need[size_t(id)]) (indeg[size_t(id)] == 0 ? ready.push_back(id) : void(++left));
   while (!ready.empty()) {
     int32_t x = ready.back();
     ready.pop_back();
-    for (int32_t s : succ[size_t(x)])
-      if (--indeg[size_t(s)] == 0) ready.push_back(s), --left;
+    for (int32_t t : succ[size_t(x)])
+      if (--indeg[size_t(t)] == 0) ready.push_back(t), --left;
   }
   return left > 0;
 }
