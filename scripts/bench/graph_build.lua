@@ -8,9 +8,11 @@
 --          autodiff adds the backward chain
 -- Per size it prints the wall time of: build (the Lua calls that add the nodes, minimize included),
 -- bind (the first sess:run: passes, order, shape inference, fusion, memory plan, kernel factories,
--- plus one run), and, timed alone on the same graph, order (mf_graph_order), cse (mf_graph_cse) and
--- plan (mf_plan_memory on a chain-shaped plan of as many entries); then the ratio of each figure to
--- the one at the size 8x smaller, which linear passes keep near 8.
+-- plus one run), bind8 (above the smallest size: 8 graphs of an eighth of the nodes, all alive,
+-- bound in one loop; see measure_bind8) and, timed alone on the same graph, order (mf_graph_order),
+-- cse (mf_graph_cse) and plan (mf_plan_memory on a chain-shaped plan of as many entries); then the
+-- ratio of each figure to the one at the size before, which linear passes keep near the ratio of
+-- the sizes, and bind / bind8, which linear binding keeps near 1.
 -- Each figure is the best of --reps runs (default 3; 1 for sizes above --bind-max), the runs of the
 -- sizes interleaved, so that other load on the machine inflates a ratio as little as possible.
 -- usage: moonflow scripts/bench/graph_build.lua [--sizes 10000,80000,1000000] [--shapes chain,ladder,train]
@@ -115,7 +117,31 @@ local function measure(shape, n)
   return r
 end
 
-local FIELDS = {'build', 'bind', 'order', 'cse', 'plan'}
+-- The control for bind: 8 graphs of n/8 nodes, built first and all alive, bound one after the
+-- other in one timed loop. Same node count and about the same Lua heap as one graph of n nodes, so
+-- bind / bind8 near 1 says binding is linear, and a bind ratio above 8 between sizes comes from the
+-- heap's size (collector traversals, caches) rather than from the passes.
+local function measure_bind8(shape, n)
+  local parts = {}
+  for k = 1, 8 do
+    mf.reset_default_graph()
+    local fetch, feed, init = build[shape](math.floor(n / 8))
+    parts[k] = {g = mf.get_default_graph(), fetch = fetch, feed = feed, init = init, sess = mf.Session()}
+    if init then parts[k].sess:run(init) end
+  end
+  collectgarbage()
+  local t0 = clock()
+  for _, p in ipairs(parts) do
+    mf._set_default_graph(p.g)
+    p.sess:run(p.fetch, p.feed)
+  end
+  local t = clock() - t0
+  for _, p in ipairs(parts) do p.sess:close() end
+  mf.reset_default_graph()
+  return t
+end
+
+local FIELDS = {'build', 'bind', 'bind8', 'order', 'cse', 'plan'}
 for _, shape in ipairs(opts.shapes) do
   assert(build[shape], 'unknown shape ' .. shape)
   local best = {}
@@ -123,6 +149,7 @@ for _, shape in ipairs(opts.shapes) do
     for _, n in ipairs(opts.sizes) do
       if rep == 1 or n <= opts.bind_max then
         local r = measure(shape, n)
+        if n <= opts.bind_max and n > opts.sizes[1] then r.bind8 = measure_bind8(shape, n) end
         local b = best[n]
         if not b then best[n] = r
         else for _, f in ipairs(FIELDS) do if r[f] then b[f] = math.min(b[f], r[f]) end end end
@@ -148,6 +175,7 @@ for _, shape in ipairs(opts.shapes) do
         for _, f in ipairs(FIELDS) do
           if r[f] and prev[f] then rl[#rl + 1] = ('%s %.1fx'):format(f, r[f] / prev[f]) end
         end
+        if r.bind8 then rl[#rl + 1] = ('| bind / bind8 %.2f'):format(r.bind / r.bind8) end
         print(table.concat(rl, '  '))
       end
     end
