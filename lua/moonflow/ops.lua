@@ -14,6 +14,7 @@ return function(mf)
   local nout_buf = ffi.new('int[1]')
   local in_ptrs = ffi.new('const mf_tensor *[?]', 256)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = C.MF_OPF_VIEW, C.MF_OPF_VARIADIC, C.MF_OPF_LUA, C.MF_OPF_RANDOM
+  local OPF_WRITES = C.MF_OPF_WRITES
   local F32, I32, I64, U8 = C.MF_FLOAT32, C.MF_INT32, C.MF_INT64, C.MF_UINT8
   local CPU, CUDA, MAX_DIMS = C.MF_CPU, C.MF_CUDA, C.MF_MAX_DIMS
   local HOST = K.HOST
@@ -274,7 +275,17 @@ return function(mf)
     -- compiled hot path a hash probe and measurably slowed every eager call
     -- K: the kernel table of the inputs' device, picked once per entry
     local e = {nin = nin, nout = #metas, ins = {}, outs = {}, metas = metas, alias = alias, run = false,
-               copy_in = false, held = false, K = Kd}
+               copy_in = false, held = false, K = Kd, self_out = false}
+    -- an op that writes its input 1 and returns all of it (copy, fill, assign, the optimizer
+    -- updates) returns that tensor itself, as PyTorch's in-place ops return self: no new header
+    if bit.band(op.flags, OPF_WRITES) ~= 0 and alias[1] and nin > 0 then
+      local m, x = metas[1], ins[1]
+      local same = m.ndim == x.ndim and m.offset == 0 and m.dtype_id == x.dtype_id
+      for d = 0, m.ndim - 1 do
+        if m.shape[d] ~= x.shape[d] or m.strides[d] ~= x.strides[d] then same = false end
+      end
+      e.self_out = same
+    end
     for i = 1, nin do
       local s = T()
       e.ins[i] = s
@@ -336,8 +347,13 @@ return function(mf)
     if copy_in then for k = 1, #copy_in do e.held[k] = nil end end
     for i = 1, nout do
       if e.alias[i] then
-        local t = T()
-        C.mf_tensor_share(t, outs[i])
+        local t
+        if i == 1 and e.self_out then
+          t = ins[1]
+        else
+          t = T()
+          C.mf_tensor_share(t, outs[i])
+        end
         if i == 1 then r1 = t end
         if nout > 1 then results = results or {}; results[i] = t end
       end
@@ -380,7 +396,7 @@ return function(mf)
   -- Integer dtypes: [lo, hi) of the values a number converted into them must lie in.
   local INT_RANGE = {[I32] = {-2 ^ 31, 2 ^ 31, 'int32', '-2147483648..2147483647'},
                      [I64] = {-2 ^ 63, 2 ^ 63, 'int64', '-2^63..2^63-1'}, [U8] = {0, 256, 'uint8', '0..255'}}
-  local FLOAT32, OPF_WRITES = F32, C.MF_OPF_WRITES
+  local FLOAT32 = F32
   -- a number operand becomes a 0-dim tensor of like_dtype (chosen by number_operands below); one
   -- that does not fit an integer dtype is an error, never a wrapped value
   local function as_tensor(v, like_dtype, op, i, device)

@@ -182,7 +182,20 @@ return function(mf)
     if not ok then raise((tostring(err):gsub('^.-' .. op .. ':', what .. ':', 1))) end
   end
   local function copy_into(dst, src, what) through('copy', dst, src, what) end
-  local function fill_into(dst, v, what) through('fill', dst, v, what) end
+  -- fill's value operand: one 0-dim tensor per (device, dtype), rewritten per call (the op only
+  -- reads it while it runs), so a fill allocates nothing
+  local fill_scratch = {}
+  local function fill_value(t, v, what)
+    local key = t.device_id * 64 + t.dtype_id
+    local s = fill_scratch[key]
+    if not s then
+      s = new_tensor({}, t.dtype_id, t.device_id)
+      fill_scratch[key] = s
+    end
+    K.of_device(t.device_id).fill(s, scalar_value(v, t.dtype_id, what))
+    return s
+  end
+  local function fill_into(dst, v, what) through('fill', dst, fill_value(dst, v, what), what) end
 
   function methods.set(t, ...)
     local n = select('#', ...)
@@ -269,7 +282,7 @@ return function(mf)
     return t
   end
   function methods.fill(t, v)
-    mf.fill(t, scalar_value(v, t.dtype_id, 'fill'))
+    mf.fill(t, fill_value(t, v, 'fill'))
     return t
   end
   -- t itself when it is on the device already, else a copy there (the to op)
@@ -466,7 +479,7 @@ return function(mf)
       while v.ndim > row.ndim and v.shape[0] == 1 do v = mf.select(v, 1, 1) end
       copy_into(row, v, 'index assignment')
     else
-      fill_into(row, scalar_value(v, t.dtype_id, 'index assignment'), 'index assignment')
+      fill_into(row, v, 'index assignment')
     end
   end
 

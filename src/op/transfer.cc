@@ -60,7 +60,7 @@ end)lua");
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, v = outs[1], ins[1], ins[2]
-  return function() K.copy(x, v); K.alias(y, x, 0) end
+  return function() K.fill(x, v:item()); K.alias(y, x, 0) end
 end)lua");
 
   MF_REGISTER_OP(to)
