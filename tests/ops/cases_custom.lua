@@ -8,8 +8,9 @@ local cases = {}
 local function add(c) cases[#cases + 1] = c end
 local input = L.input
 
--- mf.register_op once per Lua state (the registry is process-wide: a second harness state in the
--- same process finds the ops already there)
+-- mf.register_op once per process (the registry is process-wide: a second harness engine in the
+-- same process finds the ops already there, so every rule is a source string, which every engine
+-- compiles for itself; a Lua function would stay in the engine that registered the op)
 local function register(def)
   if not mf._ops[def.name] then mf.register_op(def) end
 end
@@ -17,7 +18,7 @@ end
 register{
   name = 'harness_cube', num_inputs = 1, doc = 'x^3, elementwise: a plain loop over contiguous data',
   infer_shape = 'same',
-  gradient = function(x, y, gy) return {gy * x * x * 3} end,
+  gradient = [[ function(x, y, gy) return {gy * x * x * 3} end ]],
   lua_compute = [[ function(ins, outs, p)
     local x, y = ins[1], outs[1]
     return function()
@@ -31,14 +32,14 @@ register{
   strided = true,
   params = {scale = {type = 'number', default = 1, doc = 'factor of the product'},
             shift = {type = 'number', default = 0, doc = 'added to every element'}},
-  infer_shape = function(s)
+  infer_shape = [[ function(s)
     local a, b = s[1], s[2]
     local same = #a == #b
     for d = 1, #a do same = same and a[d] == b[d] end
     if not same then error('harness_fma: a and b must have one shape') end
     return {a}
-  end,
-  gradient = function(a, b, y, gy, p) return {gy * b * p.scale, gy * a * p.scale} end,
+  end ]],
+  gradient = [[ function(a, b, y, gy, p) return {gy * b * p.scale, gy * a * p.scale} end ]],
   lua_compute = [[ function(ins, outs, p)
     local a, b, y = ins[1], ins[2], outs[1]
     local nd, scale, shift = a:dim(), p.scale, p.shift
