@@ -11,22 +11,7 @@ local ALL = {'float32', 'float64', 'int32', 'int64'}
 local FLOATS = {'float32', 'float64'}
 local abs, sqrt, exp, log, huge = math.abs, math.sqrt, math.exp, math.log, math.huge
 local input = L.input
-
--- ops that return a view of input 1 (its memory, not a copy)
-local function views_input1(outs, ins)
-  if outs[1].ptr ~= ins[1].ptr then return 'result is not a view of input 1' end
-end
-
--- x's values broadcast (NumPy rules) to shape, as flat row-major data
-local function spread(x, shape)
-  local out, lead = {}, #shape - #x.shape
-  for i = 1, L.numel(shape) do
-    local idx, src = L.unravel(i, shape), {}
-    for d = 1, #x.shape do src[d] = x.shape[d] == 1 and 1 or idx[d + lead] end
-    out[i] = L.at(x, src)
-  end
-  return out
-end
+local views_input1 = L.views_input1
 
 -- sum_to, broadcast_like -------------------------------------------------------------------------
 local function sum_to_ref(ins)
@@ -65,7 +50,7 @@ add{name = 'sum_to_like_bigger', op = 'sum_to', inputs = {input({3}), input({2, 
     error = 'sum_to: x is 3, like is 2x3; like must broadcast to x'}
 
 local function broadcast_like_ref(ins)
-  return L.array(L.copy(ins[2].shape), spread(ins[1], ins[2].shape))
+  return L.array(L.copy(ins[2].shape), L.spread(ins[1], ins[2].shape))
 end
 local function broadcast_like(name, sx, slike, empty)
   add{name = name, op = 'broadcast_like', inputs = {input(sx), input(slike)}, dtypes = DT, exact = true,
@@ -250,10 +235,10 @@ add{name = 'no_op', op = 'no_op', inputs = {}, ref = function() return {} end}
 -- a view of input 1, so it equals input 1's new value.
 local function updated(written) return {written[1], written = written} end
 local function assign_ref(ins)
-  return updated{L.array(L.copy(ins[1].shape), spread(ins[2], ins[1].shape))}
+  return updated{L.array(L.copy(ins[1].shape), L.spread(ins[2], ins[1].shape))}
 end
 local function assign_add_ref(ins)
-  local r, v = ins[1], spread(ins[2], ins[1].shape)
+  local r, v = ins[1], L.spread(ins[2], ins[1].shape)
   local out = {}
   for i = 1, #r.data do out[i] = r.data[i] + v[i] end
   return updated{L.array(L.copy(r.shape), out)}
@@ -302,7 +287,7 @@ local function scaled(shape, data, scale)
 end
 -- g = grad + weight_decay * var; var -= lr * g
 local function sgd_ref(ins, p)
-  local w, g, lr, wd = ins[1], spread(ins[2], ins[1].shape), ins[3].data[1], p.weight_decay or 0
+  local w, g, lr, wd = ins[1], L.spread(ins[2], ins[1].shape), ins[3].data[1], p.weight_decay or 0
   local out, sc = {}, {}
   for i = 1, #w.data do
     local wi = w.data[i]
@@ -314,7 +299,7 @@ end
 -- g = grad + wd * var; accum = momentum * accum + (1 - dampening) * g;
 -- var -= lr * (nesterov ? g + momentum * accum : accum)
 local function momentum_ref(ins, p)
-  local w, a, g, lr = ins[1], ins[2], spread(ins[3], ins[1].shape), ins[4].data[1]
+  local w, a, g, lr = ins[1], ins[2], L.spread(ins[3], ins[1].shape), ins[4].data[1]
   local mu, damp, wd = p.momentum or 0.9, p.dampening or 0, p.weight_decay or 0
   local nw, na, sw, sa = {}, {}, {}, {}
   for i = 1, #w.data do
@@ -336,7 +321,7 @@ end
 -- g^2; bc1 = 1 - beta1^t, bc2 = 1 - beta2^t; PyTorch: var -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps),
 -- TensorFlow (tf_epsilon): var -= lr * sqrt(bc2) / bc1 * m / (sqrt(v) + eps)
 local function adam_ref(ins, p)
-  local w, m, v, g = ins[1], ins[2], ins[3], spread(ins[4], ins[1].shape)
+  local w, m, v, g = ins[1], ins[2], ins[3], L.spread(ins[4], ins[1].shape)
   local t, lr = ins[5].data[1], ins[6].data[1]
   local b1, b2, eps, wd = p.beta1 or 0.9, p.beta2 or 0.999, p.epsilon or 1e-8, p.weight_decay or 0
   local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t

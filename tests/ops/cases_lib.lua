@@ -313,4 +313,20 @@ function L.rng(key)
   end
 end
 
+-- x's values broadcast (NumPy rules) to shape, as flat row-major data
+function L.spread(x, shape)
+  local out, lead = {}, #shape - #x.shape
+  for i = 1, L.numel(shape) do
+    local idx, src = L.unravel(i, shape), {}
+    for d = 1, #x.shape do src[d] = x.shape[d] == 1 and 1 or idx[d + lead] end
+    out[i] = L.at(x, src)
+  end
+  return out
+end
+
+-- a check_out for ops that return a view of input 1 (its memory, not a copy)
+function L.views_input1(outs, ins)
+  if outs[1].ptr ~= ins[1].ptr then return 'result is not a view of input 1' end
+end
+
 return L

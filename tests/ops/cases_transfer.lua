@@ -4,29 +4,15 @@ local L = ...
 local cases = {}
 local function add(c) cases[#cases + 1] = c end
 local input = L.input
+local views_input1 = L.views_input1
 local DT = {'float32', 'float64', 'int32', 'int64', 'uint8'}
-
-local function views_input1(outs, ins)
-  if outs[1].ptr ~= ins[1].ptr then return 'result is not a view of input 1' end
-end
-
--- x's values broadcast (NumPy rules) to shape, as flat row-major data
-local function spread(x, shape)
-  local out, lead = {}, #shape - #x.shape
-  for i = 1, L.numel(shape) do
-    local idx, src = L.unravel(i, shape), {}
-    for d = 1, #x.shape do src[d] = x.shape[d] == 1 and 1 or idx[d + lead] end
-    out[i] = L.at(x, src)
-  end
-  return out
-end
 
 -- input 1's new value, which the output (a view of it) also holds
 local function written(shape, data)
   local w = L.array(L.copy(shape), data)
   return {w, written = {w}}
 end
-local function copy_ref(ins) return written(ins[1].shape, spread(ins[2], ins[1].shape)) end
+local function copy_ref(ins) return written(ins[1].shape, L.spread(ins[2], ins[1].shape)) end
 
 add{name = 'copy', op = 'copy', inputs = {input({2, 3, 4}), input({2, 3, 4})}, writes = {1}, dtypes = DT,
     ref = copy_ref, check_out = views_input1, empty = {{{0, 3}, {0, 3}}}}
@@ -37,7 +23,7 @@ add{name = 'copy_convert', op = 'copy', inputs = {input({2, 3}, {dtype = 'int32'
     writes = {1}, dtypes = {'float32'}, out_dtype = 'int32', check_out = views_input1,
     ref = function(ins)
       local out = {}
-      for i, v in ipairs(spread(ins[2], ins[1].shape)) do out[i] = L.trunc(v) end
+      for i, v in ipairs(L.spread(ins[2], ins[1].shape)) do out[i] = L.trunc(v) end
       return written(ins[1].shape, out)
     end}
 add{name = 'copy_bad_shapes', op = 'copy', inputs = {input({3}), input({2, 3})},
