@@ -133,6 +133,10 @@ void unary_loop(T* y, const T* x, const PwRun& run, double p1, double p2) {
   using A = Acc<T>;
   const A a = A(p1), b = A(p2);
   const int64_t n = run.n, ys = run.s[0], xs = run.s[1];
+  if (n == 1 && run.rows == 1) {  // one element: skip the vector loop's set-up
+    *y = T(unary<F>(A(*x), a, b, Rank<2>()));
+    return;
+  }
   for (int64_t r = 0; r < run.rows; ++r, y += run.r[0], x += run.r[1]) {
     if (ys == 1 && xs == 1) {
       for (int64_t i = 0; i < n; ++i) y[i] = T(unary<F>(A(x[i]), a, b, Rank<2>()));
@@ -148,6 +152,10 @@ bool binary_loop(void* zv, const T* x, const T* y, const PwRun& run) {
   using R = decltype(binary<F>(T(), T(), bad, Rank<1>()));
   R* z = static_cast<R*>(zv);
   const int64_t n = run.n, zs = run.s[0], xs = run.s[1], ys = run.s[2];
+  if (n == 1 && run.rows == 1) {  // one element (a graph's scalar nodes): skip the vector loops' set-up
+    *z = binary<F>(*x, *y, bad, Rank<1>());
+    return bad;
+  }
   for (int64_t r = 0; r < run.rows; ++r, z += run.r[0], x += run.r[1], y += run.r[2]) {
     if (zs == 1 && xs == 1 && ys == 1) {
       for (int64_t i = 0; i < n; ++i) z[i] = binary<F>(x[i], y[i], bad, Rank<1>());
