@@ -56,30 +56,11 @@ struct StridedIter {
   // f(ptrs, n, inner_strides) handles one row; ptrs are byte pointers, strides in elements.
   template <typename F>
   void run(const std::array<char*, N>& base, const std::array<int, N>& esize, int64_t cost, F&& f) const {
-    int64_t total = numel();
-    if (total == 0) return;
-    int64_t inner = shape[ndim - 1];
-    int64_t rows = total / inner;
-    std::array<int64_t, N> ist;
-    for (int k = 0; k < N; ++k) ist[k] = stride[k][ndim - 1];
-    if (ndim == 1) {  // one long row: split the row itself across threads
-      parallel_for(total, cost, [&](int64_t b, int64_t e) {
-        std::array<char*, N> p = base;
-        for (int k = 0; k < N; ++k) p[k] += b * ist[k] * esize[k];
-        f(p, e - b, ist);
-      });
-      return;
-    }
-    parallel_for(rows, inner * cost, [&](int64_t rb, int64_t re) {
-      for (int64_t r = rb; r < re; ++r) {
-        std::array<char*, N> p = base;
-        int64_t rem = r;
-        for (int d = ndim - 2; d >= 0; --d) {
-          int64_t i = rem % shape[d];
-          rem /= shape[d];
-          for (int k = 0; k < N; ++k) p[k] += i * stride[k][d] * esize[k];
-        }
-        f(p, inner, ist);
+    run_rows(base, esize, cost, [&](std::array<char*, N> p, int64_t n, const std::array<int64_t, N>& ist,
+                                    int64_t rows, const std::array<int64_t, N>& rst) {
+      for (int64_t r = 0; r < rows; ++r) {
+        f(p, n, ist);
+        for (int k = 0; k < N; ++k) p[k] += rst[k] * esize[k];
       }
     });
   }
