@@ -94,11 +94,7 @@ void register_optim_ops() {
       .overwrites()
       .infer_shape(var_shape)
       .infer_type(var_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, ref, v = outs[1], ins[1], ins[2]
-  return function() K.copy(ref, v); K.alias(y, ref, 0) end
-end)lua");
+      .lua_compute(MF_CPU, kCopyKernel);
 
   MF_REGISTER_OP(assign_add)
       .describe("Adds value to the variable ref in place and returns ref.")

@@ -166,6 +166,10 @@ void register_transfer_ops();
 // else copy input 1 into the output's shape, row-major (src/op/shape.cc).
 extern const char* const kViewKernel;
 
+// Kernel factory of ops that write input 2 into input 1 and return input 1 (copy, assign): the
+// device's copy routine, then output 1 aliases input 1 (src/op/transfer.cc).
+extern const char* const kCopyKernel;
+
 // Kernel factory that fills output 1 with value, a Lua expression ("0", "p.value") (src/op/init.cc).
 std::string fill_kernel(const char* value);
 

@@ -34,6 +34,12 @@ void to_shape(InferCtx& c) {
 
 }  // namespace
 
+const char* const kCopyKernel = R"lua(
+function(ins, outs, p, K)
+  local y, dst, src = outs[1], ins[1], ins[2]
+  return function() K.copy(dst, src); K.alias(y, dst, 0) end
+end)lua";
+
 void register_transfer_ops() {
   MF_REGISTER_OP(copy)
       .describe("Writes src's values into dst (src broadcast to dst's shape, converted to dst's dtype) and "
@@ -43,11 +49,7 @@ void register_transfer_ops() {
       .writes()
       .infer_shape(copy_shape)
       .infer_type(same_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, dst, src = outs[1], ins[1], ins[2]
-  return function() K.copy(dst, src); K.alias(y, dst, 0) end
-end)lua");
+      .lua_compute(MF_CPU, kCopyKernel);
 
   MF_REGISTER_OP(fill)
       .describe("Writes value (a number, or a one-element tensor, converted to x's dtype) into every element of "
