@@ -1,6 +1,8 @@
 /* moonflow C ABI: plain C. LuaJIT's ffi.cdef reads it after the C preprocessor has expanded it
    with MF_CDEF defined (cmake/embed_lua.cmake makes that text the module moonflow.abi_cdef).
-   Every function returns a status (0 = ok) or NULL on failure; mf_last_error() says why. */
+   A function that returns a status returns 0 (MF_OK) on success; one that returns a pointer, an
+   index or a count returns NULL or -1 on failure (and 0.0 or 0 for a number read). On failure
+   mf_last_error() says why and mf_last_status() gives the status. */
 /* dtypes, devices, statuses, limits and the mf_tensor struct */
 #include "../core/types.h"
 /* mf_kernel_table, a device's native routines (and the opaque mf_rng, mf_fused) */

@@ -269,6 +269,8 @@ int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const 
       if (num_inputs == 0) fail("register_op ", name, ": infer_shape 'same' needs an input; give a shape rule");
       op.infer_shape(same_shape);
     }
+    if (num_params > 0 && (!param_names || !param_kinds || !param_defaults || !param_docs))
+      fail("register_op ", name, ": ", num_params, " params but a null param array");
     for (int i = 0; i < num_params; ++i) {
       Field f = lua_param(op.name_, param_names[i], param_kinds[i], param_defaults[i], param_docs[i]);
       for (const Field& g : op.params_)
@@ -289,14 +291,47 @@ mf_params* mf_params_parse(int op, const char* text) {
   });
 }
 void mf_params_free(mf_params* p) { delete p; }
-const char* mf_params_canonical(const mf_params* p) { return p->values.canonical().c_str(); }
-int mf_params_count(const mf_params* p) { return int(p->values.fields().size()); }
-const char* mf_params_key(const mf_params* p, int i) { return p->values.fields()[size_t(i)].name.c_str(); }
-int mf_params_kind(const mf_params* p, int i) { return int(p->values.fields()[size_t(i)].kind); }
-double mf_params_number(const mf_params* p, int i) { return p->values.value(size_t(i)).num; }
-const char* mf_params_string(const mf_params* p, int i) { return p->values.value(size_t(i)).str.c_str(); }
-int mf_params_list_len(const mf_params* p, int i) { return int(p->values.value(size_t(i)).list.size()); }
-int64_t mf_params_list_item(const mf_params* p, int i, int j) { return p->values.value(size_t(i)).list[size_t(j)]; }
+// The readers of parsed params: field i (and list item j) checked, so a bad index is an error, not a
+// read out of bounds.
+namespace {
+const ParamValues& values_of(const mf_params* p) {
+  if (!p) fail("params: null handle");
+  return p->values;
+}
+size_t field_index(const mf_params* p, int i) {
+  size_t n = values_of(p).fields().size();
+  if (i < 0 || size_t(i) >= n) fail("params: field ", i, " out of range (", n, " fields)");
+  return size_t(i);
+}
+}  // namespace
+const char* mf_params_canonical(const mf_params* p) {
+  return guard_value(__func__, (const char*)nullptr, [&] { return values_of(p).canonical().c_str(); });
+}
+int mf_params_count(const mf_params* p) {
+  return guard_value(__func__, -1, [&] { return int(values_of(p).fields().size()); });
+}
+const char* mf_params_key(const mf_params* p, int i) {
+  return guard_value(__func__, (const char*)nullptr, [&] { return p->values.fields()[field_index(p, i)].name.c_str(); });
+}
+int mf_params_kind(const mf_params* p, int i) {
+  return guard_value(__func__, -1, [&] { return int(p->values.fields()[field_index(p, i)].kind); });
+}
+double mf_params_number(const mf_params* p, int i) {
+  return guard_value(__func__, 0.0, [&] { return p->values.value(field_index(p, i)).num; });
+}
+const char* mf_params_string(const mf_params* p, int i) {
+  return guard_value(__func__, (const char*)nullptr, [&] { return p->values.value(field_index(p, i)).str.c_str(); });
+}
+int mf_params_list_len(const mf_params* p, int i) {
+  return guard_value(__func__, -1, [&] { return int(p->values.value(field_index(p, i)).list.size()); });
+}
+int64_t mf_params_list_item(const mf_params* p, int i, int j) {
+  return guard_value(__func__, int64_t(0), [&] {
+    const auto& list = p->values.value(field_index(p, i)).list;
+    if (j < 0 || size_t(j) >= list.size()) fail("params: item ", j, " out of range (", list.size(), " items)");
+    return list[size_t(j)];
+  });
+}
 
 int mf_op_infer(int op, const mf_params* p, int n_in, const mf_tensor* const* in_meta, int max_out, mf_tensor* out_meta,
                 int* out_alias, int* n_out) {

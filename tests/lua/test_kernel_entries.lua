@@ -86,7 +86,12 @@ local cases = {
              T.errors(function() K.alias(h, base, 0) end, 'alias: view is int64, base float32')
            end},
   concat = {ok = function() local y = z(2, 3); K.concat(y, 2, K.tensor_list{mf.ones(1, 3), mf.zeros(1, 3)}, 0); T.tensor_eq(y, {{1, 1, 1}, {0, 0, 0}}) end,
-            bad = function() T.errors(function() K.concat(z(2, 3), 1, K.tensor_list{mf.ones(3, 3)}, 0) end, 'concat: input 1 is 3x3') end},
+            bad = function()
+              T.errors(function() K.concat(z(2, 3), 1, K.tensor_list{mf.ones(3, 3)}, 0) end, 'concat: input 1 is 3x3')
+              -- a size-1 dim off the concat dim is refused, never stretched
+              T.errors(function() K.concat(z(4, 3), 2, K.tensor_list{mf.ones(2, 1), mf.ones(2, 3)}, 0) end,
+                       'concat: input 1 is 2x1; it does not fit the output 4x3')
+            end},
   sum_to = {ok = function() local y = z(1, 2); K.sum_to(y, mf.tensor{{1, 2}, {3, 4}}); T.tensor_eq(y, {{4, 6}}) end,
             bad = function() T.errors(function() K.sum_to(z(3), mf.tensor{{1, 2}, {3, 4}}) end, 'sum_to: output is 3, gradient 2x2') end},
   pad_like = {ok = function() local y = z(5); K.pad_like(y, mf.ones(3), 0, 0, 2); T.tensor_eq(y, {1, 0, 1, 0, 1}) end,
@@ -178,8 +183,12 @@ local cases = {
                       local y = z(2, 2); K.index_add_like(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 2}, 'int64'), 0)
                       T.tensor_eq(y, {{0, 0}, {4, 6}})
                     end,
-                    bad = function() T.errors(function() K.index_add_like(z(2, 3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 1}, 'int64'), 0) end,
-                                              'index_add_like') end},
+                    bad = function()
+                      T.errors(function() K.index_add_like(z(2, 3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 1}, 'int64'), 0) end,
+                               'index_add_like')
+                      T.errors(function() K.index_add_like(z(2, 2), mf.tensor({{1, 2}, {3, 4}}, 'float64'), mf.tensor({2, 2}, 'int64'), 0) end,
+                               'index_add_like: gradient is float64, output float32; expected one dtype')
+                    end},
   one_hot = {ok = function() local y = z(2, 3); K.one_hot(y, mf.tensor({3, 1}, 'int64')); T.tensor_eq(y, {{0, 0, 1}, {1, 0, 0}}) end,
              bad = function() T.errors(function() K.one_hot(z(1, 3), mf.tensor({3, 1}, 'int64')) end, 'one_hot: output 1x3 does not hold') end},
   batch_norm = {ok = function()

@@ -531,7 +531,7 @@ T.test('C ABI: inconsistent pointers, shapes and strides are refused with a mess
   local parts = {mf.ones(2, 3), mf.ones(1, 3)}
   T.errors(function() K.concat(out, 2, K.tensor_list(parts), 0) end, 'concat: input 2 is 1x3; it does not fit the output 2x3')
   T.errors(function() K.concat(out, 1, K.tensor_list({mf.ones(1, 3)}), 0) end, 'the inputs fill 1 of the output')
-  T.errors(function() K.concat(out, 1, K.tensor_list({mf.ones(2, 2)}), 0) end, 'copy: source 2x2 does not broadcast')
+  T.errors(function() K.concat(out, 1, K.tensor_list({mf.ones(2, 2)}), 0) end, 'concat: input 1 is 2x2; it does not fit the output 2x3')
   T.errors(function() K.concat(out, 1, K.tensor_list(parts), 5) end, 'concat: dim 6 out of range')
   local idx = mf.tensor({1, 2, 1}, 'int64')
   T.errors(function() K.index_select(mf.zeros(2, 3), mf.ones(2, 3), idx, 0) end, 'index_select: output has 2 slices along dim 1 for 3 indices')

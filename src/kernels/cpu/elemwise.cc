@@ -64,11 +64,6 @@ static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tenso
     const T* xp = (const T*)x.ptr;
     const T* yp = (const T*)y.ptr;
     int64_t xs = x.count == 1 && z.count != 1 ? 0 : 1, ys = y.count == 1 && z.count != 1 ? 0 : 1;
-    if (z.count < kGrain) {  // one thread's worth (the scalar nodes of a graph): one call, nothing else
-      PwRun run{z.count, 1, {1, xs, ys}, {0, 0, 0}};
-      if (loop(z.ptr, xp, yp, run)) fail(k.name, ": ", k.fault, " (", dtype_name(x.dtype_id), ")");
-      return;
-    }
     parallel_for(z.count, 1, [&](int64_t b0, int64_t e0) {
       PwRun run{e0 - b0, 1, {1, xs, ys}, {0, 0, 0}};
       if (loop((char*)z.ptr + b0 * zsize, xp + b0 * xs, yp + b0 * ys, run)) bad.store(true, std::memory_order_relaxed);

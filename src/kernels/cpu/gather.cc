@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "../../core/error.h"
+#include "checks.h"
 #include "kernels.h"
 
 namespace mf {
@@ -59,7 +60,12 @@ void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, 
 }
 
 void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx, int dim) {
+  kcheck::meta("index_add_like", "gradient", g);
+  kcheck::meta("index_add_like", "output", out);
   check_along("index_add_like", g, "gradient", out, "output", dim, idx);
+  if (g.dtype_id != out.dtype_id)
+    fail("index_add_like: gradient is ", dtype_name(g.dtype_id), ", output ", dtype_name(out.dtype_id),
+         "; expected one dtype");
   std::vector<int64_t> p = checked_indices("index_add_like", idx, out.shape[dim]);
   fill_cpu(out, 0);
   for (int64_t j = 0; j < idx.count; ++j) {  // in order: repeated indices accumulate

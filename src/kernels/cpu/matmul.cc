@@ -135,15 +135,17 @@ void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans
 }
 
 // -- concat ----------------------------------------------------------------------------------
-// The inputs must tile out along dim exactly (copy_cpu checks the other dims): a kernel string
-// that passes mismatched tensors gets an error, never a write past out.
+// The inputs must tile out along dim exactly and match it in every other dim: a kernel string that
+// passes mismatched tensors gets an error, never a write past out or a silent broadcast.
 void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim) {
   if (dim < 0 || dim >= out.ndim) fail("concat: dim ", dim + 1, " out of range for a ", out.ndim, "-dim output");
   int64_t at = 0;
   int es = dtype_size(out.dtype_id);
   for (int i = 0; i < n; ++i) {
     const mf_tensor& x = *ins[i];
-    if (x.ndim != out.ndim || x.shape[dim] < 0 || x.shape[dim] > out.shape[dim] - at)
+    bool fits = x.ndim == out.ndim && x.shape[dim] >= 0 && x.shape[dim] <= out.shape[dim] - at;
+    for (int d = 0; fits && d < out.ndim; ++d) fits = d == dim || x.shape[d] == out.shape[d];
+    if (!fits)
       fail("concat: input ", i + 1, " is ", shape_str(x), "; it does not fit the output ", shape_str(out),
            " after ", at, " slices along dim ", dim + 1);
     mf_tensor part = out;  // a narrow of out along dim
