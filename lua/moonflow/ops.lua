@@ -265,7 +265,6 @@ return function(mf)
     end
     return dev
   end
-  mf._device_of = device_of
 
   local function bind(op, rec, ins, nin)
     stats.binds = stats.binds + 1
@@ -396,7 +395,6 @@ return function(mf)
   -- Integer dtypes: [lo, hi) of the values a number converted into them must lie in.
   local INT_RANGE = {[I32] = {-2 ^ 31, 2 ^ 31, 'int32', '-2147483648..2147483647'},
                      [I64] = {-2 ^ 63, 2 ^ 63, 'int64', '-2^63..2^63-1'}, [U8] = {0, 256, 'uint8', '0..255'}}
-  local FLOAT32 = F32
   -- a number operand becomes a 0-dim tensor of like_dtype (chosen by number_operands below); one
   -- that does not fit an integer dtype is an error, never a wrapped value
   local function as_tensor(v, like_dtype, op, i, device)
@@ -412,7 +410,7 @@ return function(mf)
         raise(('%s does not fit %s, the dtype of the other operands (%s)'):format(what, r[3], r[4]))
       end
       local t = mf._new_tensor({}, like_dtype, device)
-      if device == HOST then K.fill(t, v) else K.of_device(device).fill(t, v) end
+      K.of_device(device).fill(t, v)
       return t
     end
     raise(('%s: input %d (%s) is a %s; expected a tensor or a number'):format(op.name, i,
@@ -449,11 +447,11 @@ return function(mf)
         like = x.dtype_id
       end
     end
-    like = like or FLOAT32
+    like = like or F32
     -- an op that writes its inputs (assign_add) must write them, not float copies: no promotion,
     -- so a fractional number for an integer variable is an error (as_tensor)
     if frac and INT_RANGE[like] and bit.band(op.flags or 0, OPF_WRITES) == 0 then
-      like = FLOAT32
+      like = F32
       for i = 1, nin do
         local x = ins[i]
         if i ~= op.mask_input and (is_tensor(x) or is_sym(x)) and INT_RANGE[x.dtype_id] then
@@ -461,9 +459,10 @@ return function(mf)
         end
       end
     end
+    local device = operands_device(ins, nin)
     for i = 1, nin do
       local x = ins[i]
-      if not is_tensor(x) and not is_sym(x) then ins[i] = as_tensor(x, like, op, i, operands_device(ins, nin)) end
+      if not is_tensor(x) and not is_sym(x) then ins[i] = as_tensor(x, like, op, i, device) end
     end
     return ins
   end

@@ -6,7 +6,7 @@ return function(mf)
   local raise, is_tensor, nn = mf._raise, mf.is_tensor, mf.nn
   -- same sizes and dtype, compared without building strings (step() checks every slot, every step)
   local function same_meta(a, b)
-    if a.ndim ~= b.ndim or a.dtype_id ~= b.dtype_id then return false end
+    if a.ndim ~= b.ndim or a.dtype_id ~= b.dtype_id or a.device_id ~= b.device_id then return false end
     for d = 0, a.ndim - 1 do if a.shape[d] ~= b.shape[d] then return false end end
     return true
   end

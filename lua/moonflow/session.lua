@@ -243,11 +243,13 @@ return function(mf)
                inplace = inplace[0], entries = np, steps = #ex.steps, fused = ex.fused}
   end
 
-  -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage (the
-  -- cast op to its own dtype).
+  -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage (by
+  -- the copy routine of its device: no eager dispatch per fetch and run).
   local function fetch_value(e)
     if e.fresh then return e.fresh end
-    return mf.cast(e.s, DTYPE_NAME[e.s.dtype_id])
+    local t = mf._new_like_meta(e.s, 'Session.run')
+    K.of_device(e.s.device_id).copy(t, e.s)
+    return t
   end
 
   function Session:run(fetches, feeds)

@@ -175,7 +175,6 @@ return function(mf)
     if not IS_FLOAT[dtype] and C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
     return v
   end
-  -- copy and fill through the native rule, the message naming the caller's operation
   -- copy and fill through their registered ops, the message naming the caller's operation
   local function through(op, dst, x, what)
     local ok, err = pcall(mf[op], dst, x)
