@@ -446,6 +446,28 @@ int mf_k_alias(mf_tensor* view, const mf_tensor* base, int64_t offset) {
 int mf_k_concat(mf_tensor* out, int32_t n, const mf_tensor* const* ins, int32_t dim) {
   return guard(__func__, [&] { concat_cpu(*out, n, ins, dim); });
 }
+int mf_k_max_dim(mf_tensor* values, mf_tensor* indices, const mf_tensor* x, int32_t dim, int32_t is_min) {
+  return guard(__func__, [&] { max_dim_cpu(*values, *indices, *x, dim, is_min != 0); });
+}
+int mf_k_sort(mf_tensor* values, mf_tensor* indices, const mf_tensor* x, int32_t dim, int32_t descending) {
+  return guard(__func__, [&] { sort_cpu(*values, *indices, *x, dim, 0, kSortAll, descending != 0, true); });
+}
+int mf_k_topk(mf_tensor* values, mf_tensor* indices, const mf_tensor* x, int32_t dim, int64_t k, int32_t largest,
+              int32_t sorted) {
+  return guard(__func__, [&] { sort_cpu(*values, *indices, *x, dim, k, kSortTop, largest != 0, sorted != 0); });
+}
+int mf_k_kthvalue(mf_tensor* values, mf_tensor* indices, const mf_tensor* x, int32_t dim, int64_t k) {
+  return guard(__func__, [&] { sort_cpu(*values, *indices, *x, dim, k, kSortKth, false, true); });
+}
+int mf_k_cumulate(mf_tensor* y, const mf_tensor* x, int32_t dim, int32_t prod, int32_t reverse) {
+  return guard(__func__, [&] { cumulate_cpu(*y, *x, dim, prod != 0, reverse != 0); });
+}
+int mf_k_cumprod_grad(mf_tensor* gx, const mf_tensor* x, const mf_tensor* gy, int32_t dim, int32_t reverse) {
+  return guard(__func__, [&] { cumprod_grad_cpu(*gx, *x, *gy, dim, reverse != 0); });
+}
+int mf_k_along(int32_t put, mf_tensor* out, const mf_tensor* src, const mf_tensor* idx, int32_t dim) {
+  return guard(__func__, [&] { along_cpu(put, *out, *src, *idx, dim); });
+}
 int mf_k_index_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, int32_t dim) {
   return guard(__func__, [&] { index_select_cpu(*out, *x, *idx, dim); });
 }

@@ -65,20 +65,10 @@ void register_reduce_ops() {
     const char* grad;   // function(x, y, gy, p) -> {gx}
     const char* alias;  // TensorFlow's name, or nullptr
   };
-  // max and min send the gradient to every element equal to the extreme, shared evenly; a NaN
-  // extreme shares it among the NaNs (PyTorch's evenly_distribute_backward)
-  static const char* kExtremeGrad = R"lua(
-function(x, y, gy, p)
-  local yu = mf.unreduce_like(y, x, p.dim, p.keepdim)
-  local m = mf.cast(mf.eq(x, yu) + mf.ne(x, x) * mf.ne(yu, yu), x:dtype())
-  local share = mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.unreduce_like(mf.sum(m, p.dim, true), x, p.dim, true)
-  return {m * share}
-end)lua";
+  // max and min (values and indices over one dim) are in src/op/sort.cc
   static const ReduceDef defs[] = {
       {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 (floats keep their dtype) or int64 (integers and uint8 give int64, as in PyTorch).", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end", "reduce_sum"},
       {"mean", "MEAN", "Arithmetic mean over dims (all when none given); float input only, as in PyTorch.", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end", "reduce_mean"},
-      {"max", "MAX", "Largest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad, "reduce_max"},
-      {"min", "MIN", "Smallest element over dims (all when none given); NaN wins.", same_type, kExtremeGrad, "reduce_min"},
       {"prod", "PROD", "Product over dims (all when none given); integers and uint8 give int64, as in PyTorch.", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end", "reduce_prod"},
       {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr, nullptr},
       {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr, nullptr},

@@ -12,6 +12,7 @@
 --   dtypes      dtypes to run (default float32 and float64); inputs without a fixed dtype take it
 --   dtype_param creation ops: the run's dtype is passed as the dtype param
 --   out_dtype   dtype of the outputs: a name or function(dtype, params); default the run's dtype
+--               (an array the reference returns may name its own: {shape=, data=, dtype=})
 --   ref         function(ins, params, dtype) -> array or list of arrays {shape=, data=[, scale=]}:
 --               plain Lua on the input values (already rounded to the dtype); never calls mf.
 --               With writes, the list also carries written = {[i] = array}: input i's new value
@@ -29,7 +30,7 @@
 --               T holds the harness's op-free readers: T.read(t), T.shape(t), T.dtype(t)
 local dir, L = ...
 local cases = {}
-for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused', 'transfer'} do
+for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused', 'transfer', 'sort'} do
   local chunk = assert(loadfile(dir .. '/cases_' .. family .. '.lua'))
   for _, c in ipairs(chunk(L)) do cases[#cases + 1] = c end
 end

@@ -320,7 +320,7 @@ local function check_outputs(c, dtype, outs, r, what)
   if type(out_dtype) == 'function' then out_dtype = out_dtype(dtype, c.params or {}) end
   for k = 1, #want do
     local err = compare(#want > 1 and ('%s output %d'):format(what, k) or what, outs[k], want[k],
-      out_dtype or dtype, rtol)
+      want[k].dtype or out_dtype or dtype, rtol)
     if err then return err end
   end
 end

@@ -1,0 +1,415 @@
+// Values-and-indices along one dim (max / min over a dim, sort, topk, kthvalue), running sums and
+// products along a dim (cumsum, cumprod and cumprod's gradient), and the gather / scatter-add along a
+// dim that their gradients use. Indices are 1-based int64, Torch7's convention.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "../../core/error.h"
+#include "../../core/threads.h"
+#include "checks.h"
+#include "kernels.h"
+
+namespace mf {
+
+namespace {
+
+// The lines of t along dim (0-based): n elements `stride` apart, one line per index of the other
+// dims, numbered row-major over them. A 0-dim tensor is one line of one element.
+struct Lines {
+  int64_t n = 1, stride = 1, count = 1;
+  int nk = 0;
+  int64_t kshape[kMaxDims], kstride[kMaxDims];
+  Lines(const mf_tensor& t, int dim) {
+    for (int d = 0; d < t.ndim; ++d) {
+      if (d == dim) {
+        n = t.shape[d];
+        stride = t.strides[d];
+      } else {
+        kshape[nk] = t.shape[d];
+        kstride[nk++] = t.strides[d];
+        count *= t.shape[d];
+      }
+    }
+  }
+  int64_t offset(int64_t l) const {
+    int64_t off = 0;
+    for (int d = nk - 1; d >= 0; --d) {
+      off += (l % kshape[d]) * kstride[d];
+      l /= kshape[d];
+    }
+    return off;
+  }
+};
+
+template <typename T>
+inline bool is_nan(T v) {
+  if constexpr (std::is_floating_point<T>::value) return v != v;
+  return false;
+}
+
+// The total orders every routine here sorts by: by value, NaN above every number (PyTorch's
+// order: last ascending, first descending), equal values by their position along the dim, so the
+// result is the one a stable sort gives.
+template <typename T>
+struct Ascending {
+  const T* v;
+  bool operator()(int64_t a, int64_t b) const {
+    T x = v[a], y = v[b];
+    bool nx = is_nan(x), ny = is_nan(y);
+    if (nx || ny) return nx == ny ? a < b : ny;
+    return x < y || (!(y < x) && a < b);
+  }
+};
+template <typename T>
+struct Descending {
+  const T* v;
+  bool operator()(int64_t a, int64_t b) const {
+    T x = v[a], y = v[b];
+    bool nx = is_nan(x), ny = is_nan(y);
+    if (nx || ny) return nx == ny ? a < b : nx;
+    return x > y || (!(x < y) && a < b);
+  }
+};
+
+void check_dim(const char* op, const mf_tensor& x, int dim) {
+  if (x.ndim == 0 ? (dim != 0 && dim != -1) : (dim < 0 || dim >= x.ndim))
+    fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
+}
+
+// out has x's shape with dim's size replaced by `along` (or dropped when drop and keepdim is off).
+void check_along_shape(const char* op, const char* name, const mf_tensor& out, const mf_tensor& x, int dim,
+                       int64_t along, bool may_drop) {
+  bool ok = true;
+  if (x.ndim == 0) {
+    ok = out.ndim == 0 || (out.ndim == 1 && out.shape[0] == along);
+  } else if (out.ndim == x.ndim) {
+    for (int d = 0; d < x.ndim && ok; ++d) ok = out.shape[d] == (d == dim ? along : x.shape[d]);
+  } else if (may_drop && out.ndim == x.ndim - 1) {
+    for (int d = 0, i = 0; d < x.ndim && ok; ++d)
+      if (d != dim) ok = out.shape[i++] == x.shape[d];
+  } else {
+    ok = false;
+  }
+  if (!ok)
+    fail(op, ": ", name, " is ", shape_str(out), ", x is ", shape_str(x), "; expected x's shape with dim ", dim + 1,
+         may_drop ? " reduced" : " of size ", may_drop ? "" : std::to_string(along));
+}
+
+}  // namespace
+
+// -- max_dim / min_dim ----------------------------------------------------------------------------
+// One pass per line; the first of equal extremes, or the first NaN (PyTorch's CPU choices).
+template <typename T>
+static void max_dim_typed(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min) {
+  Lines lx(x, dim);
+  const T* xp = (const T*)x.ptr;
+  T* vp = (T*)values.ptr;
+  int64_t* ip = (int64_t*)indices.ptr;
+  const int64_t n = lx.n, st = lx.stride;
+  parallel_for(lx.count, n, [&](int64_t lb, int64_t le) {
+    for (int64_t l = lb; l < le; ++l) {
+      const T* p = xp + lx.offset(l);
+      T best = p[0];
+      int64_t bi = 0;
+      if (!is_nan(best)) {
+        for (int64_t j = 1; j < n; ++j) {
+          T v = p[j * st];
+          if (is_nan(v)) {
+            best = v;
+            bi = j;
+            break;
+          }
+          if (is_min ? v < best : v > best) {
+            best = v;
+            bi = j;
+          }
+        }
+      }
+      vp[l] = best;
+      ip[l] = bi + 1;
+    }
+  });
+}
+
+void max_dim_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min) {
+  const char* op = is_min ? "min" : "max";
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "values", values);
+  kcheck::meta(op, "indices", indices);
+  check_dim(op, x, dim);
+  kcheck::contiguous(op, "values", values);
+  kcheck::contiguous(op, "indices", indices);
+  kcheck::dtype(op, "values", values, x.dtype_id, " like x");
+  kcheck::dtype(op, "indices", indices, MF_INT64);
+  check_along_shape(op, "values", values, x, dim, 1, true);
+  kcheck::same_shape(op, "indices", indices, "values", values);
+  if (Lines(x, dim).n == 0) fail(op, ": cannot reduce over dim ", dim + 1, " of size 0 (x is ", shape_str(x), ")");
+  MF_DISPATCH(x.dtype_id, T, max_dim_typed<T>(values, indices, x, dim, is_min));
+}
+
+// -- sort / topk / kthvalue -----------------------------------------------------------------------
+// Each line's positions are ordered by the total order above: all of them (sort), the first k
+// (topk; in position order when not sorted), or only the k-th (kthvalue, one value per line).
+template <typename T>
+static void sort_typed(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, int64_t k, int mode,
+                       bool descending, bool sorted) {
+  Lines lx(x, dim);
+  const bool kth = mode == kSortKth;
+  // outputs are contiguous: x's shape with dim of size k (or dropped for kthvalue)
+  int64_t ostride = 1;
+  if (!kth)
+    for (int d = dim + 1; d < x.ndim; ++d) ostride *= x.shape[d];
+  int64_t inner = ostride, olen = kth ? 1 : k;
+  const T* xp = (const T*)x.ptr;
+  T* vp = (T*)values.ptr;
+  int64_t* ip = (int64_t*)indices.ptr;
+  const int64_t n = lx.n, st = lx.stride;
+  int64_t cost = n * (1 + int64_t(std::log2(double(n) + 1)));
+  parallel_for(lx.count, cost, [&](int64_t lb, int64_t le) {
+    std::vector<T> v(size_t(n > 0 ? n : 1));
+    std::vector<int64_t> pos(size_t(n > 0 ? n : 1));
+    for (int64_t l = lb; l < le; ++l) {
+      const T* p = xp + lx.offset(l);
+      for (int64_t j = 0; j < n; ++j) {
+        v[size_t(j)] = p[j * st];
+        pos[size_t(j)] = j;
+      }
+      auto order = [&](auto cmp) {
+        if (kth) {
+          std::nth_element(pos.begin(), pos.begin() + (k - 1), pos.begin() + n, cmp);
+        } else if (k == n) {
+          std::sort(pos.begin(), pos.begin() + n, cmp);
+        } else if (sorted) {
+          std::partial_sort(pos.begin(), pos.begin() + k, pos.begin() + n, cmp);
+        } else {
+          std::nth_element(pos.begin(), pos.begin() + k, pos.begin() + n, cmp);
+          std::sort(pos.begin(), pos.begin() + k);
+        }
+      };
+      if (descending) order(Descending<T>{v.data()});
+      else order(Ascending<T>{v.data()});
+      // output line l: row-major over the other dims, so (outer, inner) split around dim
+      int64_t o = (l / inner) * olen * inner + l % inner;
+      if (kth) {
+        vp[l] = v[size_t(pos[size_t(k - 1)])];
+        ip[l] = pos[size_t(k - 1)] + 1;
+      } else {
+        for (int64_t j = 0; j < k; ++j) {
+          vp[o + j * ostride] = v[size_t(pos[size_t(j)])];
+          ip[o + j * ostride] = pos[size_t(j)] + 1;
+        }
+      }
+    }
+  });
+}
+
+void sort_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, int64_t k, int mode, bool descending,
+              bool sorted) {
+  static const char* names[] = {"sort", "topk", "kthvalue"};
+  if (mode < kSortAll || mode > kSortKth) fail("sort: bad mode ", mode);
+  const char* op = names[mode];
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "values", values);
+  kcheck::meta(op, "indices", indices);
+  check_dim(op, x, dim);
+  int64_t n = Lines(x, dim).n;
+  if (mode == kSortAll) k = n;
+  if (mode == kSortKth ? (k < 1 || k > n) : (k < 0 || k > n))
+    fail(op, ": k is ", k, "; expected ", mode == kSortKth ? "1" : "0", "..", n, " (the size of dim ", dim + 1,
+         " of x, ", shape_str(x), ")");
+  kcheck::contiguous(op, "values", values);
+  kcheck::contiguous(op, "indices", indices);
+  kcheck::dtype(op, "values", values, x.dtype_id, " like x");
+  kcheck::dtype(op, "indices", indices, MF_INT64);
+  check_along_shape(op, "values", values, x, dim, mode == kSortKth ? 1 : k, mode == kSortKth);
+  kcheck::same_shape(op, "indices", indices, "values", values);
+  if (values.count == 0) return;
+  MF_DISPATCH(x.dtype_id, T, sort_typed<T>(values, indices, x, dim, k, mode, descending, sorted));
+}
+
+// -- cumsum / cumprod -----------------------------------------------------------------------------
+// Integers accumulate in uint64 (wrapping as two's complement, no signed-overflow UB) written as
+// int64; floats accumulate in double. When dim is not the innermost, the lines of a contiguous x
+// are walked a row at a time, so the reads and writes stream.
+template <typename T, typename O>
+static void cumulate_typed(mf_tensor& y, const mf_tensor& x, int dim, bool prod, bool reverse) {
+  using A = std::conditional_t<std::is_floating_point<T>::value, double, uint64_t>;
+  Lines lx(x, dim);
+  const int64_t n = lx.n, st = lx.stride;
+  int64_t inner = 1;
+  for (int d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
+  const T* xp = (const T*)x.ptr;
+  O* yp = (O*)y.ptr;
+  auto put = [](A a) { return O(std::conditional_t<std::is_floating_point<T>::value, A, int64_t>(a)); };
+  if (inner > 1 && is_contiguous(x) && n > 0) {  // rows of `inner` elements, one accumulator each
+    int64_t outer = lx.count / inner;
+    parallel_for(outer, n * inner, [&](int64_t ob, int64_t oe) {
+      std::vector<A> acc(static_cast<size_t>(inner));
+      for (int64_t o = ob; o < oe; ++o) {
+        std::fill(acc.begin(), acc.end(), prod ? A(1) : A(0));
+        for (int64_t s = 0; s < n; ++s) {
+          int64_t j = reverse ? n - 1 - s : s;
+          const T* xr = xp + (o * n + j) * inner;
+          O* yr = yp + (o * n + j) * inner;
+          for (int64_t i = 0; i < inner; ++i) {
+            A& a = acc[size_t(i)];
+            a = prod ? A(a * A(xr[i])) : A(a + A(xr[i]));
+            yr[i] = put(a);
+          }
+        }
+      }
+    });
+    return;
+  }
+  parallel_for(lx.count, n, [&](int64_t lb, int64_t le) {
+    for (int64_t l = lb; l < le; ++l) {
+      const T* p = xp + lx.offset(l);
+      O* q = yp + (l / inner) * n * inner + l % inner;
+      A a = prod ? A(1) : A(0);
+      for (int64_t s = 0; s < n; ++s) {
+        int64_t j = reverse ? n - 1 - s : s;
+        a = prod ? A(a * A(p[j * st])) : A(a + A(p[j * st]));
+        q[j * inner] = put(a);
+      }
+    }
+  });
+}
+
+void cumulate_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool prod, bool reverse) {
+  const char* op = prod ? "cumprod" : "cumsum";
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "y", y);
+  check_dim(op, x, dim);
+  kcheck::contiguous(op, "y", y);
+  if (y.count != x.count || !(y.ndim == x.ndim || (x.ndim == 0 && y.ndim <= 1)))
+    kcheck::same_shape(op, "y", y, "x", x);
+  if (x.ndim > 0) kcheck::same_shape(op, "y", y, "x", x);
+  bool is_float = dtype_is_float(x.dtype_id);
+  kcheck::dtype(op, "y", y, is_float ? x.dtype_id : int(MF_INT64), is_float ? " like x" : " (integers accumulate in int64)");
+  if (x.count == 0) return;
+  if (is_float) {
+    MF_DISPATCH_FLOAT(x.dtype_id, T, op, cumulate_typed<T, T>(y, x, dim, prod, reverse));
+  } else {
+    MF_DISPATCH(x.dtype_id, T, cumulate_typed<T, int64_t>(y, x, dim, prod, reverse));
+  }
+}
+
+// -- cumprod_grad ---------------------------------------------------------------------------------
+// y_j = prod_{i<=j} x_i, so dL/dx_i = prod_{k<i} x_k * S_i with S_i = sum_{j>=i} gy_j prod_{i<k<=j} x_k,
+// and S_i = gy_i + x_{i+1} S_{i+1}: one backward and one forward sweep, no division, so zeros in x
+// are exact (reverse swaps the directions).
+template <typename T>
+static void cumprod_grad_typed(mf_tensor& gx, const mf_tensor& x, const mf_tensor& gy, int dim, bool reverse) {
+  Lines lx(x, dim), lg(gy, dim);
+  const int64_t n = lx.n, xs = lx.stride, gs = lg.stride;
+  int64_t inner = 1;
+  for (int d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
+  const T* xp = (const T*)x.ptr;
+  const T* gp = (const T*)gy.ptr;
+  T* op = (T*)gx.ptr;
+  parallel_for(lx.count, 3 * n, [&](int64_t lb, int64_t le) {
+    std::vector<double> s(static_cast<size_t>(n));
+    for (int64_t l = lb; l < le; ++l) {
+      const T* p = xp + lx.offset(l);
+      const T* g = gp + lg.offset(l);
+      T* q = op + (l / inner) * n * inner + l % inner;
+      // position t in accumulation order is element at(t) along dim
+      auto at = [&](int64_t t) { return reverse ? n - 1 - t : t; };
+      double acc = 0;
+      for (int64_t t = n - 1; t >= 0; --t) {
+        acc = t + 1 < n ? double(g[at(t) * gs]) + double(p[at(t + 1) * xs]) * acc : double(g[at(t) * gs]);
+        s[size_t(t)] = acc;
+      }
+      double pre = 1;
+      for (int64_t t = 0; t < n; ++t) {
+        q[at(t) * inner] = T(pre * s[size_t(t)]);
+        pre *= double(p[at(t) * xs]);
+      }
+    }
+  });
+}
+
+void cumprod_grad_cpu(mf_tensor& gx, const mf_tensor& x, const mf_tensor& gy, int dim, bool reverse) {
+  const char* op = "cumprod_grad";
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "gy", gy);
+  kcheck::meta(op, "gx", gx);
+  check_dim(op, x, dim);
+  kcheck::same_shape(op, "gy", gy, "x", x);
+  kcheck::same_shape(op, "gx", gx, "x", x);
+  kcheck::contiguous(op, "gx", gx);
+  kcheck::dtype(op, "gy", gy, x.dtype_id, " like x");
+  kcheck::dtype(op, "gx", gx, x.dtype_id, " like x");
+  if (x.count == 0) return;
+  MF_DISPATCH_FLOAT(x.dtype_id, T, op, cumprod_grad_typed<T>(gx, x, gy, dim, reverse));
+}
+
+// -- take_along / put_along_like ------------------------------------------------------------------
+// take: out[.., j, ..] = x[.., idx[.., j, ..], ..] along dim; put: out = 0, then out[.., idx[.., j,
+// ..], ..] += g[.., j, ..]. idx has x's (out's) rank and sizes except along dim. Every index is
+// checked before the parallel loop, so no error is raised inside it.
+template <typename T>
+static void along_typed(bool put, mf_tensor& out, const mf_tensor& src, const mf_tensor& idx, int dim) {
+  const mf_tensor& big = put ? out : src;  // the tensor the indices address
+  Lines lb_(big, dim), li(idx, dim), ls(src, dim);
+  const int64_t m = li.n;
+  int64_t inner = 1;
+  for (int d = dim + 1; d < out.ndim; ++d) inner *= out.shape[d];
+  const int64_t* ip = (const int64_t*)idx.ptr;
+  const T* sp = (const T*)src.ptr;
+  T* op = (T*)out.ptr;
+  const int64_t on = put ? lb_.n : m;  // out's size along dim
+  parallel_for(li.count, m, [&](int64_t lb, int64_t le) {
+    for (int64_t l = lb; l < le; ++l) {
+      const int64_t* il = ip + li.offset(l);
+      T* ol = op + (l / inner) * on * inner + l % inner;
+      if (put) {
+        const T* gl = sp + ls.offset(l);
+        for (int64_t j = 0; j < on; ++j) ol[j * inner] = T(0);
+        for (int64_t j = 0; j < m; ++j) ol[(il[j * li.stride] - 1) * inner] += gl[j * ls.stride];
+      } else {
+        const T* xl = sp + lb_.offset(l);
+        for (int64_t j = 0; j < m; ++j) ol[j * inner] = xl[(il[j * li.stride] - 1) * lb_.stride];
+      }
+    }
+  });
+}
+
+void along_cpu(int put, mf_tensor& out, const mf_tensor& src, const mf_tensor& idx, int dim) {
+  const char* op = put ? "put_along_like" : "take_along";
+  const char* sname = put ? "g" : "x";
+  kcheck::meta(op, sname, src);
+  kcheck::meta(op, "indices", idx);
+  kcheck::meta(op, "output", out);
+  kcheck::contiguous(op, "output", out);
+  kcheck::dtype(op, "indices", idx, MF_INT64);
+  kcheck::dtype(op, "output", out, src.dtype_id, put ? " like g" : " like x");
+  const mf_tensor& big = put ? out : src;
+  const mf_tensor& small = put ? src : out;
+  check_dim(op, big, dim);
+  bool ok = idx.ndim == big.ndim && small.ndim == big.ndim;
+  for (int d = 0; d < big.ndim && ok; ++d)
+    ok = small.shape[d] == idx.shape[d] && (d == dim || idx.shape[d] == big.shape[d]);
+  if (!ok)
+    fail(op, ": ", put ? "output" : "x", " is ", shape_str(big), ", indices ", shape_str(idx), ", ",
+         put ? "g" : "output", " ", shape_str(small), "; expected indices and ", put ? "g" : "output",
+         " of one shape, the ", put ? "output's" : "x's", " but along dim ", dim + 1);
+  int64_t limit = big.ndim ? big.shape[dim] : 1;
+  {  // every index in 1..limit (read through idx's strides)
+    Lines li(idx, dim);
+    const int64_t* ip = (const int64_t*)idx.ptr;
+    for (int64_t l = 0; l < li.count; ++l) {
+      const int64_t* il = ip + li.offset(l);
+      for (int64_t j = 0; j < li.n; ++j) {
+        int64_t v = il[j * li.stride];
+        if (v < 1 || v > limit) fail(op, ": index ", v, " is out of range 1..", limit, " along dim ", dim + 1);
+      }
+    }
+  }
+  if (out.count == 0) return;
+  MF_DISPATCH(src.dtype_id, T, along_typed<T>(put != 0, out, src, idx, dim));
+}
+
+}  // namespace mf

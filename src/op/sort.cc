@@ -1,0 +1,360 @@
+// Values and 1-based indices along a dim (max / min over one dim, sort, topk, kthvalue), running sums
+// and products (cumsum, cumprod), and the gather / scatter-add along a dim their gradients use.
+// Kernels: src/kernels/cpu/sort.cc.
+#include <cstdio>
+
+#include "registry.h"
+
+namespace mf {
+
+namespace {
+
+// A dim of x, 1-based (negative from the end); a 0-dim x takes 1 or -1, as PyTorch takes 0 and -1.
+int dim_of(const char* op, int64_t d, const mf_tensor& x) {
+  if (x.ndim == 0 && (d == 1 || d == -1)) return 0;
+  return normalize_dim(op, d, x.ndim);
+}
+
+// x's shape with dim d of size `along`, or dropped (keep false).
+Shape along_shape(const mf_tensor& x, int d, int64_t along, bool keep) {
+  Shape s;
+  for (int k = 0; k < x.ndim; ++k) {
+    if (k != d) s.push_back(x.shape[k]);
+    else if (keep) s.push_back(along);
+  }
+  return s;
+}
+
+int64_t size_along(const mf_tensor& x, int d) { return x.ndim ? x.shape[d] : 1; }
+
+// max / min: one dim gives values and indices along it; no dim (all) or several give the values only.
+void extreme_shape(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  const auto& dims = c.p.get_list("dim");
+  bool keep = c.p.get_bool("keepdim");
+  if (dims.size() == 1) {
+    int d = dim_of(c.name(), dims[0], x);
+    if (size_along(x, d) == 0)
+      fail(c.name(), ": cannot reduce over dim ", d + 1, " of size 0 (x is ", shape_str(x), ")");
+    Shape s = along_shape(x, d, 1, keep);
+    c.set_out(0, s);
+    c.set_out(1, s);
+    return;
+  }
+  uint32_t mask = dims.empty() && x.ndim ? (1u << x.ndim) - 1 : 0;
+  for (int64_t dd : dims) {
+    int nd = normalize_dim(c.name(), dd, x.ndim);
+    if (mask & (1u << nd)) fail(c.name(), ": dim ", dd, " is listed twice");
+    mask |= 1u << nd;
+  }
+  Shape out;
+  for (int d = 0; d < x.ndim; ++d) {
+    if (!(mask & (1u << d))) out.push_back(x.shape[d]);
+    else if (keep) out.push_back(1);
+    if ((mask & (1u << d)) && x.shape[d] == 0)
+      fail(c.name(), ": cannot reduce over dim ", d + 1, " of size 0 (x is ", shape_str(x), ")");
+  }
+  c.set_out(0, out);
+}
+
+// values keep x's dtype; indices (output 2, when there is one) are int64
+void values_indices_type(InferCtx& c) {
+  c.out[0].dtype_id = c.input(0).dtype_id;
+  if (c.out.size() > 1) c.out[1].dtype_id = MF_INT64;
+}
+
+void sort_shape(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  dim_of(c.name(), c.p.get_int("dim"), x);
+  c.set_out(0, shape_of(x));
+  c.set_out(1, shape_of(x));
+}
+
+void topk_shape(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  int d = dim_of(c.name(), c.p.get_int("dim"), x);
+  int64_t k = c.p.get_int("k"), n = size_along(x, d);
+  if (k < 0 || k > n)
+    fail("topk: k is ", k, "; expected 0..", n, " (the size of dim ", d + 1, " of x, ", shape_str(x), ")");
+  Shape s = x.ndim ? along_shape(x, d, k, true) : Shape{};
+  c.set_out(0, s);
+  c.set_out(1, s);
+}
+
+void kthvalue_shape(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  int d = dim_of(c.name(), c.p.get_int("dim"), x);
+  int64_t k = c.p.get_int("k"), n = size_along(x, d);
+  if (k < 1 || k > n)
+    fail("kthvalue: k is ", k, "; expected 1..", n, " (the size of dim ", d + 1, " of x, ", shape_str(x), ")");
+  Shape s = along_shape(x, d, 1, c.p.get_bool("keepdim"));
+  c.set_out(0, s);
+  c.set_out(1, s);
+}
+
+void cumulate_shape(InferCtx& c) {
+  dim_of(c.name(), c.p.get_int("dim"), c.input(0));
+  c.set_out(0, c.in_shape(0));
+}
+
+// PyTorch's rule: integer (and uint8) running sums and products are int64; floats keep their dtype.
+void cumulate_type(InferCtx& c) {
+  int dt = c.input(0).dtype_id;
+  c.out[0].dtype_id = dtype_is_float(dt) ? dt : int(MF_INT64);
+}
+
+void cumprod_grad_shape(InferCtx& c) {
+  const mf_tensor &x = c.input(0), &gy = c.input(1);
+  dim_of(c.name(), c.p.get_int("dim"), x);
+  bool same = x.ndim == gy.ndim;
+  for (int d = 0; d < x.ndim && same; ++d) same = dims_match(x.shape[d], gy.shape[d]);
+  if (!same)
+    fail("cumprod_grad: x is ", shape_str(x), ", gy ", shape_str(gy), "; expected one shape");
+  if (gy.dtype_id != x.dtype_id)
+    fail("cumprod_grad: x is ", dtype_name(x.dtype_id), ", gy ", dtype_name(gy.dtype_id), "; expected one dtype");
+  c.set_out(0, c.in_shape(0));
+}
+
+// take_along(x, indices): indices has x's rank and sizes but along dim; the output has indices' shape.
+// put_along_like(g, indices, like): g has indices' shape, which is like's but along dim; the output
+// has like's shape.
+void check_along(InferCtx& c, const mf_tensor& big, const char* big_name, const mf_tensor& idx,
+                 const mf_tensor& small, const char* small_name) {
+  int d = dim_of(c.name(), c.p.get_int("dim"), big);
+  if (idx.dtype_id != MF_INT64)
+    fail(c.name(), ": indices are ", dtype_name(idx.dtype_id), "; expected int64 (1-based)");
+  bool ok = idx.ndim == big.ndim && small.ndim == big.ndim;
+  for (int k = 0; k < big.ndim && ok; ++k)
+    ok = dims_match(small.shape[k], idx.shape[k]) && (k == d || dims_match(idx.shape[k], big.shape[k]));
+  if (!ok)
+    fail(c.name(), ": ", big_name, " is ", shape_str(big), ", indices ", shape_str(idx), ", ", small_name, " ",
+         shape_str(small), "; expected indices and ", small_name, " of ", big_name, "'s shape but along dim ", d + 1);
+}
+
+void take_along_shape(InferCtx& c) {
+  const mf_tensor &x = c.input(0), &idx = c.input(1);
+  check_along(c, x, "x", idx, idx, "indices");
+  c.set_out(0, c.in_shape(1));
+}
+
+void put_along_like_shape(InferCtx& c) {
+  const mf_tensor &g = c.input(0), &idx = c.input(1), &like = c.input(2);
+  check_along(c, like, "like", idx, g, "g");
+  c.set_out(0, c.in_shape(2));
+}
+
+}  // namespace
+
+void register_sort_ops() {
+  // max and min: over one dim the gradient goes to the index they return (PyTorch's rule for
+  // max(dim)); over all dims or several, to every element equal to the extreme, shared evenly, and a
+  // NaN extreme shares it among the NaNs (PyTorch's evenly_distribute_backward)
+  static const char* kExtremeGrad = R"lua(
+function(x, y, gy, p)
+  if #p.dim == 1 then
+    local _, i = mf.%s(x, p.dim, true)
+    return {mf.put_along_like(mf.reshape_as(gy, i), i, x, p.dim[1])}
+  end
+  local yu = mf.unreduce_like(y, x, p.dim, p.keepdim)
+  local m = mf.cast(mf.eq(x, yu) + mf.ne(x, x) * mf.ne(yu, yu), x:dtype())
+  local share = mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.unreduce_like(mf.sum(m, p.dim, true), x, p.dim, true)
+  return {m * share}
+end)lua";
+  static const char* kExtremeKernel = R"lua(
+function(ins, outs, p, K)
+  local y, i, x = outs[1], outs[2], ins[1]
+  if i then  -- one dim: values and indices in one pass
+    local dim, is_min = K.dim0(p.dim[1], x.ndim), %d
+    return function() K.max_dim(y, i, x, dim, is_min) end
+  end
+  local code, mask = K.R.%s, K.dim_mask(p.dim, x.ndim)
+  return function() K.reduce(code, y, x, mask) end
+end)lua";
+  struct Extreme {
+    const char *name, *code, *doc, *alias;
+  };
+  static const Extreme extremes[] = {
+      {"max", "MAX",
+       "Largest element over dims; over exactly one dim (x:max(2)) it returns the values and their 1-based int64 "
+       "indices along that dim (the first of equal values; a NaN wins, with its first index), as Torch7 and "
+       "PyTorch; with no dim (all) or several it returns the values only. The elementwise maximum of two tensors "
+       "is mf.maximum.",
+       "reduce_max"},
+      {"min", "MIN",
+       "Smallest element over dims; over exactly one dim (x:min(2)) it returns the values and their 1-based int64 "
+       "indices along that dim (the first of equal values; a NaN wins, with its first index), as Torch7 and "
+       "PyTorch; with no dim (all) or several it returns the values only. The elementwise minimum of two tensors "
+       "is mf.minimum.",
+       "reduce_min"},
+  };
+  for (const Extreme& e : extremes) {
+    char grad[1200], kernel[600];
+    std::snprintf(grad, sizeof grad, kExtremeGrad, e.name);
+    std::snprintf(kernel, sizeof kernel, kExtremeKernel, e.name[1] == 'i' ? 1 : 0, e.code);
+    Registry::get()
+        .add(e.name)
+        .describe(e.doc)
+        .inputs({"x"})
+        .strided()
+        .param(Field::int_list("dim", "", "Dims to reduce, 1-based (negative counts from the end); empty: all. "
+                                          "Exactly one dim also returns the indices."))
+        .param(Field::boolean("keepdim", false, "Keep reduced dims with size 1."))
+        .infer_shape(extreme_shape)
+        .infer_type(values_indices_type)
+        .lua_compute(MF_CPU, kernel)
+        .gradient(grad)
+        .alias(e.alias);
+  }
+
+  MF_REGISTER_OP(sort)
+      .describe("The elements of x along dim in ascending (or descending) order, and their 1-based int64 indices "
+                "along dim. Stable: equal values keep their order. NaN sorts above every number: last ascending, "
+                "first descending, as PyTorch.")
+      .inputs({"x"})
+      .strided()
+      .param(Field::integer("dim", -1, "Dim to sort along, 1-based (negative counts from the end)."))
+      .param(Field::boolean("descending", false, "Largest first."))
+      .infer_shape(sort_shape)
+      .infer_type(values_indices_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, i, x = outs[1], outs[2], ins[1]
+  local dim, desc = K.dim0(p.dim, x.ndim), p.descending and 1 or 0
+  return function() K.sort(y, i, x, dim, desc) end
+end)lua")
+      .gradient(R"lua(
+function(x, y, gy, p)
+  local _, i = mf.sort(x, p.dim, p.descending)
+  return {mf.put_along_like(gy, i, x, p.dim)}
+end)lua");
+
+  MF_REGISTER_OP(topk)
+      .describe("The k largest (or smallest) elements of x along dim and their 1-based int64 indices, largest "
+                "first (smallest first) when sorted, else in their order along dim. Equal values: the earlier "
+                "position first; NaN counts as the largest.")
+      .inputs({"x"})
+      .strided()
+      .param(Field::integer("k", 1, "How many elements, 0 to the size of dim.").mandatory())
+      .param(Field::integer("dim", -1, "Dim to select along, 1-based (negative counts from the end)."))
+      .param(Field::boolean("largest", true, "The largest elements; false: the smallest."))
+      .param(Field::boolean("sorted", true, "In order of value; false: in their order along dim."))
+      .infer_shape(topk_shape)
+      .infer_type(values_indices_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, i, x = outs[1], outs[2], ins[1]
+  local dim, k, largest, sorted = K.dim0(p.dim, x.ndim), p.k, p.largest and 1 or 0, p.sorted and 1 or 0
+  return function() K.topk(y, i, x, dim, k, largest, sorted) end
+end)lua")
+      .gradient(R"lua(
+function(x, y, gy, p)
+  local _, i = mf.topk(x, p.k, p.dim, p.largest, p.sorted)
+  return {mf.put_along_like(gy, i, x, p.dim)}
+end)lua");
+
+  MF_REGISTER_OP(kthvalue)
+      .describe("The k-th smallest element of x along dim and its 1-based int64 index. Equal values count in "
+                "their order along dim (the index a stable sort gives them); NaN counts as the largest.")
+      .inputs({"x"})
+      .strided()
+      .param(Field::integer("k", 1, "Which element, 1 (the smallest) to the size of dim.").mandatory())
+      .param(Field::integer("dim", -1, "Dim to select along, 1-based (negative counts from the end)."))
+      .param(Field::boolean("keepdim", false, "Keep dim with size 1."))
+      .infer_shape(kthvalue_shape)
+      .infer_type(values_indices_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, i, x = outs[1], outs[2], ins[1]
+  local dim, k = K.dim0(p.dim, x.ndim), p.k
+  return function() K.kthvalue(y, i, x, dim, k) end
+end)lua")
+      .gradient(R"lua(
+function(x, y, gy, p)
+  local _, i = mf.kthvalue(x, p.k, p.dim, true)
+  return {mf.put_along_like(mf.reshape_as(gy, i), i, x, p.dim)}
+end)lua");
+
+  MF_REGISTER_OP(cumsum)
+      .describe("Running sum along dim: y[j] = x[1] + ... + x[j] (reverse: x[j] + ... + x[n]). Integers and "
+                "uint8 give int64, as in PyTorch; floats accumulate in float64 and keep their dtype.")
+      .inputs({"x"})
+      .strided()
+      .param(Field::integer("dim", 1, "Dim to accumulate along, 1-based (negative counts from the end).").mandatory())
+      .param(Field::boolean("reverse", false, "Accumulate from the end (TensorFlow's reverse)."))
+      .infer_shape(cumulate_shape)
+      .infer_type(cumulate_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
+  local dim, rev = K.dim0(p.dim, x.ndim), p.reverse and 1 or 0
+  return function() K.cumulate(y, x, dim, 0, rev) end
+end)lua")
+      .gradient("function(x, y, gy, p) return {mf.cumsum(gy, p.dim, not p.reverse)} end");
+
+  MF_REGISTER_OP(cumprod)
+      .describe("Running product along dim: y[j] = x[1] * ... * x[j] (reverse: x[j] * ... * x[n]). Integers and "
+                "uint8 give int64, as in PyTorch. Its gradient is exact where x holds zeros.")
+      .inputs({"x"})
+      .strided()
+      .param(Field::integer("dim", 1, "Dim to accumulate along, 1-based (negative counts from the end).").mandatory())
+      .param(Field::boolean("reverse", false, "Accumulate from the end (TensorFlow's reverse)."))
+      .infer_shape(cumulate_shape)
+      .infer_type(cumulate_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
+  local dim, rev = K.dim0(p.dim, x.ndim), p.reverse and 1 or 0
+  return function() K.cumulate(y, x, dim, 1, rev) end
+end)lua")
+      .gradient("function(x, y, gy, p) return {mf.cumprod_grad(x, gy, p.dim, p.reverse)} end");
+
+  MF_REGISTER_OP(cumprod_grad)
+      .describe("The gradient of cumprod(x, dim, reverse) for the output gradient gy, without division, so exact "
+                "where x holds zeros. Has no gradient itself (cumprod's second derivative is not supported).")
+      .inputs({"x", "gy"})
+      .strided()
+      .param(Field::integer("dim", 1, "The dim cumprod accumulated along, 1-based.").mandatory())
+      .param(Field::boolean("reverse", false, "cumprod accumulated from the end."))
+      .infer_shape(cumprod_grad_shape)
+      .infer_type(float_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local gx, x, gy = outs[1], ins[1], ins[2]
+  local dim, rev = K.dim0(p.dim, x.ndim), p.reverse and 1 or 0
+  return function() K.cumprod_grad(gx, x, gy, dim, rev) end
+end)lua");
+
+  MF_REGISTER_OP(take_along)
+      .describe("out[..., j, ...] = x[..., indices[..., j, ...], ...] along dim: the elements of x at 1-based int64 "
+                "indices of x's rank and sizes but along dim (the gradients of sort, topk and kthvalue use it).")
+      .inputs({"x", "indices"})
+      .strided()
+      .param(Field::integer("dim", 1, "Dim the indices address, 1-based (negative counts from the end).").mandatory())
+      .infer_shape(take_along_shape)
+      .infer_type(same_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, x, idx = outs[1], ins[1], ins[2]
+  local dim = K.dim0(p.dim, x.ndim)
+  return function() K.along(0, y, x, idx, dim) end
+end)lua")
+      .gradient("function(x, idx, y, gy, p) return {mf.put_along_like(gy, idx, x, p.dim)} end");
+
+  MF_REGISTER_OP(put_along_like)
+      .describe("Zeros of like's shape with g[..., j, ...] added at 1-based int64 indices[..., j, ...] along dim "
+                "(repeats add up): the gradient of take_along, sort, topk, kthvalue and max / min over a dim.")
+      .inputs({"g", "indices", "like"})
+      .strided()
+      .param(Field::integer("dim", 1, "Dim the indices address, 1-based (negative counts from the end).").mandatory())
+      .infer_shape(put_along_like_shape)
+      .infer_type(same_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, g, idx = outs[1], ins[1], ins[2]
+  local dim = K.dim0(p.dim, y.ndim)
+  return function() K.along(1, y, g, idx, dim) end
+end)lua")
+      .gradient("function(g, idx, like, y, gy, p) return {mf.take_along(gy, idx, p.dim)} end");
+}
+
+}  // namespace mf
