@@ -37,6 +37,9 @@ return function(mf)
   local function code_of(st)
     local c = fuse_code(st.op)
     if not c then return nil end
+    -- add and sub with alpha ~= 1 (a + alpha * b) are not the plain step a program holds
+    local alpha = st.rec and st.rec.p.alpha
+    if alpha and alpha ~= 1 then return nil end
     local dt = st.outs[1].s.dtype_id
     if dt ~= C.MF_FLOAT32 and dt ~= C.MF_FLOAT64 then return nil end
     for _, e in ipairs(st.in_entries) do

@@ -539,14 +539,18 @@ return function(mf)
   local function make_function(op)
     local adapter = op.adapter or (op.list_args and list_adapter) or default_adapter
     local nin_fixed = #op.inputs
-    local fast2 = not op.variadic and nin_fixed == 2 and #op.param_list == 0 and adapter == default_adapter
+    -- a binary op with one param (add's alpha) keeps the fast path for calls that leave it out
+    local fast2 = not op.variadic and nin_fixed == 2 and #op.param_list <= 1 and adapter == default_adapter
     local fast1 = not op.variadic and nin_fixed == 1 and #op.param_list == 0 and adapter == default_adapter
     local pair = {}
     local f
     if fast2 then
-      -- binary ops without params: no varargs, no tables on the common path
+      -- binary ops called without params: no varargs, no tables on the common path
       f = function(a, b, extra)
-        if extra ~= nil then raise(op.name .. ': takes 2 inputs and no params') end
+        if extra ~= nil then
+          if #op.param_list == 0 then raise(op.name .. ': takes 2 inputs and no params') end
+          return op.general(a, b, extra)
+        end
         local ta, tb = is_tensor(a), is_tensor(b)
         if (not ta and is_sym(a)) or (not tb and is_sym(b)) then return mf._graph_call(op, {a, b}, 2, nil) end
         if not tb and ta and not INT_RANGE[a.dtype_id] then  -- float tensor and number: its dtype
@@ -576,8 +580,9 @@ return function(mf)
         one[1] = nil
         return r
       end
-    else
-      f = function(...)
+    end
+    if not f or fast2 then
+      local general = function(...)
         local ins, ptable = adapter(op, ...)
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
@@ -592,6 +597,8 @@ return function(mf)
         number_operands(op, ins, nin)  -- numbers become tensors of the operands' dtype
         return call(op, ins, nin, ptable)
       end
+      op.general = general  -- fast2's path for calls that give params
+      f = f or general
     end
     return f
   end

@@ -64,20 +64,20 @@ void where_type(InferCtx& c) {
 
 void cast_type(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); }
 
+}  // namespace
+
 // A NaN bound makes every element NaN (PyTorch's clamp); an integer x takes integral bounds only
 // (a fractional one would be truncated silently).
 void clamp_check(InferCtx& c) {
   same_shape(c);
   double lo = c.p.get_float("min"), hi = c.p.get_float("max");
-  if (lo > hi) fail("clamp: min ", lo, " is greater than max ", hi);
+  if (lo > hi) fail(c.name(), ": min ", lo, " is greater than max ", hi);
   int dt = c.input(0).dtype_id;
   if (!dtype_is_float(dt))
     for (double v : {lo, hi})
       if (v != v || (std::isfinite(v) && std::floor(v) != v))
-        fail("clamp: x is ", dtype_name(dt), " and bound ", v, " is not an integer; convert x with :float() first");
+        fail(c.name(), ": x is ", dtype_name(dt), " and bound ", v, " is not an integer; convert x with :float() first");
 }
-
-}  // namespace
 
 // Each pointwise op is one block: unary_op / binary_op (src/op/elemwise.h) with the functor of its
 // math (src/core/pointwise.h), then its doc, params, float-only type rule and gradient.
@@ -162,12 +162,21 @@ void register_elemwise_ops() {
       .gradient("function(x, y, gy, p) return {mf.where(mf.mul(mf.ge(x, p.min), mf.le(x, p.max)), gy, 0)} end");
 
   // binary ops' gradients: function(a, b, y, gy, p) -> {ga, gb}; sum_to undoes broadcasting
+  // add and sub take PyTorch's alpha (a + alpha * b); graph fusion leaves a step with alpha ~= 1 alone
   binary_op<pw::Add>("add")
-      .describe("a + b elementwise, with NumPy broadcasting.")
-      .gradient("function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(gy, b)} end");
+      .describe("a + alpha * b elementwise, with NumPy broadcasting.")
+      .param(Field::number("alpha", 1, "Multiplier of b (integral for integer operands)."))
+      .infer_type(alpha_binary_type)
+      .lua_compute(MF_CPU, alpha_binary_kernel("add"))
+      .gradient("function(a, b, y, gy, p) local alpha = p and p.alpha or 1\n"
+                "  return {mf.sum_to(gy, a), mf.sum_to(alpha == 1 and gy or gy * alpha, b)} end");
   binary_op<pw::Sub>("sub").alias("subtract")
-      .describe("a - b elementwise, with NumPy broadcasting.")
-      .gradient("function(a, b, y, gy) return {mf.sum_to(gy, a), mf.sum_to(-gy, b)} end");
+      .describe("a - alpha * b elementwise, with NumPy broadcasting.")
+      .param(Field::number("alpha", 1, "Multiplier of b (integral for integer operands)."))
+      .infer_type(alpha_binary_type)
+      .lua_compute(MF_CPU, alpha_binary_kernel("sub"))
+      .gradient("function(a, b, y, gy, p) local alpha = p and p.alpha or 1\n"
+                "  return {mf.sum_to(gy, a), mf.sum_to(alpha == 1 and -gy or gy * -alpha, b)} end");
   binary_op<pw::Mul>("mul").alias("multiply").alias("cmul")
       .describe("a * b elementwise (Hadamard product), with NumPy broadcasting.")
       .gradient("function(a, b, y, gy) return {mf.sum_to(gy * b, a), mf.sum_to(gy * a, b)} end");

@@ -19,6 +19,12 @@ std::string binary_kernel(int code);
 void broadcast_shape(InferCtx& c);  // out 1: the NumPy broadcast of every input
 void arith_type(InferCtx& c);       // one dtype in, the same out
 void compare_type(InferCtx& c);     // one dtype in, uint8 out
+// clamp's rule (clamp and clamp_): out 1 has x's shape; min <= max; integral bounds for an integer x.
+void clamp_check(InferCtx& c);
+// add and sub with their alpha param (x + alpha * y), src/op/inplace.cc: the kernel string, and
+// arith_type plus an integral alpha that fits for integer operands.
+std::string alpha_binary_kernel(const char* binop);
+void alpha_binary_type(InferCtx& c);
 
 // Unary op x -> F(x); params names the op's number params the functor reads as p1, p2, in order
 // (declare each with .param). Defaults: same_shape, same_type (override with .infer_type(float_type)

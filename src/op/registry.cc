@@ -101,6 +101,7 @@ void register_builtin_ops() {
     register_fused_ops();
     register_transfer_ops();
     register_sort_ops();
+    register_inplace_ops();
     // the simplification rules, by index; a rule naming a missing op, or an outer op that takes
     // params or more than one input (they would be lost), is a mistake in its block
     Registry& reg = Registry::get();

@@ -162,6 +162,7 @@ void register_conv_ops();
 void register_fused_ops();
 void register_transfer_ops();
 void register_sort_ops();
+void register_inplace_ops();
 
 // Kernel factory of view ops: alias input 1 when the shape rule made the output a view (set_view),
 // else copy input 1 into the output's shape, row-major (src/op/shape.cc).

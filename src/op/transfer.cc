@@ -42,6 +42,7 @@ end)lua";
 
 void register_transfer_ops() {
   MF_REGISTER_OP(copy)
+      .alias("copy_")
       .describe("Writes src's values into dst (src broadcast to dst's shape, converted to dst's dtype) and "
                 "returns dst. Both must be on one device (move one with :to(...)).")
       .inputs({"dst", "src"})
@@ -52,6 +53,7 @@ void register_transfer_ops() {
       .lua_compute(MF_CPU, kCopyKernel);
 
   MF_REGISTER_OP(fill)
+      .alias("fill_")
       .describe("Writes value (a number, or a one-element tensor, converted to x's dtype) into every element of "
                 "x and returns x.")
       .inputs({"x", "value"})
