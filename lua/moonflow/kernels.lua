@@ -180,6 +180,15 @@ local function add_routines(Kd, tbl)
   function Kd.dropout_mask(m, p) check(k_dropout_mask(m, K.rng, p)) end
   -- rand draws from the state's generator, installed by the tensor module as K.rng
   function Kd.rand(t, normal, a, b) check(k_rand(t, K.rng, normal, a, b)) end
+  -- everyday shape ops and integer draws (src/kernels/cpu/kernels.h); shift: an int64_t[ndim] or nil
+  local k_periodic_copy, k_tri, k_linspace = tbl.periodic_copy, tbl.tri, tbl.linspace
+  local k_randint, k_randperm, k_multinomial = tbl.randint, tbl.randperm, tbl.multinomial
+  function Kd.periodic_copy(y, x, shift, flip_mask) check(k_periodic_copy(y, x, shift, flip_mask)) end
+  function Kd.tri(y, x, k, upper) check(k_tri(y, x, k, upper)) end
+  function Kd.linspace(t, start, stop, base) check(k_linspace(t, start, stop, base)) end
+  function Kd.randint(t, low, high) check(k_randint(t, K.rng, low, high)) end
+  function Kd.randperm(t) check(k_randperm(t, K.rng)) end
+  function Kd.multinomial(y, probs, replacement) check(k_multinomial(y, K.rng, probs, replacement)) end
   -- bytes of the scratch a conv routine needs (kind 0 conv2d, 1 backward_input, 2 backward_weight),
   -- at least 1: the factory allocates it once per bind
   local bytes_buf = ffi.new('int64_t[1]')

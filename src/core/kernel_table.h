@@ -35,6 +35,12 @@ typedef struct mf_fused mf_fused;
   X(arange, (mf_tensor *t, double start, double step))                                                                 \
   X(eye, (mf_tensor *t))                                                                                               \
   X(rand, (mf_tensor *t, mf_rng *g, int32_t normal, double a, double b))                                               \
+  X(periodic_copy, (mf_tensor *out, const mf_tensor *x, const int64_t *shift, uint32_t flip_mask))                     \
+  X(tri, (mf_tensor *out, const mf_tensor *x, int64_t k, int32_t upper))                                               \
+  X(linspace, (mf_tensor *t, double start, double stop, double base))                                                  \
+  X(randint, (mf_tensor *t, mf_rng *g, double low, double high))                                                       \
+  X(randperm, (mf_tensor *t, mf_rng *g))                                                                               \
+  X(multinomial, (mf_tensor *out, mf_rng *g, const mf_tensor *probs, int32_t replacement))                             \
   X(reduce, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask))                                     \
   X(softmax, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log))                                             \
   X(matmul, (mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b))                  \

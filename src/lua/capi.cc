@@ -479,6 +479,22 @@ int mf_k_batch_norm(mf_tensor* y, const mf_tensor* x, const mf_tensor* w, const 
   return guard(__func__, [&] { batch_norm_cpu(*y, *x, *w, *b, eps); });
 }
 int mf_k_dropout_mask(mf_tensor* mask, mf_rng* g, double p) { return guard(__func__, [&] { dropout_mask_cpu(*mask, *g, p); }); }
+int mf_k_periodic_copy(mf_tensor* out, const mf_tensor* x, const int64_t* shift, uint32_t flip_mask) {
+  return guard(__func__, [&] { periodic_copy_cpu(*out, *x, shift, flip_mask); });
+}
+int mf_k_tri(mf_tensor* out, const mf_tensor* x, int64_t k, int32_t upper) {
+  return guard(__func__, [&] { tri_cpu(*out, *x, k, upper != 0); });
+}
+int mf_k_linspace(mf_tensor* t, double start, double stop, double base) {
+  return guard(__func__, [&] { linspace_cpu(*t, start, stop, base); });
+}
+int mf_k_randint(mf_tensor* t, mf_rng* g, double low, double high) {
+  return guard(__func__, [&] { randint_cpu(*t, *g, low, high); });
+}
+int mf_k_randperm(mf_tensor* t, mf_rng* g) { return guard(__func__, [&] { randperm_cpu(*t, *g); }); }
+int mf_k_multinomial(mf_tensor* out, mf_rng* g, const mf_tensor* probs, int32_t replacement) {
+  return guard(__func__, [&] { multinomial_cpu(*out, *g, *probs, replacement != 0); });
+}
 
 #define MF_CPU_ENTRY_(name, params) int mf_k_##name params;
 MF_KERNELS(MF_CPU_ENTRY_)  // (the updates, conv and pooling entries are in capi_graph.cc)

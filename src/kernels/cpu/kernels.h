@@ -37,6 +37,19 @@ void fill_cpu(mf_tensor& t, double value);
 void arange_cpu(mf_tensor& t, double start, double step);
 void eye_cpu(mf_tensor& t);
 void rand_cpu(mf_tensor& t, mf_rng& g, bool normal, double a, double b);
+// Everyday shape ops and draws (shape_ext.cc, sample.cc). periodic_copy: out (contiguous, x's dtype,
+// at least x's dims, aligned at the end) reads x periodically: per dim d, source index
+// (flip bit d ? n - 1 - i : i - shift[d]) mod x's size (repeat, roll, flip; shift may be null).
+// tri keeps x's elements with j - i <= k (tril) or >= k (upper, triu) of each trailing matrix, else 0.
+// linspace: n values from start to stop (base != 0: base to those powers, logspace).
+// randint: integers in [low, high); randperm: a permutation of 1..n; multinomial: 1-based int64
+// category draws per row of nonnegative float weights, with or without replacement.
+void periodic_copy_cpu(mf_tensor& out, const mf_tensor& x, const int64_t* shift, uint32_t flip_mask);
+void tri_cpu(mf_tensor& out, const mf_tensor& x, int64_t k, bool upper);
+void linspace_cpu(mf_tensor& t, double start, double stop, double base);
+void randint_cpu(mf_tensor& t, mf_rng& g, double low, double high);
+void randperm_cpu(mf_tensor& t, mf_rng& g);
+void multinomial_cpu(mf_tensor& out, mf_rng& g, const mf_tensor& probs, bool replacement);
 void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask);
 void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log);
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b);
