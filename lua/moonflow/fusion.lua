@@ -13,6 +13,10 @@ return function(mf)
   local OPF_WRITES = C.MF_OPF_WRITES
   local MAX_STEPS = 24       -- at most 25 inputs: within the kernel's limit of 32
 
+  -- mf._infer's header pool for emit_fused's check: one header, reused (see ops.lua's out_lists)
+  local scratch_headers = ffi.new('mf_tensor[1]')
+  local scratch = {metas = {}, alias = {}, meta = function() return scratch_headers[0] end}
+
   -- the program code of op when fused programs may hold it, else false; read once per op
   local fuse_codes, fusable = {}, ffi.new('int32_t[1]')
   local function fuse_code(op)
@@ -74,48 +78,54 @@ return function(mf)
   -- Step 2. The group rooted at steps[i]: its producers, recursively, while each result has no other
   -- reader, has the root's shape, and no writer runs between producer and root. Returns
   -- {inputs (entries read from outside, first-read order), members (steps, run order),
-  -- prog ({code, operand, operand} per member; an operand is {input = e} or {step = k}), first
-  -- (earliest member position)}; absorbed producers are marked in cx.gone.
+  -- prog (code, operand, operand per member, flat; an operand is the input's entry or the member's
+  -- number), first (earliest member position)}; absorbed producers are marked in cx.gone.
+  -- (Plain functions over cx and g, not closures per group: binding a big graph makes thousands.)
+  local function joins(cx, g, p, e, own)
+    return p and not cx.gone[p] and cx.uses[e] == own and not e.external and not e.view_of and code_of(p)
+      and same_shape(e.s, g.out.s) and g.count < MAX_STEPS and cx.writers_between(p.pos, g.root_pos) == 0
+  end
+
+  local function input_value(g, e)
+    if not g.index[e] then
+      g.inputs[#g.inputs + 1] = e
+      g.index[e] = #g.inputs
+    end
+    return e
+  end
+
+  local function absorb(cx, g, st)  -- post-order: operands first, so steps come out in run order
+    local ins = st.in_entries
+    local op1, op2
+    for k, e in ipairs(ins) do
+      local v = g.value[e]
+      if not v then
+        local own = 0  -- how often st itself reads e
+        for _, x in ipairs(ins) do if x == e then own = own + 1 end end
+        local p = e.producer
+        if joins(cx, g, p, e, own) then
+          g.count = g.count + 1
+          cx.gone[p] = true
+          if p.pos < g.first then g.first = p.pos end
+          v = absorb(cx, g, p)
+        else
+          v = input_value(g, e)
+        end
+        g.value[e] = v
+      end
+      if k == 1 then op1 = v else op2 = v end
+    end
+    local members, prog = g.members, g.prog
+    members[#members + 1] = st
+    prog[#prog + 1], prog[#prog + 2], prog[#prog + 3] = code_of(st), op1, op2 or op1
+    return #members
+  end
+
   local function grow_group(cx, i)
     local root = cx.steps[i]
-    local out = root.outs[1]
-    local g = {inputs = {}, index = {}, members = {}, prog = {}, value = {}, count = 1, first = i}
-    local function joins(p, e, own)
-      return p and not cx.gone[p] and cx.uses[e] == own and not e.external and not e.view_of and code_of(p)
-        and same_shape(e.s, out.s) and g.count < MAX_STEPS and cx.writers_between(p.pos, i) == 0
-    end
-    local function input_value(e)
-      if not g.index[e] then
-        g.inputs[#g.inputs + 1] = e
-        g.index[e] = #g.inputs
-      end
-      return {input = e}
-    end
-    local function absorb(st)  -- post-order: operands first, so steps come out in run order
-      local ops = {}
-      for k, e in ipairs(st.in_entries) do
-        local v = g.value[e]
-        if not v then
-          local own = 0  -- how often st itself reads e
-          for _, x in ipairs(st.in_entries) do if x == e then own = own + 1 end end
-          local p = e.producer
-          if joins(p, e, own) then
-            g.count = g.count + 1
-            cx.gone[p] = true
-            if p.pos < g.first then g.first = p.pos end
-            v = absorb(p)
-          else
-            v = input_value(e)
-          end
-          g.value[e] = v
-        end
-        ops[k] = v
-      end
-      g.members[#g.members + 1] = st
-      g.prog[#g.members] = {code_of(st), ops[1], ops[2] or ops[1]}
-      return {step = #g.members}
-    end
-    absorb(root)
+    local g = {inputs = {}, index = {}, members = {}, prog = {}, value = {}, count = 1, first = i, out = root.outs[1],
+               root_pos = i}
+    absorb(cx, g, root)
     return g
   end
 
@@ -146,12 +156,14 @@ return function(mf)
     for _, e in ipairs(g.inputs) do
       if e ~= ref then ins[#ins + 1] = e end
     end
-    local nin, vidx = #ins, {}
+    local nin, vidx = #ins, g.index  -- (g.index is done with: it becomes the value numbers)
     for k, e in ipairs(ins) do vidx[e] = k - 1 end
-    local function val(o) return o.step and nin + o.step - 1 or vidx[o.input] end
-    local prog = {}
-    for _, t in ipairs(g.prog) do
-      prog[#prog + 1], prog[#prog + 2], prog[#prog + 3] = t[1], val(t[2]), val(t[3])
+    local prog = g.prog
+    for j = 1, #prog, 3 do
+      for q = j + 1, j + 2 do
+        local o = prog[q]
+        prog[q] = type(o) == 'number' and nin + o - 1 or vidx[o]
+      end
     end
     return ins, prog
   end
@@ -173,13 +185,15 @@ return function(mf)
   local function emit_fused(cx, g, root, ref, at)
     local ins, prog = build_program(g, ref)
     local op = mf._ops[ref and 'fused_assign' or 'fused_elementwise']
-    local rec = mf._params_record(op, {program = prog})
+    -- the canonical params text of {program = prog} (mf._params_record's), built directly
+    local rec = mf._params_record_text(op, 'program=' .. table.concat(prog, ','))
     local structs = {}
     for k, e in ipairs(ins) do
       structs[k] = e.s
       if e.last_use < at.step then e.last_use = at.step end
     end
-    local ok, err = pcall(mf._infer, op, rec, structs, #ins)
+    -- a check only: the step keeps at's outputs, so the headers inferred here are scratch
+    local ok, err = pcall(mf._infer, op, rec, structs, #ins, nil, scratch)
     if not ok then error(('fusion of %s: %s'):format(root.name, tostring(err)), 0) end
     if ref then cx.gone[root] = true else pick_inplace(root.outs[1], ins) end
     cx.steps[at.pos] = {op = op, rec = rec, ins = structs, in_entries = ins, outs = at.outs, step = at.step,

@@ -133,7 +133,18 @@ return function(mf)
   mf._params_record, mf._params_record_text = params_record, params_record_text
 
   -- shape inference --------------------------------------------------------------------------
-  local function infer_native(op, rec, ins, nin, unknown)
+  -- Output headers and their lists: fresh ones, or (graph binding) from into, a session's header
+  -- pool: into:meta() gives a zeroed header that owns nothing and has no finalizer (a finalizable
+  -- cdata per node made the collector's work on big graphs grow faster than the graph), and
+  -- into.metas/into.alias are scratch lists, valid until into's next use.
+  local function out_lists(into)
+    if not into then return {}, {} end
+    local metas, alias = into.metas, into.alias
+    for i = #metas, 1, -1 do metas[i], alias[i] = nil, nil end
+    return metas, alias
+  end
+
+  local function infer_native(op, rec, ins, nin, unknown, into)
     for i = 1, nin do in_ptrs[i - 1] = ins[i] end
     local st
     if unknown then  -- graph building: sizes equal to unknown are not known yet (graph.lua)
@@ -142,9 +153,9 @@ return function(mf)
       st = C.mf_op_infer(op.index, rec.h, nin, in_ptrs, MAXOUT, meta_buf, alias_buf, nout_buf)
     end
     if st ~= 0 then raise(ffi.string(C.mf_last_error())) end
-    local metas, alias = {}, {}
+    local metas, alias = out_lists(into)
     for i = 1, nout_buf[0] do
-      local m = T()
+      local m = into and into:meta() or T()
       ffi.copy(m, meta_buf[i - 1], SZ)
       m.owns = 0
       metas[i], alias[i] = m, alias_buf[i - 1] ~= 0
@@ -153,7 +164,7 @@ return function(mf)
   end
 
   -- Lua-registered ops with a Lua shape rule: function(in_shapes, p) -> {out_shape, ...} ('same' is native)
-  local function infer_lua(op, rec, ins, nin)
+  local function infer_lua(op, rec, ins, nin, into)
     local in_shapes = {}
     for i = 1, nin do in_shapes[i] = ins[i]:size() end
     local ok, shapes = pcall(op.lua_infer, in_shapes, rec.p)
@@ -163,7 +174,7 @@ return function(mf)
     end
     local dtype = nin > 0 and ins[1].dtype_id or F32
     local device = nin > 0 and ins[1].device_id or CPU
-    local metas, alias = {}, {}
+    local metas, alias = out_lists(into)
     for i, s in ipairs(shapes) do
       if type(s) ~= 'table' then
         raise(('%s: infer_shape gave output %d as a %s; expected a list of sizes'):format(op.name, i, type(s)))
@@ -172,7 +183,7 @@ return function(mf)
         raise(('%s: infer_shape gave output %d with %d dims; at most %d are supported'):format(op.name, i, #s, MAX_DIMS))
       end
       -- a complete contiguous header: executors size and plan outputs by count and strides
-      local m = T()
+      local m = into and into:meta() or T()
       m.ndim, m.dtype_id, m.device_id, m.is_contig, m.offset = #s, dtype, device, 1, 0
       local acc = 1
       for d = #s, 1, -1 do
@@ -192,11 +203,12 @@ return function(mf)
   end
 
   -- output metadata (shape, dtype, strides) and alias flags of op on inputs ins: eager and graph
-  -- binding both come through here; unknown (graph building only) is the sentinel of unknown sizes
-  function mf._infer(op, rec, ins, nin, unknown)
-    if op.lua_infer then return infer_lua(op, rec, ins, nin) end
+  -- binding both come through here; unknown (graph building only) is the sentinel of unknown sizes;
+  -- into (graph binding only): the header pool the outputs come from (out_lists above)
+  function mf._infer(op, rec, ins, nin, unknown, into)
+    if op.lua_infer then return infer_lua(op, rec, ins, nin, into) end
     if op.local_shape then raise(mf._local_rule_error(op, 'infer_shape')) end
-    return infer_native(op, rec, ins, nin, unknown)
+    return infer_native(op, rec, ins, nin, unknown, into)
   end
 
   -- A Lua-registered op whose rule was given as a Lua function: that function lives in the engine
@@ -420,6 +432,8 @@ return function(mf)
   local function is_options(v) return type(v) == 'table' and not is_tensor(v) and not mf.is_symbol(v) end
   -- symbols (graph mode, lua/moonflow/graph.lua) are tables with the Symbol metatable
   local function is_sym(x) return type(x) == 'table' and mf.is_symbol(x) end
+  -- an nn.Parameter or buffer (lua/moonflow/nn.lua) stands for its tensor, or its graph Variable
+  local function is_holder(x) return type(x) == 'table' and rawget(x, '_data') ~= nil end
 
   -- the device of the first tensor among ins[1..nin] (the host when none is): numbers become
   -- tensors there
@@ -552,6 +566,13 @@ return function(mf)
           return op.general(a, b, extra)
         end
         local ta, tb = is_tensor(a), is_tensor(b)
+        if (not ta and is_holder(a)) or (not tb and is_holder(b)) then
+          pair[1], pair[2] = a, b
+          mf._holder_operands(pair, 2)
+          a, b = pair[1], pair[2]
+          pair[1], pair[2] = nil, nil
+          ta, tb = is_tensor(a), is_tensor(b)
+        end
         if (not ta and is_sym(a)) or (not tb and is_sym(b)) then return mf._graph_call(op, {a, b}, 2, nil) end
         if not tb and ta and not INT_RANGE[a.dtype_id] then  -- float tensor and number: its dtype
           b = as_tensor(b, a.dtype_id, op, 2, a.device_id)
@@ -572,6 +593,11 @@ return function(mf)
       f = function(a, extra)
         if extra ~= nil then raise(op.name .. ': takes 1 input and no params') end
         if not is_tensor(a) then
+          if is_holder(a) then
+            one[1] = a
+            a = mf._holder_operands(one, 1)[1]
+            one[1] = nil
+          end
           if is_sym(a) then return mf._graph_call(op, {a}, 1, nil) end
           a = as_tensor(a, 0, op, 1, HOST)
         end
@@ -586,6 +612,9 @@ return function(mf)
         local ins, ptable = adapter(op, ...)
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
+        for i = 1, nin do
+          if is_holder(ins[i]) then mf._holder_operands(ins, nin) break end
+        end
         for i = 1, nin do
           if is_sym(ins[i]) then return mf._graph_call(op, ins, nin, ptable) end
         end

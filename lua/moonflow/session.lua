@@ -14,6 +14,7 @@ return function(mf)
   local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = C.MF_NODE_OP, C.MF_NODE_PLACEHOLDER,
     C.MF_NODE_VARIABLE, C.MF_NODE_CONSTANT
   local r_node, r_index = ffi.new('int32_t[1]'), ffi.new('int32_t[1]')
+  local in_scratch = {}  -- a node's input headers, for shape inference while binding
 
   local Session = {}
   Session.__index = Session
@@ -83,8 +84,31 @@ return function(mf)
     return v
   end
 
-  local function struct_of(t)
-    local s = T()
+  -- The headers of a bound executor (every entry's mf_tensor: feeds, variables, constants, op
+  -- outputs) come from a pool of arrays, each element handed out as a reference. One finalizable
+  -- cdata per header (mf._T has a __gc) cost the collector a finalizer-table entry and a finalizer
+  -- call per node, the main reason bind time grew faster than the graph; a pool header never owns
+  -- storage (owns = 0), so it needs none. Arrays grow from 16 to 256 headers, so a small executor
+  -- stays small. The executor keeps its pool (ex.pool): its closures hold references into it.
+  local Headers = ffi.typeof('mf_tensor[?]')
+  local Pool = {}
+  Pool.__index = Pool
+  function Pool:meta()
+    local n = self.n
+    if n == self.size then
+      self.size = math.min(self.size * 2, 256)
+      self.cur = Headers(self.size)  -- zero-filled
+      self.arrays[#self.arrays + 1] = self.cur
+      n = 0
+    end
+    self.n = n + 1
+    return self.cur[n]
+  end
+  -- metas, alias: mf._infer's scratch lists when it takes headers from the pool
+  local function new_pool() return setmetatable({arrays = {}, cur = false, n = 8, size = 8, metas = {}, alias = {}}, Pool) end
+
+  local function struct_of(pool, t)
+    local s = pool:meta()
     ffi.copy(s, t, SZ)
     s.owns = 0
     return s
@@ -95,7 +119,7 @@ return function(mf)
   local function contiguous_copy(ex, pentries, e, at, name)
     local op = mf._ops.contiguous
     local rec = mf._params_record_text(op, '')
-    local metas = mf._infer(op, rec, {e.s}, 1)
+    local metas = mf._infer(op, rec, {e.s}, 1, nil, ex.pool)
     local c = {s = metas[1], step = at, last_use = at}
     pentries[#pentries + 1] = c
     local st = {op = op, rec = rec, ins = {e.s}, in_entries = {e}, outs = {c}, name = name .. '/contiguous', step = at}
@@ -116,7 +140,8 @@ return function(mf)
     local obuf = ffi.new('int32_t[?]', maxn)
     local n = C.mf_graph_order(g.h, n_t, tbuf, obuf, maxn)
     if n < 0 then raise(ffi.string(C.mf_last_error())) end
-    local ex = {steps = {}, feeds = {}, writes = {}, needs_init = {}, keep = {}, entries = {}}
+    local pool = new_pool()
+    local ex = {steps = {}, feeds = {}, writes = {}, needs_init = {}, keep = {}, pool = pool}
     local ent = {}          -- node -> list of entry records {s = struct, step, plan index ...}
     local pentries = {}     -- plan entries (op outputs)
     local written = {}
@@ -131,7 +156,7 @@ return function(mf)
           raise(("Session.run: placeholder '%s' (%s %s) must be fed"):format(info.name, shape_text(info.shape),
             DTYPE_NAME[info.dtype]))
         end
-        local e = {s = struct_of(t), external = true}
+        local e = {s = struct_of(pool, t), external = true}
         ent[id] = {e}
         ex.feeds[#ex.feeds + 1] = {node = id, s = e.s}
       elseif kind == KIND_VARIABLE then
@@ -145,10 +170,10 @@ return function(mf)
           self.vars[id] = v
           if info.bound then self.initialized[id] = true end
         end
-        ent[id] = {{s = struct_of(v), external = true, var = id}}
+        ent[id] = {{s = struct_of(pool, v), external = true, var = id}}
       elseif kind == KIND_CONSTANT then
         local value = info.value:to(self.device)  -- a copy on the session's device, made once per bind
-        ent[id] = {{s = struct_of(value), external = true}}
+        ent[id] = {{s = struct_of(pool, value), external = true}}
         ex.keep[#ex.keep + 1] = value
       else
         local op = mf._ops_by_index[C.mf_graph_node_op(g.h, id)]  -- simplification may have rewritten it
@@ -176,9 +201,10 @@ return function(mf)
           end
         end
         local rec = mf._params_record_text(op, ffi.string(C.mf_graph_node_params(g.h, id)))
-        local in_structs = {}
-        for k, e in ipairs(ins) do in_structs[k] = e.s end
-        local ok, metas, alias = pcall(mf._infer, op, rec, in_structs, #in_structs)
+        -- the step's own input list (st.ins) is made only for steps that survive fusion (run below)
+        local nin = #ins
+        for k = 1, nin do in_scratch[k] = ins[k].s end
+        local ok, metas, alias = pcall(mf._infer, op, rec, in_scratch, nin, nil, pool)
         if not ok then raise(('Session.run: node %s: %s'):format(info.name, tostring(metas):gsub('^.-:%d+: ', ''))) end
         local outs = {}
         for k, m in ipairs(metas) do
@@ -202,7 +228,7 @@ return function(mf)
           outs[k] = e
         end
         ent[id] = outs
-        local st = {op = op, rec = rec, ins = in_structs, in_entries = ins, outs = outs, name = info.name, step = clock}
+        local st = {op = op, rec = rec, ins = false, in_entries = ins, outs = outs, name = info.name, step = clock}
         for _, e in ipairs(outs) do e.producer = st end
         ex.steps[#ex.steps + 1] = st
       end
@@ -313,12 +339,25 @@ return function(mf)
       end
       ex.closures = {}
       for i, st in ipairs(ex.steps) do
-        local out_structs = {}
+        local in_structs, out_structs = st.ins, {}
+        if not in_structs then
+          in_structs = {}
+          for k, e in ipairs(st.in_entries) do in_structs[k] = e.s end
+        end
         for k, e in ipairs(st.outs) do out_structs[k] = e.s end
         local Kd = self.K
-        local ok, f = pcall(mf._factory(st.op, Kd.strings), st.ins, out_structs, st.rec.p, Kd)
+        local ok, f = pcall(mf._factory(st.op, Kd.strings), in_structs, out_structs, st.rec.p, Kd)
         if not ok then raise(('Session.run: node %s: kernel factory failed: %s'):format(st.name, tostring(f))) end
         ex.closures[i] = f
+      end
+      -- what a run needs is in place (closures, feeds, fetches, writes, ex.pool); the per-node
+      -- records of binding would only make every later collection traverse them. A fetch keeps a
+      -- record of its own (an entry reaches every other through its producer), one per entry.
+      ex.steps, ex.ent, ex.written = nil, nil, nil
+      local slim = {}
+      for i, e in pairs(ex.fetch) do
+        slim[e] = slim[e] or {s = e.s, per_run = e.per_run, fresh = e.fresh}
+        ex.fetch[i] = slim[e]
       end
       if self.ncache >= 64 then self.cache, self.ncache = {}, 0 end
       self.cache[key] = ex
