@@ -102,6 +102,7 @@ return function(mf)
     m.__index, m.__newindex = state, state
     m.__len = class.__len
     m.__tostring = class.__tostring
+    m.__call = class.__call
     return p
   end
 
@@ -259,6 +260,24 @@ return function(mf)
       local start = (k - 1) * b + 1
       return ds:_gather(mf.narrow(order, 1, start, math.min(b, n - start + 1)))
     end
+  end
+
+  -- for bx, by in loader do ... end: the generic for calls loader(nil, last) until it returns nil.
+  -- A call with last == nil (the first call of a loop), or with a value this loader did not return
+  -- last (a loop left early with break, then a new one), starts a new epoch with iter().
+  function Loader.__call(p, _, last)
+    local st = p._loop
+    if last == nil or st == nil or not rawequal(st.last, last) then
+      st = {next = p:iter()}
+      p._loop = st
+    end
+    local x, y = st.next()
+    if x == nil then
+      p._loop = nil
+      return nil
+    end
+    st.last = x
+    return x, y
   end
 
   -- the epoch the next iter() runs (1-based); set it when resuming to get that epoch's order

@@ -43,13 +43,37 @@ return function(mf)
     rawset(h, '_data', t)
   end
 
+  -- A holder stands for its tensor as an operand: in arithmetic (x * self.w), in op calls
+  -- (mf.matmul(x, self.w)) and in tensor method calls (self.w:t()). operand (set below, after
+  -- bound_variable) gives the tensor, or in graph mode the holder's Variable in that graph.
+  local operand
+  local TENSOR_METHODS = mf.Tensor
+  local function holder_binop(name) return function(a, b) return mf[name](a, b) end end
   local function holder_class(what, methods)
     methods = methods or {}
-    local mt = {}
+    local mt = {__holder = what}
+    local forwarders = {}
     mt.__index = function(h, k)
       if k == 'data' then return rawget(h, '_data') end
-      return methods[k]
+      local m = methods[k]
+      if m ~= nil then return m end
+      -- a tensor method: called on the tensor (or, while a module builds a graph, the Variable)
+      if type(k) == 'string' and type(TENSOR_METHODS[k]) == 'function' then
+        local f = forwarders[k]
+        if not f then
+          f = function(self, ...)
+            local v = operand(self)
+            return v[k](v, ...)
+          end
+          forwarders[k] = f
+        end
+        return f
+      end
+      return nil
     end
+    mt.__add, mt.__sub, mt.__mul, mt.__div, mt.__pow =
+      holder_binop('add'), holder_binop('sub'), holder_binop('mul'), holder_binop('div'), holder_binop('pow')
+    mt.__unm = function(a) return mf.neg(a) end
     mt.__newindex = function(h, k, v)
       if k == 'data' then return rebind(h, v, what) end
       if k == 'grad' and v ~= nil and not is_tensor(v) then
@@ -90,6 +114,49 @@ return function(mf)
     return v
   end
   nn._bound_variable = bound_variable
+
+  -- The graph a module's forward is building (set while a forward runs on a symbol, see
+  -- forward_wrapper): there a parameter used on its own (self.w * 2, self.w:t()) stands for its
+  -- Variable; elsewhere it stands for its tensor.
+  local forward_graph = nil
+  local HOLDER_KIND = {[Parameter] = true, [Buffer] = false}   -- metatable -> trainable
+  operand = function(h, g)
+    g = g or forward_graph
+    if g then
+      return bound_variable(h, g, rawget(h, '_name') or tostring(h), HOLDER_KIND[getmetatable(h)])
+    end
+    return rawget(h, '_data')
+  end
+  -- ops.lua calls this on an op's inputs when one is a holder: each holder becomes its tensor, or
+  -- its Variable in the graph of a symbol among the inputs (else of the forward being built)
+  function mf._holder_operands(ins, nin)
+    local g
+    for i = 1, nin do
+      if is_symbol(ins[i]) then g = ins[i].graph break end
+    end
+    for i = 1, nin do
+      local h = ins[i]
+      if type(h) == 'table' and HOLDER_KIND[getmetatable(h)] ~= nil then ins[i] = operand(h, g) end
+    end
+    return ins
+  end
+
+  local function keep_error(e) return e end
+  local function pack(...) return {n = select('#', ...), ...} end
+  -- A module's forward, run with forward_graph set to the graph of its input (nil for a tensor).
+  -- Only a change of graph costs an xpcall (which restores the previous graph on an error).
+  local function forward_wrapper(fn)
+    return function(self, x, ...)
+      local g = is_symbol(x) and x.graph or nil
+      if g == forward_graph then return fn(self, x, ...) end
+      local saved = forward_graph
+      forward_graph = g
+      local r = pack(xpcall(fn, keep_error, self, x, ...))
+      forward_graph = saved
+      if not r[1] then error(r[2], 0) end
+      return unpack(r, 2, r.n)
+    end
+  end
 
   -- modules -------------------------------------------------------------------------------------
   local Module = {}
@@ -133,7 +200,10 @@ return function(mf)
     local imeta = {__class = cls, __index = instance_index, __newindex = instance_newindex,
                    __tostring = function(m) return m:describe('') end,
                    __call = function(m, ...) return m:forward(...) end}
-    setmetatable(cls, {__index = Module, __call = function(_, ...)
+    setmetatable(cls, {__index = Module, __newindex = function(c, k, v)
+      if k == 'forward' and type(v) == 'function' then v = forward_wrapper(v) end
+      rawset(c, k, v)
+    end, __call = function(_, ...)
       local self = setmetatable({_is_module = true, training = true, _children = {}, _child_order = {},
                                  _params = {}, _param_order = {}, _buffers = {}, _buffer_order = {}}, imeta)
       if cls.__init then cls.__init(self, ...) end
@@ -150,13 +220,43 @@ return function(mf)
     return name
   end
 
+  -- m:add(name, child) (PyTorch's add_module), or m:add(child) (Torch7): appended under the next
+  -- free position name ('1', '2', ...). Returns m, so calls chain.
   function Module:add(name, m)
-    if type(m) ~= 'table' or not m._is_module then raise(('%s: add(%s): expected a module, got %s'):format(self.__name, tostring(name), shape_of(m))) end
+    if m == nil and type(name) == 'table' and name._is_module then
+      m, name = name, #self._child_order + 1
+      while self._children[tostring(name)] do name = name + 1 end
+    end
+    if m == nil then
+      raise(('%s: add(m): m is %s; expected a module (m:add(child) or m:add(name, child))%s'):format(self.__name,
+        O.show(name), type(name) == 'table' and rawget(name, '__name')
+          and ('; the class ' .. name.__name .. ' needs calling: nn.' .. name.__name .. '()') or ''))
+    end
+    if type(m) ~= 'table' or not m._is_module then
+      raise(('%s: add(%s, m): m is %s; expected a module%s'):format(self.__name, O.show(name), shape_of(m),
+        type(m) == 'table' and rawget(m, '__name') and ('; the class ' .. m.__name .. ' needs calling: nn.' .. m.__name .. '()') or ''))
+    end
     name = check_name(self, 'add', name)
     if not self._children[name] then self._child_order[#self._child_order + 1] = name end
     self._children[name] = m
     return self
   end
+  -- Torch7's container access: m:get(i) is the i-th child (1-based, in the order added), m:size()
+  -- the number of children (LuaJIT has no __len for tables, so #m is 0).
+  function Module:get(i)
+    local n = #self._child_order
+    if type(i) ~= 'number' or i ~= math.floor(i) then
+      raise(('%s:get(i): i is %s; expected an integer position 1..%d'):format(self.__name, O.show(i), n))
+    end
+    if i < 0 then i = n + i + 1 end   -- -1 is the last child
+    if i < 1 or i > n then
+      raise(('%s:get(%d): index out of range; it has %d child module%s (1..%d)'):format(self.__name, i, n,
+        n == 1 and '' or 's', n))
+    end
+    return self._children[self._child_order[i]]
+  end
+  function Module:size() return #self._child_order end
+
   function Module:register_parameter(name, p)
     name = check_name(self, 'register_parameter', name)
     if is_tensor(p) then p = nn.Parameter(p) end
@@ -165,6 +265,7 @@ return function(mf)
     end
     if not self._params[name] then self._param_order[#self._param_order + 1] = name end
     self._params[name] = p
+    if rawget(p, '_name') == nil then rawset(p, '_name', self.__name .. '.' .. name) end
     return p
   end
   function Module:register_buffer(name, t)
@@ -173,6 +274,7 @@ return function(mf)
     if self._buffers[name] then self._buffers[name].data = t return t end
     self._buffer_order[#self._buffer_order + 1] = name
     self._buffers[name] = new_buffer(t)
+    rawset(self._buffers[name], '_name', self.__name .. '.' .. name)
     return t
   end
 
@@ -298,11 +400,82 @@ return function(mf)
   end
   function Module:evaluate() return self:train(false) end
   Module.eval = Module.evaluate
+  -- Torch7's m:training() cannot exist: m.training is PyTorch's mode flag (a boolean), which
+  -- Dropout and BatchNorm read and custom modules test; m:train() sets training mode
 
+  -- in place where a gradient exists, so gradients that are views of getParameters()'s flat
+  -- gradient stay views
   function Module:zeroGradParameters()
-    for _, p in ipairs(self:parameters()) do if p.grad then p.grad = mf.zeros_like(p.data) end end
+    for _, p in ipairs(self:parameters()) do
+      if p.grad then mf.copy(p.grad, mf.zeros_like(p.grad)) end
+    end
   end
   Module.zero_grad = Module.zeroGradParameters
+
+  -- A deep copy (Torch7's clone, PyTorch's copy.deepcopy): new parameters, gradients and buffers
+  -- with equal values and their own storage, new child modules, copied option tables. Sharing
+  -- inside the module (a child used twice, a tied parameter) is kept in the copy.
+  function Module:clone()
+    local memo = {}
+    local function copy(v)
+      if is_tensor(v) then
+        if memo[v] == nil then memo[v] = v:clone() end
+        return memo[v]
+      end
+      if type(v) ~= 'table' then return v end
+      if memo[v] then return memo[v] end
+      local mt = getmetatable(v)
+      if mt ~= nil and HOLDER_KIND[mt] == nil and not rawget(v, '_is_module') then return v end   -- a class, a graph ...
+      local out = {}
+      memo[v] = out
+      if mt ~= nil and HOLDER_KIND[mt] ~= nil then
+        rawset(out, 'vars', setmetatable({}, {__mode = 'k'}))   -- the copy is bound into no graph yet
+        for k, x in pairs(v) do if k ~= 'vars' then rawset(out, k, copy(x)) end end
+      else
+        for k, x in pairs(v) do rawset(out, copy(k), copy(x)) end
+      end
+      return setmetatable(out, mt)
+    end
+    if type(self) ~= 'table' or not rawget(self, '_is_module') then raise('clone: call it as m:clone() (with a colon)') end
+    return copy(self)
+  end
+
+  -- Torch7's getParameters(): one flat tensor holding every parameter and one holding every
+  -- gradient. Afterwards each parameter's .data (and .grad) IS a view into that storage, so writing
+  -- the flat tensor changes the parameters and training the parameters (eagerly, in a graph,
+  -- load_state_dict) changes the flat tensor. Parameters must share a dtype and device. Call it
+  -- once: a second call makes new flat tensors (the earlier ones no longer alias the parameters).
+  -- A gradient set later by assignment (p.grad = t, opt:zero_grad()) replaces the view.
+  function Module:getParameters()
+    if type(self) ~= 'table' or not rawget(self, '_is_module') then raise('getParameters: call it as m:getParameters() (with a colon)') end
+    local ps = self:parameters()
+    local total, first = 0, ps[1] and ps[1].data
+    for i, p in ipairs(ps) do
+      local d = p.data
+      if d:dtype() ~= first:dtype() or d:device() ~= first:device() then
+        raise(('%s:getParameters: parameter %d is %s on %s but parameter 1 is %s on %s; one flat tensor needs one '
+          .. 'dtype and device'):format(self.__name, i, d:dtype(), d:device(), first:dtype(), first:device()))
+      end
+      total = total + d:numel()
+    end
+    local opts = first and {dtype = first:dtype()} or nil
+    local flat, gflat = mf.zeros(total, opts), mf.zeros(total, opts)
+    if first and first:device() ~= flat:device() then flat, gflat = flat:to(first:device()), gflat:to(first:device()) end
+    local off = 1
+    for _, p in ipairs(ps) do
+      local d, n = p.data, p.data:numel()
+      local shape = {}
+      for k = 1, d:dim() do shape[k] = d:size(k) end
+      local view = mf.reshape(mf.narrow(flat, 1, off, n), shape)
+      local gview = mf.reshape(mf.narrow(gflat, 1, off, n), shape)
+      if n > 0 then mf.copy(view, d) end
+      if is_tensor(rawget(p, 'grad')) and n > 0 then mf.copy(gview, p.grad) end
+      p.data = view       -- rebinds: graphs the parameter is bound into follow the view
+      p.grad = gview
+      off = off + n
+    end
+    return flat, gflat
+  end
 
   function Module:num_parameters()
     local n = 0
@@ -317,13 +490,16 @@ return function(mf)
   end
 
   function Module:extra_repr() return '' end
+  -- A leaf prints as Name(options) (every constructor option, PyTorch's key=value style; in -> out
+  -- for layers), a container as Name (n params) with one line per child.
   function Module:describe(indent)
-    local head = self.__name .. (self:extra_repr() ~= '' and ('(' .. self:extra_repr() .. ')') or '')
+    local head = self.__name .. '(' .. self:extra_repr() .. ')'
     local own = 0
     for _, n in ipairs(self._param_order) do own = own + self._params[n].data:numel() end
     if #self._child_order == 0 then
       return head .. (own > 0 and ('  ' .. commas(own) .. ' params') or '')
     end
+    head = self.__name .. (self:extra_repr() ~= '' and ('(' .. self:extra_repr() .. ')') or '')
     local lines = {head .. ' (' .. commas(self:num_parameters()) .. ' params)'}
     for _, c in ipairs(self._child_order) do
       lines[#lines + 1] = indent .. '  (' .. c .. '): ' .. self._children[c]:describe(indent .. '  ')
@@ -339,10 +515,9 @@ return function(mf)
 
   -- size of dim d of x, or nil when a symbol does not know it yet
   local function size_of(x, d) return x:size(d) end
-  local function label(self)
-    local r = self:extra_repr()
-    return self.__name .. (r ~= '' and ('(' .. r .. ')') or '')
-  end
+  -- a module in error messages: its sizes (_short) where print's full options would be noise
+  local function label(self) return self.__name .. '(' .. (self._short and self:_short() or self:extra_repr()) .. ')' end
+  local function hw(p) return ('%dx%d'):format(p[1], p[2]) end
   -- m.forward(x) (a dot for a colon) passes x as self
   local function check_self(self)
     if type(self) ~= 'table' or not rawget(self, '_is_module') then
@@ -387,7 +562,8 @@ return function(mf)
     self:register_parameter('weight', uniform({n_out, n_in}, bound))
     if opts.bias ~= false then self:register_parameter('bias', uniform({n_out}, bound)) end
   end
-  function Linear:extra_repr() return ('%d -> %d'):format(self.n_in, self.n_out) end
+  function Linear:_short() return ('%d -> %d'):format(self.n_in, self.n_out) end
+  function Linear:extra_repr() return ('%d -> %d, bias=%s'):format(self.n_in, self.n_out, tostring(self._params.bias ~= nil)) end
   function Linear:forward(x)
     check_self(self)
     check_x(self, x, ('... x %d'):format(self.n_in))
@@ -434,8 +610,10 @@ return function(mf)
     self:register_parameter('weight', uniform({c_out, c_in, self.k[1], self.k[2]}, bound))
     if opts.bias ~= false then self:register_parameter('bias', uniform({c_out}, bound)) end
   end
+  function Conv2d:_short() return ('%d -> %d, %s'):format(self.c_in, self.c_out, hw(self.k)) end
   function Conv2d:extra_repr()
-    return ('%d -> %d, %dx%d, stride %d'):format(self.c_in, self.c_out, self.k[1], self.k[2], self.stride[1])
+    return ('%d -> %d, kernel_size=%s, stride=%s, padding=%s, dilation=%s, bias=%s'):format(self.c_in, self.c_out,
+      hw(self.k), hw(self.stride), hw(self.padding), hw(self.dilation), tostring(self._params.bias ~= nil))
   end
   function Conv2d:forward(x)
     check_self(self)
@@ -459,7 +637,11 @@ return function(mf)
       self.padding = int_pair(opts.padding or 0, 'padding', 'nn.' .. name, 0)
       self.opts = opts
     end
-    function cls:extra_repr() return ('%dx%d, stride %d'):format(self.k[1], self.k[2], self.stride[1]) end
+    function cls:extra_repr()
+      local r = ('kernel_size=%s, stride=%s, padding=%s'):format(hw(self.k), hw(self.stride), hw(self.padding))
+      if extra then r = r .. ', count_include_pad=' .. tostring(self.opts.count_include_pad ~= false) end
+      return r
+    end
     function cls:forward(x)
       check_self(self)
       check_x(self, x, 'N x C x H x W')
@@ -480,7 +662,7 @@ return function(mf)
   function Adaptive:__init(out, ...)
     if select('#', ...) > 0 then raise('nn.AdaptiveAvgPool2d takes one argument (output_size)') end
     self.out = int_pair(out, 'output_size', 'nn.AdaptiveAvgPool2d', 1) end
-  function Adaptive:extra_repr() return ('%dx%d'):format(self.out[1], self.out[2]) end
+  function Adaptive:extra_repr() return 'output_size=' .. hw(self.out) end
   function Adaptive:forward(x)
     check_self(self)
     check_x(self, x, 'N x C x H x W')
@@ -521,9 +703,10 @@ return function(mf)
   activation('Sigmoid', function(_, x) return mf.sigmoid(x) end)
   activation('GELU', function(_, x) return mf.gelu(x) end)
   activation('LeakyReLU', function(self, x) return mf.leaky_relu(x, self.a or 0.01) end, opt_number('LeakyReLU', 'negative_slope'),
-    function(self) return tostring(self.a or 0.01) end)
-  activation('Softmax', function(self, x) return mf.softmax(x, self.a or -1) end, opt_dim('Softmax'))
-  activation('LogSoftmax', function(self, x) return mf.log_softmax(x, self.a or -1) end, opt_dim('LogSoftmax'))
+    function(self) return 'negative_slope=' .. tostring(self.a or 0.01) end)
+  local function dim_repr(self) return 'dim=' .. tostring(self.a or -1) end
+  activation('Softmax', function(self, x) return mf.softmax(x, self.a or -1) end, opt_dim('Softmax'), dim_repr)
+  activation('LogSoftmax', function(self, x) return mf.log_softmax(x, self.a or -1) end, opt_dim('LogSoftmax'), dim_repr)
 
   local Flatten = nn.Module('Flatten')
   nn.Flatten = Flatten
@@ -550,7 +733,7 @@ return function(mf)
     O.value('nn.Dropout', 'p', p, O.prob)
     self.p = p
   end
-  function Dropout:extra_repr() return 'p = ' .. self.p end
+  function Dropout:extra_repr() return 'p=' .. tostring(self.p) end
   function Dropout:forward(x)
     check_self(self)
     check_x(self, x)
@@ -569,7 +752,8 @@ return function(mf)
       self:register_buffer('running_mean', mf.zeros(c))
       self:register_buffer('running_var', mf.ones(c))
     end
-    function cls:extra_repr() return tostring(self.c) end
+    function cls:_short() return tostring(self.c) end
+    function cls:extra_repr() return ('%d, eps=%s, momentum=%s'):format(self.c, tostring(self.eps), tostring(self.momentum)) end
     function cls:forward(x)
       check_self(self)
       local shape_want = want:format(self.c, self.c)
@@ -680,6 +864,7 @@ return function(mf)
       opts = O.check('nn.' .. name, opts, {reduction = {type = 'string', one_of = {'mean', 'sum', 'none'}}})
       self.reduction = opts.reduction or 'mean'
     end
+    function cls:extra_repr() return ("reduction='%s'"):format(self.reduction) end
     function cls:forward(input, target, ...)
       check_self(self)
       if select('#', ...) > 0 then raise(('%s: expected (input, target), got %d arguments'):format(name, 2 + select('#', ...))) end
@@ -715,32 +900,120 @@ return function(mf)
     end
   end
 
-  local function classes(self, input, target)
+  -- N x C (x d1 ... dk) scores and N (x d1 ... dk) 1-based labels (PyTorch's layout: classes
+  -- along dim 2) as rows: (N d1 ... dk) x C scores (the class dim moved last) and the labels
+  -- flattened; shape is the labels' shape (for reduction 'none'), nil for N x C.
+  local function class_rows(self, input, target)
     local n = input:dim()
-    if n ~= 2 or not size_of(input, 2) then fail_input(self, input, 'N x C scores with C known') end
+    local want = 'N x C scores (or N x C x d1 x ... for per-position labels) with C known'
+    if n == nil or n < 2 or not size_of(input, 2) then fail_input(self, input, want) end
     local c = size_of(input, 2)
     if target:dtype() ~= 'int64' then
       raise(('%s: targets are %s; expected int64 class labels in 1..%d'):format(self.__name, target:dtype(), c))
     end
     local rt = target:dim()
-    if rt ~= nil and rt ~= 1 then
-      raise(('%s: target is %s; expected a 1-D tensor of N class labels (one per row of the %s input)%s'):format(self.__name,
-        shape_of(target), shape_of(input), rt == 0 and mf.is_symbol(target)
+    local lab_want = n == 2 and 'a 1-D tensor of N class labels (one per row' or
+      ('N x d1 x ... labels: the input\'s shape without its class dim 2 (one label per position')
+    if rt ~= nil and rt ~= n - 1 then
+      raise(('%s: target is %s; expected %s of the %s input)%s'):format(self.__name, shape_of(target), lab_want,
+        shape_of(input), rt == 0 and mf.is_symbol(target)
           and ("; a placeholder declared with shape {nil} is 0-dim (Lua drops a lone nil): write {-1}") or ''))
     end
-    local ni, nt = size_of(input, 1), rt and size_of(target, 1)
-    if ni and nt and ni ~= nt then
-      raise(('%s: input is %s (%d rows) but target has %d labels; expected one label per row'):format(self.__name,
-        shape_of(input), ni, nt))
+    for d = 1, rt and n - 1 or 0 do
+      local si, st = size_of(input, d == 1 and 1 or d + 1), size_of(target, d)
+      if si and st and si ~= st then
+        if n == 2 then
+          raise(('%s: input is %s (%d rows) but target has %d labels; expected one label per row'):format(self.__name,
+            shape_of(input), si, st))
+        end
+        raise(('%s: input is %s but target is %s; expected target %s (the input without its class dim 2)'):format(
+          self.__name, shape_of(input), shape_of(target), mf._shape_text((function()
+            local sh = {size_of(input, 1) or -1}
+            for k = 3, n do sh[#sh + 1] = size_of(input, k) or -1 end
+            return sh
+          end)())))
+      end
     end
-    return mf.one_hot(target, c, {dtype = input:dtype()})
+    if n == 2 then return input, target, nil end
+    local perm, shape, unknown = {1}, {}, 0
+    for d = 3, n do perm[#perm + 1] = d end
+    perm[#perm + 1] = 2
+    for d = 1, n - 1 do
+      shape[d] = size_of(target, d) or (d == 1 and size_of(input, 1)) or (d > 1 and size_of(input, d + 1)) or -1
+      if shape[d] == -1 then unknown = unknown + 1 end
+    end
+    if unknown > 1 then
+      raise(('%s: input is %s; with per-position labels at most one dim may be unknown when the graph is built'):format(
+        self.__name, shape_of(input)))
+    end
+    return mf.reshape(mf.permute(input, perm), -1, c), mf.reshape(target, -1), shape
   end
-  loss_class('CrossEntropyLoss', function(self, logits, target)
-    return mf.softmax_cross_entropy(logits, classes(self, logits, target), 2)
-  end)
-  loss_class('NLLLoss', function(self, logp, target)
-    return -mf.sum(classes(self, logp, target) * logp, 2)
-  end)
+
+  -- CrossEntropyLoss and NLLLoss: per_row(rows, onehot) is the loss of each row. Options as
+  -- PyTorch: weight (a C tensor: row i counts weight[label i], and 'mean' divides by the sum of
+  -- those weights), ignore_index (rows with that label count nothing; labels are 1-based, so
+  -- PyTorch's default -100 is no label here either).
+  local function class_loss(name, per_row)
+    local cls = nn.Module(name)
+    function cls:__init(opts, ...)
+      if select('#', ...) > 0 then raise(('nn.%s takes one argument (an options table)'):format(name)) end
+      opts = O.check('nn.' .. name, opts, {reduction = {type = 'string', one_of = {'mean', 'sum', 'none'}},
+                                             weight = 'any', ignore_index = 'integer'})
+      self.reduction, self.ignore_index = opts.reduction or 'mean', opts.ignore_index
+      local w = opts.weight
+      if w ~= nil then
+        if not is_tensor(w) or w:dim() ~= 1 or (w:dtype() ~= 'float32' and w:dtype() ~= 'float64') then
+          raise(('nn.%s: weight is %s; expected a 1-D float32 or float64 tensor of one weight per class'):format(name,
+            is_tensor(w) and (w:shape_str() .. ' ' .. w:dtype()) or O.show(w)))
+        end
+        self:register_buffer('weight', w)
+      end
+    end
+    function cls:extra_repr()
+      local r = ("reduction='%s'"):format(self.reduction)
+      if self._buffers.weight then r = r .. ', weight=' .. self._buffers.weight.data:shape_str() end
+      if self.ignore_index ~= nil then r = r .. ', ignore_index=' .. tostring(self.ignore_index) end
+      return r
+    end
+    function cls:forward(input, target, ...)
+      check_self(self)
+      if select('#', ...) > 0 then raise(('%s: expected (input, target), got %d arguments'):format(name, 2 + select('#', ...))) end
+      check_x(self, input, nil, 'input')
+      check_x(self, target, nil, 'target')
+      local rows, labels, shape = class_rows(self, input, target)
+      local c = size_of(input, 2)
+      local keep
+      if self.ignore_index ~= nil then
+        local m = mf.ne(labels, self.ignore_index)
+        labels = mf.where(m, labels, mf.ones_like(labels))   -- any valid class: the row is masked below
+        keep = mf.cast(m, rows:dtype())
+      end
+      local onehot = mf.one_hot(labels, c, {dtype = rows:dtype()})
+      local l, w = per_row(rows, onehot), nil
+      if self._buffers.weight then
+        local wt = self:value('weight', input)
+        if wt:size(1) ~= c then
+          raise(('%s: weight has %d entries but the input has %d classes (%s); expected one weight per class'):format(
+            label(self), wt:size(1), c, shape_of(input)))
+        end
+        if wt:dtype() ~= rows:dtype() then wt = mf.cast(wt, rows:dtype()) end
+        w = mf.sum(onehot * mf.reshape(wt, 1, c), 2)
+        l = l * w
+      end
+      if keep then
+        l = l * keep
+        w = w and w * keep or keep
+      end
+      local r = self.reduction
+      if r == 'none' then return shape and mf.reshape(l, shape) or l end
+      if r == 'sum' then return mf.sum(l) end
+      if w then return mf.sum(l) / mf.sum(w) end
+      return mf.mean(l)
+    end
+    nn[name] = cls
+  end
+  class_loss('CrossEntropyLoss', function(logits, onehot) return mf.softmax_cross_entropy(logits, onehot, 2) end)
+  class_loss('NLLLoss', function(logp, onehot) return -mf.sum(onehot * logp, 2) end)
   loss_class('MSELoss', function(self, a, b)
     same_shape(self, a, b)
     return mf.square(a - b)

@@ -227,7 +227,7 @@ T.test('parameters, state_dict, load_state_dict, printing, train/evaluate', func
   assert(sd['3.running_mean'] and sd['3.running_var'], 'buffers are in the state dict')
   local text = tostring(m)
   assert(text:find('Sequential (29 params)', 1, true), text)
-  assert(text:find('(1): Linear(4 -> 3)  15 params', 1, true), text)
+  assert(text:find('(1): Linear(4 -> 3, bias=true)  15 params', 1, true), text)
   local other = mf.nn.Sequential{mf.nn.Linear(4, 3), mf.nn.ReLU(), mf.nn.BatchNorm1d(3), mf.nn.Linear(3, 2)}
   other:load_state_dict(sd)
   local x = mf.randn(5, 4)
