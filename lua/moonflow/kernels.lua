@@ -85,7 +85,8 @@ do
 end
 -- reduction codes of the native dispatch table, by op name and upper-case as the C++ blocks write them
 K.R = {sum = C.MF_R_SUM, mean = C.MF_R_MEAN, max = C.MF_R_MAX, min = C.MF_R_MIN, prod = C.MF_R_PROD,
-       argmax = C.MF_R_ARGMAX, argmin = C.MF_R_ARGMIN}
+       argmax = C.MF_R_ARGMAX, argmin = C.MF_R_ARGMIN, any = C.MF_R_ANY, all = C.MF_R_ALL,
+       logsumexp = C.MF_R_LOGSUMEXP, var = C.MF_R_VAR, std = C.MF_R_STD, norm = C.MF_R_NORM}
 do
   local up = {}
   for k, v in pairs(K.R) do up[k:upper()] = v end
@@ -130,6 +131,8 @@ local function add_routines(Kd, tbl)
   function Kd.arange(t, start, step) check(k_arange(t, start, step)) end
   function Kd.eye(t) check(k_eye(t)) end
   function Kd.reduce(code, y, x, mask) check(k_reduce(code, y, x, mask)) end
+  local k_reduce_p = tbl.reduce_p
+  function Kd.reduce_p(code, y, x, mask, p) check(k_reduce_p(code, y, x, mask, p)) end
   function Kd.softmax(y, x, dim0, log) check(k_softmax(y, x, dim0, log)) end
   function Kd.matmul(c, a, b, ta, tb) check(k_matmul(c, a, b, ta, tb)) end
   function Kd.alias(view, base, offset) check(k_alias(view, base, offset)) end
@@ -228,6 +231,26 @@ function K.header(y, x)
   end
   h.count = acc
   h.is_contig = 1
+  return h
+end
+
+-- a borrowed header over t's memory with other sizes and element strides (a vector seen as a 1 x n
+-- or n x 1 matrix); bind time only: the closure re-points its .ptr to t.ptr on every run
+function K.header_as(t, sizes, strides)
+  local h = tensor_ct()
+  ffi.copy(h, t, ffi.sizeof(tensor_ct))
+  h.owns = 0
+  h.ndim = #sizes
+  local count, contig, want = 1, true, 1
+  for i = #sizes, 1, -1 do
+    h.shape[i - 1], h.strides[i - 1] = sizes[i], strides[i]
+    count = count * sizes[i]
+    if sizes[i] ~= 1 then
+      contig = contig and strides[i] == want
+      want = want * sizes[i]
+    end
+  end
+  h.count, h.is_contig = count, contig and 1 or 0
   return h
 end
 

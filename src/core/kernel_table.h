@@ -42,6 +42,7 @@ typedef struct mf_fused mf_fused;
   X(randperm, (mf_tensor *t, mf_rng *g))                                                                               \
   X(multinomial, (mf_tensor *out, mf_rng *g, const mf_tensor *probs, int32_t replacement))                             \
   X(reduce, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask))                                     \
+  X(reduce_p, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask, double p))                         \
   X(softmax, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log))                                             \
   X(matmul, (mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b))                  \
   X(alias, (mf_tensor *view, const mf_tensor *base, int64_t offset))                                                   \

@@ -80,6 +80,15 @@ struct Lt { template <class T> static uint8_t f(T x, T y) { return uint8_t(x < y
 struct Le { template <class T> static uint8_t f(T x, T y) { return uint8_t(x <= y); } };
 struct Gt { template <class T> static uint8_t f(T x, T y) { return uint8_t(x > y); } };
 struct Ge { template <class T> static uint8_t f(T x, T y) { return uint8_t(x >= y); } };
+// Predicates of one value (isnan, isfinite), run by the binary loops with x as both operands: a
+// unary loop writes its input's dtype, these write uint8. Integers are never NaN, always finite.
+struct IsNan { template <class T> static uint8_t f(T x, T) { return uint8_t(x != x); } };
+struct IsFinite {
+  template <class T> static uint8_t f(T x, T) {
+    if constexpr (std::is_floating_point<T>::value) return uint8_t(std::isfinite(x));
+    else return uint8_t(1);
+  }
+};
 
 }  // namespace pw
 

@@ -17,8 +17,11 @@ typedef enum { MF_CPU = 0, MF_CUDA = 1 } mf_device;
 typedef enum { MF_OK = 0, MF_ERR_ARG = 1, MF_ERR_SHAPE = 2, MF_ERR_MEMORY = 3, MF_ERR_INTERNAL = 4 } mf_status;
 /* MF_MAX_DIMS: the most dims a tensor has (the length of mf_tensor's shape and strides). */
 enum { MF_MAX_DIMS = 8 };
-/* What a reduction kernel computes (mf_k_reduce). */
-typedef enum { MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_COUNT } mf_reduce_code;
+/* What a reduction kernel computes (mf_k_reduce; VAR, STD and NORM take a number: mf_k_reduce_p). */
+typedef enum {
+  MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_ANY, MF_R_ALL, MF_R_LOGSUMEXP,
+  MF_R_VAR, MF_R_STD, MF_R_NORM, MF_R_COUNT
+} mf_reduce_code;
 
 typedef struct mf_storage mf_storage;
 

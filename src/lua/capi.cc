@@ -418,6 +418,10 @@ int mf_k_rand(mf_tensor* t, mf_rng* g, int32_t normal, double a, double b) {
 int mf_k_reduce(int32_t code, mf_tensor* out, const mf_tensor* x, uint32_t dim_mask) {
   return guard(__func__, [&] { reduce_cpu(code, *out, *x, dim_mask); });
 }
+
+int mf_k_reduce_p(int32_t code, mf_tensor* out, const mf_tensor* x, uint32_t dim_mask, double p) {
+  return guard(__func__, [&] { reduce_p_cpu(code, *out, *x, dim_mask, p); });
+}
 int mf_k_softmax(mf_tensor* y, const mf_tensor* x, int32_t dim, int32_t log) {
   return guard(__func__, [&] { softmax_cpu(*y, *x, dim, log != 0); });
 }

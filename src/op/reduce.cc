@@ -1,11 +1,8 @@
 // Reductions over one or more dims, with keepdim. Kernel: src/kernels/cpu/reduce.cc.
-#include "registry.h"
+#include "reduce.h"
 
 namespace mf {
 
-namespace {
-
-// Bit i set: dim i (0-based) is reduced. An empty dim list reduces every dim.
 uint32_t reduce_mask(InferCtx& c) {
   const mf_tensor& x = c.input(0);
   const auto& dims = c.p.get_list("dim");
@@ -19,7 +16,7 @@ uint32_t reduce_mask(InferCtx& c) {
   return mask;
 }
 
-void reduce_shape(InferCtx& c) {
+void reduce_out_shape(InferCtx& c, bool allow_empty) {
   const mf_tensor& x = c.input(0);
   uint32_t mask = reduce_mask(c);
   bool keep = c.p.get_bool("keepdim");
@@ -28,12 +25,18 @@ void reduce_shape(InferCtx& c) {
     if (!(mask & (1u << d))) out.push_back(x.shape[d]);
     else if (keep) out.push_back(1);
   }
-  std::string op = c.name();
-  if (op != "sum" && op != "prod" && op != "mean")
+  if (!allow_empty)
     for (int d = 0; d < x.ndim; ++d)
       if ((mask & (1u << d)) && x.shape[d] == 0)
-        fail(op, ": cannot reduce over dim ", d + 1, " of size 0 (x is ", shape_str(x), ")");
+        fail(c.name(), ": cannot reduce over dim ", d + 1, " of size 0 (x is ", shape_str(x), ")");
   c.set_out(0, out);
+}
+
+namespace {
+
+void reduce_shape(InferCtx& c) {
+  std::string op = c.name();
+  reduce_out_shape(c, op == "sum" || op == "prod" || op == "mean");
 }
 
 void arg_type(InferCtx& c) { c.out[0].dtype_id = MF_INT64; }

@@ -100,6 +100,8 @@ void register_builtin_ops() {
     register_conv_ops();
     register_fused_ops();
     register_transfer_ops();
+    register_stats_ops();
+    register_linalg_ops();
     register_shape_ext_ops();
     register_factory_ext_ops();
     register_sort_ops();

@@ -161,6 +161,8 @@ void register_optim_ops();
 void register_conv_ops();
 void register_fused_ops();
 void register_transfer_ops();
+void register_stats_ops();
+void register_linalg_ops();
 void register_shape_ext_ops();    // src/op/shape_ext.cc
 void register_factory_ext_ops();  // src/op/factory_ext.cc
 void register_sort_ops();

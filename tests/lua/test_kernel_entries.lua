@@ -62,6 +62,16 @@ local cases = {
               T.errors(function() K.reduce(K.R.max, z(2), mf.tensor{{1, 2}, {3, 4}}, 4) end, 'max: dim mask 4 names a dim past')
               T.errors(function() K.reduce(K.R.argmax, z(2), mf.tensor{{1, 2}, {3, 4}}, 2) end, 'argmax: output is float32; expected int64')
             end},
+  -- var with correction 1 over dim 2: {1, 3} -> 2, {2, 6} -> 8; the number-less codes are refused
+  reduce_p = {ok = function() local y = z(2); K.reduce_p(K.R.var, y, mf.tensor{{1, 3}, {2, 6}}, 2, 1); T.tensor_eq(y, {2, 8}) end,
+              bad = function()
+                T.errors(function() K.reduce_p(K.R.var, z(1), mf.tensor{{1, 3}, {2, 6}}, 2, 1) end, 'var: output is 1, x is 2x2 reduced over dim 2')
+                T.errors(function() K.reduce_p(K.R.sum, z(2), mf.tensor{{1, 3}, {2, 6}}, 2, 1) end, 'sum: takes no number')
+                T.errors(function() K.reduce(K.R.norm, z(2), mf.tensor{{1, 3}, {2, 6}}, 2) end, 'norm: takes a number')
+                T.errors(function() K.reduce_p(K.R.std, z(2), mf.tensor{{1, 3}, {2, 6}}, 2, -1) end, 'std: the correction is -1')
+                T.errors(function() K.reduce_p(K.R.norm, z(2, I64), mf.tensor({{1, 3}, {2, 6}}, 'int64'), 2, 1) end,
+                         'norm: x is int64; expected float32 or float64')
+              end},
   softmax = {ok = function() local y = z(2); K.softmax(y, mf.tensor{0, L3}, 0, 0); T.tensor_eq(y, {0.25, 0.75}, 1e-6) end,
              bad = function()
                T.errors(function() K.softmax(z(2, 3), z(4, 5), 1, 0) end, "softmax: y is 2x3, x is 4x5; expected y of x's shape")
@@ -210,6 +220,13 @@ local cases = {
   dim0 = {ok = function() T.eq(K.dim0(-1, 3), 2); T.eq(K.dim0(1, 3), 0) end},
   dim_mask = {ok = function() T.eq(K.dim_mask({}, 3), 7); T.eq(K.dim_mask({1, 3}, 3), 5) end},
   header = {ok = function() local h = K.header(mf.tensor{1, 2, 3, 4}, z(2, 2)); T.eq(h.ndim, 2); T.eq(tonumber(h.strides[0]), 2) end},
+  header_as = {ok = function()  -- column 2 of a 2x3 matrix as a 2x1 matrix: stride 3, not contiguous
+                 local x = mf.tensor{{1, 2, 3}, {4, 5, 6}}
+                 local h = K.header_as(x:select(2, 2), {2, 1}, {3, 1})
+                 T.eq(h.ndim, 2); T.eq(tonumber(h.count), 2); T.eq(h.is_contig, 0); T.eq(h.owns, 0)
+                 local y = z(1, 1); K.matmul(y, K.header_as(mf.tensor{1, 1}, {1, 2}, {2, 1}), h, 0, 0); T.tensor_eq(y, {{7}})
+                 T.eq(K.header_as(x, {3, 2}, {2, 1}).is_contig, 1)
+               end},
   pair = {ok = function() T.eq(select(2, K.pair({3, 4}, 1, 1)), 4); T.eq(K.pair({}, 7, 8), 7) end},
   conv2d_workspace = {ok = function() T.eq(K.conv2d_workspace(0, z(1, 1, 2, 2), z(1, 1, 2, 2), z(1, 1, 1, 1), 1, 1, 0, 0, 1, 1) >= 1, true) end,
                       bad = function() T.errors(function() K.conv2d_workspace(0, z(1, 1, 1, 1), z(1, 1, 2, 2), z(1, 1, 1, 1), 1, 1, 0, 0, 1, 1) end,
@@ -244,7 +261,7 @@ end
 
 -- a kernel entry (one that writes a tensor: every entry but the helpers above) must have a refusal case
 T.test('every kernel entry has a refusal case', function()
-  local helpers = {raise = true, check = true, dim0 = true, dim_mask = true, header = true, pair = true, tensor_list = true,
+  local helpers = {raise = true, check = true, dim0 = true, dim_mask = true, header = true, header_as = true, pair = true, tensor_list = true,
                    device_names = true}
   for name, c in pairs(cases) do
     if not helpers[name] then T.eq(c.bad ~= nil, true, name .. ' has a refusal case') end

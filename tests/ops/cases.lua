@@ -30,7 +30,7 @@
 --               T holds the harness's op-free readers: T.read(t), T.shape(t), T.dtype(t)
 local dir, L = ...
 local cases = {}
-for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused', 'transfer', 'shape_ext', 'inplace', 'sort'} do
+for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused', 'transfer', 'shape_ext', 'inplace', 'sort', 'stats', 'linalg'} do
   local chunk = assert(loadfile(dir .. '/cases_' .. family .. '.lua'))
   for _, c in ipairs(chunk(L)) do cases[#cases + 1] = c end
 end

@@ -51,6 +51,9 @@ void randint_cpu(mf_tensor& t, mf_rng& g, double low, double high);
 void randperm_cpu(mf_tensor& t, mf_rng& g);
 void multinomial_cpu(mf_tensor& out, mf_rng& g, const mf_tensor& probs, bool replacement);
 void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask);
+// The reductions that take a number p: MF_R_VAR and MF_R_STD (p: the correction subtracted from the
+// count, 0 or more), MF_R_NORM (p: the order; 0 counts nonzeros, +-inf allowed). Floats only.
+void reduce_p_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask, double p);
 void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log);
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b);
 void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim);

@@ -1,4 +1,5 @@
 // Reductions over any set of dims, and softmax / log_softmax along one dim.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -10,7 +11,9 @@
 namespace mf {
 
 const char* reduce_name(int code) {
-  static const char* names[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin"};
+  static const char* names[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin",
+                                "any", "all", "logsumexp", "var", "std", "norm"};
+  static_assert(sizeof(names) / sizeof(names[0]) == MF_R_COUNT, "one name per reduce code");
   return code >= 0 && code < MF_R_COUNT ? names[code] : "reduce?";
 }
 
@@ -160,7 +163,88 @@ static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const Red
   });
 }
 
-void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
+// -- any / all -------------------------------------------------------------------------------------
+// uint8 results: any element nonzero (NaN counts, as it is not 0) / every element nonzero; over an
+// empty dim any is 0 and all is 1, their identities.
+template <typename T>
+static void any_all_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
+  const T* xp = (const T*)x.ptr;
+  uint8_t* yp = (uint8_t*)out.ptr;
+  bool want_any = code == MF_R_ANY;
+  parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
+    for (int64_t o = ob; o < oe; ++o) {
+      bool found = false;  // any: a nonzero seen; all: a zero seen
+      plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t st) {
+        for (int64_t i = 0; i < n && !found; ++i) found = want_any ? xp[off + i * st] != T(0) : xp[off + i * st] == T(0);
+      });
+      yp[o] = uint8_t(want_any ? found : !found);
+    }
+  });
+}
+
+// -- logsumexp, var, std, norm ----------------------------------------------------------------------
+// Floats only, accumulated in double. logsumexp subtracts the max first (an infinite max is replaced
+// by 0, as PyTorch does, so a line of -inf gives -inf and one holding +inf gives +inf, not NaN). var
+// is two-pass: the mean, then the squared deviations from it, divided by max(0, n - correction)
+// (so n <= correction gives NaN or inf, as PyTorch). norm of order p: p = 0 counts the nonzeros;
+// inf / -inf take the largest / smallest |x|; else (sum |x|^p)^(1/p).
+template <typename T>
+static void stat_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan, double p) {
+  const T* xp = (const T*)x.ptr;
+  T* yp = (T*)out.ptr;
+  const double inf = std::numeric_limits<double>::infinity();
+  parallel_for(out.count, plan.rcount * 4, [&](int64_t ob, int64_t oe) {
+    for (int64_t o = ob; o < oe; ++o) {
+      int64_t base = plan.kept_offset(o);
+      // f(v) for every element of the line, row by row
+      auto each = [&](auto&& f) {
+        plan.for_rows(base, [&](int64_t off, int64_t n, int64_t st) {
+          for (int64_t i = 0; i < n; ++i) f(double(xp[off + i * st]));
+        });
+      };
+      double r = 0;
+      if (code == MF_R_LOGSUMEXP) {
+        double m = -inf;
+        each([&](double v) { m = v > m ? v : m; });
+        if (m == inf || m == -inf) m = 0;
+        double s = 0;
+        each([&](double v) { s += std::exp(v - m); });
+        r = std::log(s) + m;
+      } else if (code == MF_R_VAR || code == MF_R_STD) {
+        double s = 0;
+        each([&](double v) { s += v; });
+        double mean = s / double(plan.rcount), ss = 0;
+        each([&](double v) { ss += (v - mean) * (v - mean); });
+        r = ss / std::max(0.0, double(plan.rcount) - p);
+        if (code == MF_R_STD) r = std::sqrt(r);
+      } else if (p == 2) {  // norms
+        each([&](double v) { r += v * v; });
+        r = std::sqrt(r);
+      } else if (p == 1) {
+        each([&](double v) { r += std::fabs(v); });
+      } else if (p == 0) {
+        each([&](double v) { r += v != 0; });
+      } else if (p == inf || p == -inf) {
+        bool nan = false;
+        r = p > 0 ? 0 : inf;
+        each([&](double v) {
+          double a = std::fabs(v);
+          if (a != a) nan = true;
+          else r = p > 0 ? std::max(r, a) : std::min(r, a);
+        });
+        if (nan) r = std::numeric_limits<double>::quiet_NaN();
+      } else {
+        each([&](double v) { r += std::pow(std::fabs(v), p); });
+        r = std::pow(r, 1.0 / p);
+      }
+      yp[o] = T(r);
+    }
+  });
+}
+
+// Checks a reduction's operands and returns its plan: out must hold x's kept dims in order (size-1
+// dims aside) in the code's result dtype.
+static ReducePlan checked_plan(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
   if (code < 0 || code >= MF_R_COUNT) fail("reduce: bad op code ", code);
   const char* op = reduce_name(code);
   kcheck::meta(op, "x", x);
@@ -186,16 +270,47 @@ void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask)
            dims.empty() ? "(none)" : dims, "; expected the output to hold x's other dims in order (size-1 dims aside)");
     }
   }
-  if (plan.rcount == 0 && code != MF_R_SUM && code != MF_R_PROD && code != MF_R_MEAN)
+  // the extremes and their indices have no value over nothing; every other code has an identity
+  bool no_identity = code == MF_R_MAX || code == MF_R_MIN || code == MF_R_ARGMAX || code == MF_R_ARGMIN;
+  if (plan.rcount == 0 && no_identity)
     fail(reduce_name(code), ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
   bool is_float = dtype_is_float(x.dtype_id);
-  if (code == MF_R_MEAN && !is_float) fail("mean: x is ", dtype_name(x.dtype_id), "; expected float32 or float64");
-  int want = code == MF_R_ARGMAX || code == MF_R_ARGMIN ? int(MF_INT64) : x.dtype_id;
+  bool float_only = code == MF_R_MEAN || code == MF_R_LOGSUMEXP || code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM;
+  if (float_only && !is_float) fail(op, ": x is ", dtype_name(x.dtype_id), "; expected float32 or float64");
+  int want = code == MF_R_ARGMAX || code == MF_R_ARGMIN ? int(MF_INT64)
+             : code == MF_R_ANY || code == MF_R_ALL   ? int(MF_UINT8)
+                                                       : x.dtype_id;
   bool wide = !is_float && (code == MF_R_SUM || code == MF_R_PROD) && out.dtype_id == MF_INT64;
   if (out.dtype_id != want && !wide)
     fail(reduce_name(code), ": output is ", dtype_name(out.dtype_id), "; expected ", dtype_name(want),
          is_float || (code != MF_R_SUM && code != MF_R_PROD) ? "" : " or int64");
-  MF_DISPATCH(x.dtype_id, T, reduce_typed<T>(code, out, x, plan));
+  return plan;
+}
+
+static bool takes_number(int code) { return code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM; }
+
+void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
+  if (takes_number(code)) fail(reduce_name(code), ": takes a number (the correction or order); run it with reduce_p");
+  ReducePlan plan = checked_plan(code, out, x, dim_mask);
+  if (code == MF_R_ANY || code == MF_R_ALL) {
+    MF_DISPATCH(x.dtype_id, T, any_all_typed<T>(code, out, x, plan));
+  } else if (code == MF_R_LOGSUMEXP) {
+    MF_DISPATCH_FLOAT(x.dtype_id, T, "logsumexp", stat_typed<T>(code, out, x, plan, 0));
+  } else {
+    MF_DISPATCH(x.dtype_id, T, reduce_typed<T>(code, out, x, plan));
+  }
+}
+
+void reduce_p_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask, double p) {
+  if (code >= 0 && code < MF_R_COUNT && !takes_number(code))
+    fail(reduce_name(code), ": takes no number; run it with reduce");
+  ReducePlan plan = checked_plan(code, out, x, dim_mask);
+  const char* op = reduce_name(code);
+  if (p != p) fail(op, ": the ", code == MF_R_NORM ? "order" : "correction", " is NaN");
+  if (code != MF_R_NORM && p < 0) fail(op, ": the correction is ", p, "; expected 0 or more");
+  if (code == MF_R_NORM && std::isinf(p) && p < 0 && plan.rcount == 0)
+    fail("norm: the -inf norm over an empty dim of a ", shape_str(x), " tensor has no value (no identity)");
+  MF_DISPATCH_FLOAT(x.dtype_id, T, op, stat_typed<T>(code, out, x, plan, p));
 }
 
 // -- softmax / log_softmax -----------------------------------------------------------------

@@ -1,0 +1,15 @@
+// The rules the reductions share (src/op/reduce.cc), for other families whose ops reduce over a
+// "dim" int list with "keepdim" (src/op/stats.cc).
+#pragma once
+#include "registry.h"
+
+namespace mf {
+
+// Bit i set: dim i (0-based) of input 1 is reduced, from the "dim" param (1-based, negative from the
+// end); an empty list reduces every dim. A dim out of range or listed twice is an error.
+uint32_t reduce_mask(InferCtx& c);
+// Output 1: input 1 without the reduced dims (size 1 with "keepdim"). allow_empty: reducing a size-0
+// dim gives the op's identity; else it is an error naming the dim.
+void reduce_out_shape(InferCtx& c, bool allow_empty);
+
+}  // namespace mf
