@@ -179,6 +179,13 @@ local function add_routines(Kd, tbl)
   function Kd.index_select(y, x, idx, dim0) check(k_index_select(y, x, idx, dim0)) end
   function Kd.index_add_like(y, g, idx, dim0) check(k_index_add_like(y, g, idx, dim0)) end
   function Kd.one_hot(y, labels) check(k_one_hot(y, labels)) end
+  local k_gather, k_scatter, k_index_add = tbl.gather, tbl.scatter, tbl.index_add
+  local k_masked_select, k_nonzero = tbl.masked_select, tbl.nonzero
+  function Kd.gather(y, x, idx, dim0) check(k_gather(y, x, idx, dim0)) end
+  function Kd.scatter(y, x, idx, src, dim0, add) check(k_scatter(y, x, idx, src, dim0, add)) end
+  function Kd.index_add(y, x, idx, src, dim0) check(k_index_add(y, x, idx, src, dim0)) end
+  function Kd.masked_select(y, x, mask) check(k_masked_select(y, x, mask)) end
+  function Kd.nonzero(y, x) check(k_nonzero(y, x)) end
   function Kd.batch_norm(y, x, w, b, eps) check(k_batch_norm(y, x, w, b, eps)) end
   function Kd.dropout_mask(m, p) check(k_dropout_mask(m, K.rng, p)) end
   -- rand draws from the state's generator, installed by the tensor module as K.rng

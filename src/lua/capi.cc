@@ -479,6 +479,19 @@ int mf_k_index_add_like(mf_tensor* out, const mf_tensor* g, const mf_tensor* idx
   return guard(__func__, [&] { index_add_like_cpu(*out, *g, *idx, dim); });
 }
 int mf_k_one_hot(mf_tensor* out, const mf_tensor* labels) { return guard(__func__, [&] { one_hot_cpu(*out, *labels); }); }
+int mf_k_gather(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, int32_t dim) {
+  return guard(__func__, [&] { gather_cpu(*out, *x, *idx, dim); });
+}
+int mf_k_scatter(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, const mf_tensor* src, int32_t dim, int32_t add) {
+  return guard(__func__, [&] { scatter_cpu(*out, *x, *idx, *src, dim, add != 0); });
+}
+int mf_k_index_add(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, const mf_tensor* src, int32_t dim) {
+  return guard(__func__, [&] { index_add_cpu(*out, *x, *idx, *src, dim); });
+}
+int mf_k_masked_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* mask) {
+  return guard(__func__, [&] { masked_select_cpu(*out, *x, *mask); });
+}
+int mf_k_nonzero(mf_tensor* out, const mf_tensor* x) { return guard(__func__, [&] { nonzero_cpu(*out, *x); }); }
 int mf_k_batch_norm(mf_tensor* y, const mf_tensor* x, const mf_tensor* w, const mf_tensor* b, double eps) {
   return guard(__func__, [&] { batch_norm_cpu(*y, *x, *w, *b, eps); });
 }

@@ -105,6 +105,7 @@ void register_builtin_ops() {
     register_shape_ext_ops();
     register_factory_ext_ops();
     register_sort_ops();
+    register_index_ops();
     register_inplace_ops();
     // the simplification rules, by index; a rule naming a missing op, or an outer op that takes
     // params or more than one input (they would be lost), is a mistake in its block

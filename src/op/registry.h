@@ -166,6 +166,7 @@ void register_linalg_ops();
 void register_shape_ext_ops();    // src/op/shape_ext.cc
 void register_factory_ext_ops();  // src/op/factory_ext.cc
 void register_sort_ops();
+void register_index_ops();
 void register_inplace_ops();
 
 // Kernel factory of view ops: alias input 1 when the shape rule made the output a view (set_view),

@@ -26,11 +26,12 @@
 --   error       the op must raise an error containing this text
 --   check_out   function(outs, ins) -> nil or message: extra checks on the results
 --   leaves_device  the outputs may be on another device than the inputs (to)
+--   eager_only  run eagerly only, never in a graph (an output size that depends on the values)
 --   check       function(mf, dtype, T) -> nil or message: for ops checked by properties (rand);
 --               T holds the harness's op-free readers: T.read(t), T.shape(t), T.dtype(t)
 local dir, L = ...
 local cases = {}
-for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused', 'transfer', 'shape_ext', 'inplace', 'sort', 'stats', 'linalg'} do
+for _, family in ipairs{'elemwise', 'reduce', 'shape', 'init', 'graph', 'nn', 'conv', 'fused', 'transfer', 'shape_ext', 'inplace', 'sort', 'index', 'stats', 'linalg'} do
   local chunk = assert(loadfile(dir .. '/cases_' .. family .. '.lua'))
   for _, c in ipairs(chunk(L)) do cases[#cases + 1] = c end
 end

@@ -383,10 +383,10 @@ end
 -- Graph mode: the op on placeholders (of the inputs' shapes, or with every size unknown) fed the
 -- same inputs in the same layout; each output feeds harness_identity (cases_custom.lua), so it is
 -- an intermediate of the graph, planned and bound like any other, and the identity is fetched.
--- Cases of ops that write their inputs, draw random numbers (check) or take no tensor input run
--- eagerly only.
+-- Cases of ops that write their inputs, draw random numbers (check), take no tensor input, or are
+-- marked eager_only (an output size that depends on the values: masked_select) run eagerly only.
 local function graph_applies(c)
-  if c.error or c.check or c.writes then return false end
+  if c.error or c.check or c.writes or c.eager_only then return false end
   for _, spec in ipairs(c.inputs or {}) do
     if not spec.number then return true end
   end

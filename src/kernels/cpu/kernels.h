@@ -61,6 +61,18 @@ void sum_to_cpu(mf_tensor& out, const mf_tensor& g);
 void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim);
 void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx, int dim);
 void one_hot_cpu(mf_tensor& out, const mf_tensor& labels);
+// Indexing by 1-based int64 indices, PyTorch's semantics (scatter.cc); every index is checked before
+// any write; loops are serial in the index's row-major order (repeated destinations: the last write
+// wins, additions in that order). out is contiguous. gather: out (index's shape) from x along dim.
+// scatter: out = x, then out[index along dim] = src (a 0-dim src is one value), or += when add.
+// index_add: out = x, then slice j of src added at slice index[j] along dim. masked_select: the
+// elements of x where the (broadcast) uint8 mask is nonzero, row-major; out must hold exactly that
+// many. nonzero: the 1-based coordinates of x's nonzero elements (count x ndim int64), row-major.
+void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim);
+void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim, bool add);
+void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim);
+void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask);
+void nonzero_cpu(mf_tensor& out, const mf_tensor& x);
 // batch_norm: x and y contiguous (its block is not strided, so the engine copies views first).
 void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps);
 void dropout_mask_cpu(mf_tensor& mask, mf_rng& g, double p);

@@ -1,0 +1,223 @@
+// -- gather / scatter / index_add / masked_select / nonzero --------------------------------------
+// Element-wise indexing by 1-based int64 indices (PyTorch's semantics, Torch7's 1-based numbers).
+// Every routine checks all of its indices (or counts its mask) before it writes anything, so a bad
+// index is an error naming it, never a write out of bounds. The loops are serial and run in the
+// row-major order of the index (of src for index_add): repeated destinations are written in that
+// order, whatever the thread count, so scatter's last write wins and accumulation is reproducible.
+#include <string>
+
+#include "../../core/error.h"
+#include "checks.h"
+#include "kernels.h"
+
+namespace mf {
+
+namespace {
+
+// Row-major walk over a shape, keeping the coordinates (an odometer; cheap next()).
+struct Walk {
+  int ndim;
+  int64_t shape[kMaxDims], at[kMaxDims] = {};
+  explicit Walk(const mf_tensor& t) : ndim(t.ndim) {
+    for (int d = 0; d < ndim; ++d) shape[d] = t.shape[d];
+  }
+  explicit Walk(const Shape& s) : ndim(int(s.size())) {
+    for (int d = 0; d < ndim; ++d) shape[d] = s[size_t(d)];
+  }
+  void next() {
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (++at[d] < shape[d]) return;
+      at[d] = 0;
+    }
+  }
+  // element offset of the current position in a tensor of these strides
+  int64_t offset(const int64_t* strides) const {
+    int64_t o = 0;
+    for (int d = 0; d < ndim; ++d) o += at[d] * strides[d];
+    return o;
+  }
+  std::string where() const {  // "[2,1]", 1-based
+    std::string s = "[";
+    for (int d = 0; d < ndim; ++d) s += (d ? "," : "") + std::to_string(at[d] + 1);
+    return s + "]";
+  }
+};
+
+int64_t index_at(const mf_tensor& idx, const Walk& w) { return ((const int64_t*)idx.ptr)[w.offset(idx.strides)]; }
+
+void index_dtype(const char* op, const mf_tensor& idx) {
+  if (idx.dtype_id != MF_INT64) fail(op, ": index is ", dtype_name(idx.dtype_id), "; expected int64 (1-based)");
+}
+
+// Every index of idx lies in 1..n (n = x's size along dim), checked before any write.
+void check_range(const char* op, const mf_tensor& idx, int dim, int64_t n, const mf_tensor& x) {
+  Walk w(idx);
+  for (int64_t i = 0; i < idx.count; ++i, w.next()) {
+    int64_t v = index_at(idx, w);
+    if (v < 1 || v > n)
+      fail(op, ": index ", v, " at position ", w.where(), " of the index is out of range 1..", n, " along dim ", dim + 1,
+           " of x (", shape_str(x), ")");
+  }
+}
+
+// The index of gather and scatter: x's rank, no larger than x off dim nor than other (out, src).
+void check_index_shape(const char* op, const mf_tensor& x, const mf_tensor& idx, int dim, const mf_tensor* other,
+                       const char* oname) {
+  bool ok = idx.ndim == x.ndim && dim >= 0 && dim < (x.ndim ? x.ndim : 1);
+  for (int d = 0; ok && d < x.ndim; ++d) {
+    if (d != dim && idx.shape[d] > x.shape[d]) ok = false;
+    if (other && other->ndim && idx.shape[d] > other->shape[d]) ok = false;
+  }
+  if (other && other->ndim && other->ndim != idx.ndim) ok = false;
+  if (!ok)
+    fail(op, ": x is ", shape_str(x), ", index ", shape_str(idx), other ? std::string(", ") + oname + " " + shape_str(*other) : "",
+         " along dim ", dim + 1, "; expected index of x's rank, no larger than x off dim", other ? std::string(" nor than ") + oname : "");
+}
+
+// The number of nonzero mask elements over the broadcast shape of x and mask (returned in shape).
+int64_t count_selected(const mf_tensor& x, const mf_tensor& mask, Shape* shape_out) {
+  Shape s = broadcast_shapes("masked_select", shape_of(x), shape_of(mask), "x", "mask");
+  if (shape_out) *shape_out = s;
+  Shape ms = broadcast_strides(mask, s);
+  Walk w(s);
+  int64_t n = checked_numel(s, "masked_select"), count = 0;
+  const uint8_t* mp = (const uint8_t*)mask.ptr;
+  for (int64_t i = 0; i < n; ++i, w.next()) count += mp[w.offset(ms.data())] != 0;
+  return count;
+}
+
+}  // namespace
+
+void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim) {
+  kcheck::meta("gather", "x", x);
+  kcheck::meta("gather", "index", idx);
+  kcheck::meta("gather", "output", out);
+  index_dtype("gather", idx);
+  check_index_shape("gather", x, idx, dim, nullptr, "");
+  kcheck::same_shape("gather", "output", out, "index", idx);
+  kcheck::contiguous("gather", "output", out);
+  kcheck::dtype("gather", "output", out, x.dtype_id, " (x's dtype)");
+  int64_t n = x.ndim ? x.shape[dim] : 1;
+  check_range("gather", idx, dim, n, x);
+  MF_DISPATCH(x.dtype_id, T, {
+    const T* xp = (const T*)x.ptr;
+    T* o = (T*)out.ptr;
+    Walk w(idx);
+    for (int64_t i = 0; i < idx.count; ++i, w.next()) {
+      int64_t v = index_at(idx, w) - 1, off = w.offset(x.strides);
+      if (x.ndim) off += (v - w.at[dim]) * x.strides[dim];
+      o[i] = xp[off];
+    }
+  });
+}
+
+void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim, bool add) {
+  const char* op = add ? "scatter_add" : "scatter";
+  kcheck::meta(op, "x", x);
+  kcheck::meta(op, "index", idx);
+  kcheck::meta(op, "src", src);
+  kcheck::meta(op, "output", out);
+  index_dtype(op, idx);
+  check_index_shape(op, x, idx, dim, &src, "src");
+  kcheck::same_shape(op, "output", out, "x", x);
+  kcheck::contiguous(op, "output", out);
+  if (src.dtype_id != x.dtype_id || out.dtype_id != x.dtype_id)
+    fail(op, ": x is ", dtype_name(x.dtype_id), ", src ", dtype_name(src.dtype_id), ", output ",
+         dtype_name(out.dtype_id), "; expected one dtype");
+  int64_t n = x.ndim ? x.shape[dim] : 1;
+  check_range(op, idx, dim, n, x);
+  copy_cpu(out, x);
+  bool scalar = src.ndim == 0;
+  MF_DISPATCH(x.dtype_id, T, {
+    const T* sp = (const T*)src.ptr;
+    T* o = (T*)out.ptr;
+    Walk w(idx);
+    for (int64_t i = 0; i < idx.count; ++i, w.next()) {
+      int64_t v = index_at(idx, w) - 1, off = w.offset(out.strides);
+      if (x.ndim) off += (v - w.at[dim]) * out.strides[dim];
+      T s = scalar ? sp[0] : sp[w.offset(src.strides)];
+      if (add) o[off] = T(o[off] + s);
+      else o[off] = s;
+    }
+  });
+}
+
+void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim) {
+  kcheck::meta("index_add", "x", x);
+  kcheck::meta("index_add", "index", idx);
+  kcheck::meta("index_add", "src", src);
+  kcheck::meta("index_add", "output", out);
+  index_dtype("index_add", idx);
+  bool ok = idx.ndim == 1 && src.ndim == x.ndim && dim >= 0 && dim < x.ndim && src.shape[dim] == idx.shape[0];
+  for (int d = 0; ok && d < x.ndim; ++d) ok = d == dim || src.shape[d] == x.shape[d];
+  if (!ok)
+    fail("index_add: x is ", shape_str(x), ", index ", shape_str(idx), ", src ", shape_str(src), " along dim ", dim + 1,
+         "; expected a 1-D index and src of x's shape but for dim ", dim + 1, ", sized by the index");
+  kcheck::same_shape("index_add", "output", out, "x", x);
+  kcheck::contiguous("index_add", "output", out);
+  if (src.dtype_id != x.dtype_id || out.dtype_id != x.dtype_id)
+    fail("index_add: x is ", dtype_name(x.dtype_id), ", src ", dtype_name(src.dtype_id), ", output ",
+         dtype_name(out.dtype_id), "; expected one dtype");
+  check_range("index_add", idx, dim, x.shape[dim], x);
+  copy_cpu(out, x);
+  const int64_t* ip = (const int64_t*)idx.ptr;
+  MF_DISPATCH(x.dtype_id, T, {
+    const T* sp = (const T*)src.ptr;
+    T* o = (T*)out.ptr;
+    Walk w(src);  // row-major over src: for one destination, index positions add in increasing order
+    for (int64_t i = 0; i < src.count; ++i, w.next()) {
+      int64_t j = w.at[dim], off = w.offset(out.strides) + (ip[j * idx.strides[0]] - 1 - j) * out.strides[dim];
+      o[off] = T(o[off] + sp[w.offset(src.strides)]);
+    }
+  });
+}
+
+void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask) {
+  kcheck::meta("masked_select", "x", x);
+  kcheck::meta("masked_select", "mask", mask);
+  kcheck::meta("masked_select", "output", out);
+  kcheck::dtype("masked_select", "mask", mask, MF_UINT8);
+  kcheck::dtype("masked_select", "output", out, x.dtype_id, " (x's dtype)");
+  Shape s;
+  int64_t count = count_selected(x, mask, &s);  // first: the output must hold exactly these
+  if (out.ndim != 1 || out.count != count)
+    fail("masked_select: output is ", shape_str(out), "; the mask selects ", count, " elements of ", shape_str(s));
+  kcheck::contiguous("masked_select", "output", out);
+  Shape xs = broadcast_strides(x, s), ms = broadcast_strides(mask, s);
+  const uint8_t* mp = (const uint8_t*)mask.ptr;
+  MF_DISPATCH(x.dtype_id, T, {
+    const T* xp = (const T*)x.ptr;
+    T* o = (T*)out.ptr;
+    Walk w(s);
+    int64_t n = checked_numel(s, "masked_select"), k = 0;
+    for (int64_t i = 0; i < n; ++i, w.next())
+      if (mp[w.offset(ms.data())]) o[k++] = xp[w.offset(xs.data())];
+  });
+}
+
+void nonzero_cpu(mf_tensor& out, const mf_tensor& x) {
+  kcheck::meta("nonzero", "x", x);
+  kcheck::meta("nonzero", "output", out);
+  kcheck::dtype("nonzero", "output", out, MF_INT64);
+  int64_t count = 0;
+  MF_DISPATCH(x.dtype_id, T, {  // count first: the output must hold exactly these rows
+    const T* xp = (const T*)x.ptr;
+    Walk w(x);
+    for (int64_t i = 0; i < x.count; ++i, w.next()) count += xp[w.offset(x.strides)] != T(0);
+  });
+  if (out.ndim != 2 || out.shape[0] != count || out.shape[1] != x.ndim)
+    fail("nonzero: output is ", shape_str(out), "; x (", shape_str(x), ") has ", count, " nonzero elements, so ",
+         count, "x", x.ndim, " expected");
+  kcheck::contiguous("nonzero", "output", out);
+  MF_DISPATCH(x.dtype_id, T, {
+    const T* xp = (const T*)x.ptr;
+    int64_t* o = (int64_t*)out.ptr;
+    Walk w(x);
+    for (int64_t i = 0; i < x.count; ++i, w.next()) {
+      if (xp[w.offset(x.strides)] == T(0)) continue;
+      for (int d = 0; d < x.ndim; ++d) *o++ = w.at[d] + 1;
+    }
+  });
+}
+
+}  // namespace mf

@@ -1,0 +1,25 @@
+-- Gradient cases of the indexing ops (loaded by test_gradients.lua). Index tensors and masks are
+-- constants; scatter's src indices hold no repeated destination (with repeats only the last write
+-- reaches the output, and its src gradient, as PyTorch's, still gathers to every writer).
+return function(case)
+  local I = function(t) return mf.tensor(t, 'int64') end
+  case('gather', 'gather', {{{4, 3}}}, function(x) return mf.gather(x, I{{2, 4, 1}, {4, 4, 3}}, 1) end)
+  case('gather dim 2, PyTorch order', 'gather', {{{3, 4}}},
+    function(x) return mf.gather(x, 2, I{{1, 1}, {4, 2}, {3, 3}}) end)
+  case('scatter', 'scatter', {{{3, 4}}, {{2, 4}}},
+    function(x, s) return mf.scatter(x, I{{1, 3, 2, 1}, {2, 1, 3, 3}}, s, 1) end)
+  case('scatter src larger than the index', 'scatter', {{{3, 4}}, {{3, 5}}},
+    function(x, s) return mf.scatter(x, 2, I{{4, 1, 2}, {1, 2, 3}}, s) end)
+  case('scatter number', 'scatter', {{{3, 4}}}, function(x) return mf.scatter(x, I{{1, 3, 2, 1}}, 0.5, 1) end)
+  case('scatter_add repeated', 'scatter_add', {{{3, 4}}, {{2, 4}}},
+    function(x, s) return mf.scatter_add(x, I{{1, 1, 2, 1}, {1, 3, 2, 3}}, s, 1) end)
+  case('scatter_add 0-dim src', 'scatter_add', {{{3, 4}}, {{}}},
+    function(x, s) return mf.scatter_add(x, I{{1, 4}, {2, 2}, {3, 1}}, s, 2) end)
+  case('index_add repeated', 'index_add', {{{3, 4}}, {{4, 4}}},
+    function(x, s) return mf.index_add(x, I{3, 1, 3, 2}, s, 1) end)
+  case('index_add dim 2', 'index_add', {{{2, 3}}, {{2, 2}}}, function(x, s) return mf.index_add(x, 2, I{3, 1}, s) end)
+  local mask = mf.tensor({{1, 0, 0, 1}, {0, 1, 0, 0}, {1, 1, 0, 1}}, 'uint8')
+  case('masked_fill', 'masked_fill', {{{3, 4}}, {{}}}, function(x, v) return mf.masked_fill(x, mask, v) end)
+  case('masked_fill broadcast number', 'masked_fill', {{{2, 3, 4}}},
+    function(x) return mf.masked_fill(x, mf.tensor({{1}, {0}, {1}}, 'uint8'), 2.5) end)
+end
