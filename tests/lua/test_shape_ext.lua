@@ -1,0 +1,226 @@
+-- The everyday shape ops and draws of issue 21 as users call them: hand-worked values and numbers
+-- recorded from PyTorch 2 (torch.roll, flip, repeat, tril, triu, stack, chunk, linspace, logspace),
+-- views as inputs, integer dtypes, negative dims, wrong sizes and dims, graphs with each op as an
+-- intermediate, and the draws (randperm, randint, multinomial) by seed, thread count and property.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+
+local function m34(dtype) return mf.arange(1, 13, {dtype = dtype or 'int64'}):reshape(3, 4) end
+local function shape(t) return table.concat(t:size(), 'x') end
+local function sizes(list)
+  local s = {}
+  for i, t in ipairs(list) do s[i] = shape(t) end
+  return table.concat(s, ' ')
+end
+
+T.test('roll, flip: PyTorch numbers on 3x4 (1..12)', function()
+  local x = m34()
+  -- torch.roll(x, 1) (flattened), torch.roll(x, (1, -1), (0, 1)), torch.roll(x, -5, 1)
+  T.tensor_eq(mf.roll(x, 1), {{12, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}})
+  T.tensor_eq(x:roll({1, -1}, {1, 2}), {{10, 11, 12, 9}, {2, 3, 4, 1}, {6, 7, 8, 5}})
+  T.tensor_eq(x:roll(-5, 2), {{2, 3, 4, 1}, {6, 7, 8, 5}, {10, 11, 12, 9}})
+  T.tensor_eq(x:roll(-5, -1), {{2, 3, 4, 1}, {6, 7, 8, 5}, {10, 11, 12, 9}})
+  -- torch.flip(x, (0, 1)), torch.flip(x, (1,))
+  T.tensor_eq(x:flip(1, 2), {{12, 11, 10, 9}, {8, 7, 6, 5}, {4, 3, 2, 1}})
+  T.tensor_eq(mf.flip(x, {-1}), {{4, 3, 2, 1}, {8, 7, 6, 5}, {12, 11, 10, 9}})
+  T.eq(mf.flip(x, 2):dtype(), 'int64')
+end)
+
+T.test('repeat (repeatTensor): PyTorch numbers; the keyword spellings', function()
+  local v = mf.tensor({1, 2}, 'int32')
+  -- torch.tensor([1, 2]).repeat(2, 3)
+  T.tensor_eq(v:repeatTensor(2, 3), {{1, 2, 1, 2, 1, 2}, {1, 2, 1, 2, 1, 2}})
+  T.tensor_eq(mf['repeat'](v, 2, 3), {{1, 2, 1, 2, 1, 2}, {1, 2, 1, 2, 1, 2}})
+  T.tensor_eq(v['repeat'](v, {3}), {1, 2, 1, 2, 1, 2})
+  T.tensor_eq(mf.repeatTensor(v, 1, 2), {{1, 2, 1, 2}})
+  T.eq(v:repeatTensor(2, 3):dtype(), 'int32')
+  T.eq(shape(m34()['repeat'](m34(), 2, 1, 2)), '2x3x8')  -- x.repeat(2, 1, 2).shape
+  T.eq(shape(v:repeatTensor(0, 2)), '0x4')
+  T.tensor_eq(mf.tensor(5):repeatTensor(3), {5, 5, 5})
+end)
+
+T.test('tril, triu: PyTorch numbers, batched', function()
+  local x = m34()
+  T.tensor_eq(x:tril(1), {{1, 2, 0, 0}, {5, 6, 7, 0}, {9, 10, 11, 12}})
+  T.tensor_eq(x:triu(-1), {{1, 2, 3, 4}, {5, 6, 7, 8}, {0, 10, 11, 12}})
+  T.tensor_eq(mf.triu(x, 2), {{0, 0, 3, 4}, {0, 0, 0, 8}, {0, 0, 0, 0}})
+  T.tensor_eq(mf.tril(x), {{1, 0, 0, 0}, {5, 6, 0, 0}, {9, 10, 11, 0}})
+  local b = mf.stack({mf.ones(2, 2), mf.ones(2, 2) * 2})
+  T.tensor_eq(b:triu(), {{{1, 1}, {0, 1}}, {{2, 2}, {0, 2}}})
+  T.tensor_eq(b:tril(), {{{1, 0}, {1, 1}}, {{2, 0}, {2, 2}}})
+end)
+
+T.test('stack, chunk, unbind: PyTorch sizes and values', function()
+  local a, b = mf.tensor({1, 2}), mf.tensor({3, 4})
+  T.tensor_eq(mf.stack({a, b}), {{1, 2}, {3, 4}})
+  T.tensor_eq(mf.stack({a, b}, 2), {{1, 3}, {2, 4}})   -- torch.stack([a, b], 1)
+  T.tensor_eq(mf.stack({a, b}, -1), {{1, 3}, {2, 4}})
+  T.eq(shape(mf.stack({m34(), m34()}, 3)), '3x4x2')
+  -- torch.arange(6).chunk(4): three parts of 2; torch.arange(5).chunk(3): 2, 2, 1
+  T.eq(sizes(mf.arange(6):chunk(4)), '2 2 2')
+  T.eq(sizes(mf.arange(5):chunk(3)), '2 2 1')
+  T.eq(sizes(mf.zeros(0, 2):chunk(3)), '0x2 0x2 0x2')  -- torch.empty(0, 2).chunk(3)
+  local parts = m34():chunk(2, -1)
+  T.tensor_eq(parts[2], {{3, 4}, {7, 8}, {11, 12}})
+  local rows = m34():unbind()
+  T.eq(#rows, 3); T.tensor_eq(rows[3], {9, 10, 11, 12})
+  local cols = mf.unbind(m34(), -1)
+  T.eq(#cols, 4); T.tensor_eq(cols[2], {2, 6, 10})
+end)
+
+T.test('chunk and unbind return views; stack, repeat, flip, roll copy', function()
+  local x = mf.zeros(4, 3)
+  local parts, rows = x:chunk(2), x:unbind(1)
+  local r, f = x:repeatTensor(1, 1), x:flip(1)
+  x:set(3, 2, 7)
+  T.eq(parts[2]:get(1, 2), 7)
+  T.eq(rows[3]:get(2), 7)
+  T.eq(r:get(3, 2), 0); T.eq(f:get(2, 2), 0)
+end)
+
+T.test('views as inputs: transposed, narrowed, expanded', function()
+  local xt = m34():t()  -- 4x3: {{1,5,9},{2,6,10},{3,7,11},{4,8,12}}
+  T.tensor_eq(xt:flip(1), {{4, 8, 12}, {3, 7, 11}, {2, 6, 10}, {1, 5, 9}})
+  T.tensor_eq(xt:roll(1, 1), {{4, 8, 12}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}})
+  T.tensor_eq(xt:roll(1), {{12, 1, 5}, {9, 2, 6}, {10, 3, 7}, {11, 4, 8}})  -- flattened in its own order
+  T.tensor_eq(xt:tril(), {{1, 0, 0}, {2, 6, 0}, {3, 7, 11}, {4, 8, 12}})
+  T.tensor_eq(xt:repeatTensor(1, 2):narrow(1, 2, 1), {{2, 6, 10, 2, 6, 10}})
+  local n = m34():narrow(2, 2, 2)  -- {{2,3},{6,7},{10,11}}
+  T.tensor_eq(n:triu(), {{2, 3}, {0, 7}, {0, 0}})
+  T.tensor_eq(mf.stack({n, n}, 2), {{{2, 3}, {2, 3}}, {{6, 7}, {6, 7}}, {{10, 11}, {10, 11}}})
+  local e = mf.tensor({1, 2, 3}):expand(2, 3)
+  T.tensor_eq(e:flip(2), {{3, 2, 1}, {3, 2, 1}})
+  T.tensor_eq(e:repeatTensor(1, 2), {{1, 2, 3, 1, 2, 3}, {1, 2, 3, 1, 2, 3}})
+  T.tensor_eq(xt:chunk(2, 2)[1], {{1, 5}, {2, 6}, {3, 7}, {4, 8}})
+  T.tensor_eq(xt:unbind(2)[3], {9, 10, 11, 12})
+end)
+
+T.test('wrong sizes, dims and params are clear errors', function()
+  local x = m34()
+  T.errors(function() return mf.stack({x, x:t()}) end, 'stack', '3x4', '4x3', 'one shape')
+  T.errors(function() return mf.stack({x, mf.zeros(3, 4)}) end, 'stack', 'int64', 'float32')
+  T.errors(function() return mf.stack({}) end, 'stack', 'at least one tensor')
+  T.errors(function() return x:chunk(2, 3) end, 'chunk', 'dim 3 out of range')
+  T.errors(function() return x:chunk(0) end, 'chunk', 'chunks')
+  T.errors(function() return mf.zeros(65):unbind() end, 'unbind', '65 slices', 'at most 64')
+  T.errors(function() return x:repeatTensor(2) end, 'repeat', 'sizes 2 must give at least 2 repeats')
+  T.errors(function() return x:flip(3) end, 'flip', 'dim 3 out of range')
+  T.errors(function() return x:flip(1, -2) end, 'flip', 'listed twice')
+  T.errors(function() return x:roll({1, 2}) end, 'roll', 'without dims x rolls flattened')
+  T.errors(function() return x:roll({1, 2}, {1}) end, 'roll', '2 shifts and 1 dims')
+  T.errors(function() return mf.tensor({1, 2}):tril() end, 'tril', 'expected at least 2 dims')
+  T.errors(function() return mf.linspace(0, 1) end, 'linspace', 'steps')
+  T.errors(function() return mf.randint(5, 5, {2}) end, 'randint', 'low 5 must be less than high 5')
+  T.errors(function() return mf.randint(0, 10) end, 'randint', 'no sizes')
+  T.errors(function() return mf.randint(0, 300, {2}, {dtype = 'uint8'}) end, 'randint', 'does not fit uint8')
+  T.errors(function() return mf.randperm(-1) end, 'randperm', 'n')
+  T.errors(function() return mf.multinomial(mf.tensor({1, 2}), 3) end, 'cannot draw 3 of 2 categories')
+  T.errors(function() return mf.multinomial(mf.tensor({1, -1, 2}), 1) end, 'multinomial', 'row 1', '-1',
+    'category 2', 'finite and >= 0')
+  T.errors(function() return mf.multinomial(mf.tensor({{1, 2}, {0, 0}}), 1) end, 'multinomial', 'row 2',
+    'no positive weight')
+  T.errors(function() return mf.multinomial(mf.tensor({1, 0 / 0}), 1) end, 'multinomial', 'nan')
+  T.errors(function() return mf.multinomial(mf.tensor({1, 0, 0}), 2) end, 'row 1 has 1 positive weights', 'cannot draw 2')
+  T.errors(function() return mf.multinomial(mf.tensor({1, 2}, 'int64'), 1) end, 'expected float32 or float64 weights')
+end)
+
+T.test('linspace, logspace: PyTorch numbers', function()
+  T.tensor_eq(mf.linspace(-1, 2, 7), {-1, -0.5, 0, 0.5, 1, 1.5, 2})
+  local t = mf.linspace(0, 1, 10, {dtype = 'float64'})  -- torch.linspace(0, 1, 10, dtype=float64)
+  local want = {0.0, 0.1111111111111111, 0.2222222222222222, 0.3333333333333333, 0.4444444444444444,
+                0.5555555555555556, 0.6666666666666666, 0.7777777777777777, 0.8888888888888888, 1.0}
+  T.tensor_eq(t, want, 1e-15)
+  T.tensor_eq(mf.linspace(0, 10, 4, {dtype = 'int64'}), {0, 3, 6, 10})
+  T.tensor_eq(mf.linspace(5, 7, 1), {5})
+  T.eq(shape(mf.linspace(5, 7, 0)), '0')
+  T.tensor_eq(mf.logspace(0, 2, 5, {dtype = 'float64'}), {1.0, 3.1622776601683795, 10.0, 31.622776601683793, 100.0},
+    1e-15)
+  T.tensor_eq(mf.logspace(-1, 3, 5, 2, {dtype = 'float64'}), {0.5, 1, 2, 4, 8})
+  T.tensor_eq(mf.logspace{start = -1, stop = 3, steps = 5, base = 2}, {0.5, 1, 2, 4, 8})
+end)
+
+T.test('graphs: each op as an intermediate, fed views, sizes unknown where they may be', function()
+  mf.reset_default_graph()
+  local a = mf.placeholder('float64', {nil, 4}, 'a')
+  local b = mf.placeholder('float64', {3, 4}, 'b')
+  local parts = b:chunk(2, 2)
+  local y = {
+    roll = mf.roll(a * 1, {1}, {-1}) + 0,
+    flip = mf.flip(a + 0, 1) * 2,
+    rep = mf['repeat'](a, 1, 2) - 1,
+    tril = mf.tril(a * 1, -1) + 0,
+    stack = mf.stack({a, a * 2}, 2):sum(2),
+    chunk = parts[1] + parts[2],
+    unbind = mf.stack(mf.unbind(b * 1, 1), 2) + 0,   -- the transpose, by unbind and stack
+  }
+  local xt = m34('float64'):t():contiguous():t()  -- a transposed view, values 1..12 row-major
+  local x = m34('float64')
+  local out = mf.Session():run(y, {[a] = xt, [b] = xt})
+  T.tensor_eq(out.roll, {{4, 1, 2, 3}, {8, 5, 6, 7}, {12, 9, 10, 11}})
+  T.tensor_eq(out.flip, {{18, 20, 22, 24}, {10, 12, 14, 16}, {2, 4, 6, 8}})
+  T.tensor_eq(out.rep, {{0, 1, 2, 3, 0, 1, 2, 3}, {4, 5, 6, 7, 4, 5, 6, 7}, {8, 9, 10, 11, 8, 9, 10, 11}})
+  T.tensor_eq(out.tril, {{0, 0, 0, 0}, {5, 0, 0, 0}, {9, 10, 0, 0}})
+  T.tensor_eq(out.stack, {{3, 6, 9, 12}, {15, 18, 21, 24}, {27, 30, 33, 36}})
+  T.tensor_eq(out.chunk, {{4, 6}, {12, 14}, {20, 22}})
+  T.tensor_eq(out.unbind, mf.transpose(x, 1, 2):totable())
+  T.tensor_eq(mf.Session():run(y.rep, {[a] = x:narrow(1, 2, 2)}), {{4, 5, 6, 7, 4, 5, 6, 7}, {8, 9, 10, 11, 8, 9, 10, 11}})
+  -- build-time checks with known sizes
+  T.errors(function() return mf.stack({b, b:t()}) end, 'stack', '3x4', '4x3')
+  T.errors(function() return mf.tril(mf.sum(a, 2)) end, 'tril', 'expected at least 2 dims')
+  T.errors(function() return mf.multinomial(a, 5) end, 'cannot draw 5 of 4 categories')
+  local st = mf.stack({a, a}, 2)  -- an unknown size stays unknown
+  T.eq(st:dim(), 3); T.eq(st:size(1), nil); T.eq(st:size(2), 2); T.eq(st:size(3), 4)
+end)
+
+T.test('randperm: a permutation of 1..n that indexes; seeds and thread counts', function()
+  mf.manual_seed(1)
+  local p = mf.randperm(10)
+  T.eq(p:dtype(), 'int64')
+  local seen = {}
+  for i = 1, 10 do seen[p:get(i)] = true end
+  for i = 1, 10 do assert(seen[i], 'value ' .. i .. ' missing') end
+  local x = mf.arange(10, {dtype = 'float64'}) * 10
+  local shuffled = x:index_select(p, 1)  -- 1-based indices: usable as they are
+  for i = 1, 10 do T.eq(shuffled:get(i), (p:get(i) - 1) * 10) end
+  local function draw(nt)
+    local old = mf.get_num_threads()
+    mf.set_num_threads(nt)
+    mf.manual_seed(42)
+    local r = {mf.randperm(20000):totable(), mf.randint(-5, 5, 20000):totable(),
+               mf.multinomial(mf.rand(300, 50), 10):reshape(3000):totable()}
+    mf.set_num_threads(old)
+    return r
+  end
+  local one, two = draw(1), draw(2)
+  for k = 1, 3 do
+    local same = #one[k] == #two[k]
+    for i = 1, #one[k] do same = same and one[k][i] == two[k][i] end
+    assert(same, ('draw %d differs between 1 and 2 threads'):format(k))
+  end
+end)
+
+T.test('multinomial in a graph draws anew each run; its rows follow their weights', function()
+  mf.reset_default_graph()
+  local w = mf.placeholder('float32', {nil, 3}, 'w')
+  local draws = mf.multinomial(w * 1, 6, {replacement = true}) + 0
+  mf.manual_seed(9)
+  local s = mf.Session()
+  local feed = {[w] = mf.tensor({{0, 1, 0}, {1, 0, 1}})}
+  local r1, r2 = s:run(draws, feed), s:run(draws, feed)
+  T.eq(r1:dtype(), 'int64')
+  local differ = false
+  for j = 1, 6 do
+    T.eq(r1:get(1, j), 2)
+    assert(r1:get(2, j) ~= 2 and r2:get(2, j) ~= 2, 'a zero-weight category was drawn')
+    differ = differ or r1:get(2, j) ~= r2:get(2, j)
+  end
+  assert(differ, 'two runs drew the same row of 6 from {1, 3}')
+end)
+
+T.test('help shows the new ops with their params', function()
+  assert(mf.help_text('roll'):find('shifts', 1, true))
+  assert(mf.help_text('repeat'):find('repeatTensor', 1, true))
+  assert(mf.help_text('multinomial'):find('replacement', 1, true))
+end)
+
+T.finish()
