@@ -201,6 +201,72 @@ local cases = {
                     end},
   one_hot = {ok = function() local y = z(2, 3); K.one_hot(y, mf.tensor({3, 1}, 'int64')); T.tensor_eq(y, {{0, 0, 1}, {1, 0, 0}}) end,
              bad = function() T.errors(function() K.one_hot(z(1, 3), mf.tensor({3, 1}, 'int64')) end, 'one_hot: output 1x3 does not hold') end},
+  -- values and indices along a dim, running sums and products (src/kernels/cpu/sort.cc)
+  max_dim = {ok = function()
+               local v, i = z(2), z(2, I64); K.max_dim(v, i, mf.tensor{{1, 5, 5}, {7, 0, 2}}, 1, 0)
+               T.tensor_eq(v, {5, 7}); T.tensor_eq(i, {2, 1})
+             end,
+             bad = function()
+               T.errors(function() K.max_dim(z(3), z(3, I64), mf.tensor{{1, 5, 5}, {7, 0, 2}}, 1, 1) end,
+                        'min: values is 3, x is 2x3; expected x\'s shape with dim 2 reduced')
+               T.errors(function() K.max_dim(z(2), z(2), mf.tensor{{1, 5, 5}, {7, 0, 2}}, 1, 0) end,
+                        'max: indices is float32; expected int64')
+             end},
+  sort = {ok = function()
+            local v, i = z(3), z(3, I64); K.sort(v, i, mf.tensor{2, 0, 2}, 0, 1)
+            T.tensor_eq(v, {2, 2, 0}); T.tensor_eq(i, {1, 3, 2})
+          end,
+          bad = function()
+            T.errors(function() K.sort(z(2), z(2, I64), mf.tensor{2, 0, 2}, 0, 0) end, 'sort: values is 2, x is 3')
+            T.errors(function() K.sort(z(3), z(3, I64), mf.tensor{2, 0, 2}, 1, 0) end, 'sort: dim 2 out of range')
+          end},
+  topk = {ok = function()
+            local v, i = z(2), z(2, I64); K.topk(v, i, mf.tensor{2, 0, 3}, 0, 2, 0, 1)
+            T.tensor_eq(v, {0, 2}); T.tensor_eq(i, {2, 1})
+          end,
+          bad = function()
+            T.errors(function() K.topk(z(4), z(4, I64), mf.tensor{2, 0, 3}, 0, 4, 1, 1) end,
+                     'topk: k is 4; expected 0..3 (the size of dim 1 of x, 3)')
+            T.errors(function() K.topk(z(1), z(1, I64), mf.tensor{2, 0, 3}, 0, 2, 1, 1) end, 'topk: values is 1, x is 3')
+          end},
+  kthvalue = {ok = function()
+                local v, i = z(1, 1), z(1, 1, I64); K.kthvalue(v, i, mf.tensor{{2, 0, 3}}, 1, 2)
+                T.tensor_eq(v, {{2}}); T.tensor_eq(i, {{1}})
+              end,
+              bad = function()
+                T.errors(function() K.kthvalue(z(1), z(1, I64), mf.tensor{{2, 0, 3}}, 1, 0) end, 'kthvalue: k is 0; expected 1..3')
+                T.errors(function() K.kthvalue(z(3), z(3, I64), mf.tensor{{2, 0, 3}}, 1, 1) end, 'kthvalue: values is 3')
+              end},
+  cumulate = {ok = function()
+                local y = z(3); K.cumulate(y, mf.tensor{1, 2, 3}, 0, 0, 0); T.tensor_eq(y, {1, 3, 6})
+                K.cumulate(y, mf.tensor{1, 2, 3}, 0, 1, 1); T.tensor_eq(y, {6, 6, 3})
+                local n = z(2, I64); K.cumulate(n, mf.tensor({200, 100}, 'uint8'), 0, 0, 0); T.tensor_eq(n, {200, 300})
+              end,
+              bad = function()
+                T.errors(function() K.cumulate(z(2), mf.tensor{1, 2, 3}, 0, 0, 0) end, 'cumsum: y is 2, x is 3')
+                T.errors(function() K.cumulate(z(2), mf.tensor({1, 2}, 'int32'), 0, 1, 0) end,
+                         'cumprod: y is float32; expected int64')
+              end},
+  cumprod_grad = {ok = function()
+                    local g = z(3); K.cumprod_grad(g, mf.tensor{2, 0, 3}, mf.tensor{1, 2, 3}, 0, 0)
+                    T.tensor_eq(g, {1, 2 * 2 + 3 * 2 * 3, 0})  -- y = 2, 0, 0: dy2/dx2 = 2, dy3/dx2 = 6
+                  end,
+                  bad = function()
+                    T.errors(function() K.cumprod_grad(z(3), mf.tensor{2, 0, 3}, mf.tensor{1, 2}, 0, 0) end,
+                             'cumprod_grad: gy is 2, x is 3')
+                  end},
+  along = {ok = function()
+             local y = z(2, 2); K.along(0, y, mf.tensor{{1, 2, 3}, {4, 5, 6}}, mf.tensor({{3, 1}, {2, 2}}, 'int64'), 1)
+             T.tensor_eq(y, {{3, 1}, {5, 5}})
+             local g = z(2, 3); K.along(1, g, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{3, 1}, {2, 2}}, 'int64'), 1)
+             T.tensor_eq(g, {{2, 0, 1}, {0, 7, 0}})
+           end,
+           bad = function()
+             T.errors(function() K.along(0, z(2, 2), mf.tensor{{1, 2, 3}, {4, 5, 6}}, mf.tensor({{4, 1}, {2, 2}}, 'int64'), 1) end,
+                      'take_along: index 4 is out of range 1..3 along dim 2')
+             T.errors(function() K.along(1, z(2, 3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{3, 1}, {2, 2}}, 'int32'), 1) end,
+                      'put_along_like: indices is int32; expected int64')
+           end},
   batch_norm = {ok = function()
                   local y = z(2, 1); K.batch_norm(y, mf.tensor{{1}, {3}}, mf.tensor{1}, mf.tensor{0}, 0); T.tensor_eq(y, {{-1}, {1}}, 1e-6)
                 end,
