@@ -278,6 +278,51 @@ local cases = {
                 end},
   dropout_mask = {ok = function() local m = z(50); K.dropout_mask(m, 0); for _, v in ipairs(m:totable()) do T.eq(v, 1) end end,
                   bad = function() T.errors(function() K.dropout_mask(z(3, I64), 0.5) end, 'dropout_mask: mask is int64') end},
+  -- everyday shape ops and integer draws (issue 21)
+  periodic_copy = {ok = function()  -- dim 1 flipped; dim 2 tiled twice, shifted by 1
+                     local y = z(2, 4)
+                     K.periodic_copy(y, mf.tensor{{1, 2}, {3, 4}}, ffi.new('int64_t[2]', {0, 1}), 1)
+                     T.tensor_eq(y, {{4, 3, 4, 3}, {2, 1, 2, 1}})
+                   end,
+                   bad = function()
+                     T.errors(function() K.periodic_copy(z(3), mf.tensor{1, 2}, nil, 0) end,
+                              "periodic_copy: out is 3, x 2; out's dim 1 must be a multiple of x's")
+                     T.errors(function() K.periodic_copy(z(2, I64), mf.tensor{1, 2}, nil, 0) end,
+                              "periodic_copy: out is int64; expected float32 (x's dtype)")
+                   end},
+  tri = {ok = function() local y = z(2, 2); K.tri(y, mf.tensor{{1, 2}, {3, 4}}, 0, 1); T.tensor_eq(y, {{1, 2}, {0, 4}}) end,
+         bad = function()
+           T.errors(function() K.tri(z(3), mf.tensor{1, 2, 3}, 0, 0) end, 'tril: x is 3; expected at least 2 dims')
+           T.errors(function() K.tri(z(2, 3), mf.tensor{{1, 2}, {3, 4}}, 0, 0) end, "tril: out is 2x3, x is 2x2; expected out of x's shape")
+         end},
+  linspace = {ok = function()
+                local y = z(3); K.linspace(y, 0, 1, 0); T.tensor_eq(y, {0, 0.5, 1})
+                K.linspace(y, 0, 2, 10); T.tensor_eq(y, {1, 10, 100})
+              end,
+              bad = function() T.errors(function() K.linspace(z(2, 2), 0, 1, 0) end, 'linspace: output is 2x2; expected 1 dim') end},
+  randint = {ok = function()
+               local y = z(100, I64); K.randint(y, 3, 5)
+               for _, v in ipairs(y:totable()) do T.eq(v == 3 or v == 4, true, 'randint in [3, 5)') end
+             end,
+             bad = function()
+               T.errors(function() K.randint(z(2, I64), 5, 5) end, 'randint: low 5 and high 5 must be integers with low < high')
+               T.errors(function() K.randint(z(2, {dtype = 'uint8'}), 0, 300) end, 'randint: value 299 does not fit uint8')
+             end},
+  randperm = {ok = function()
+                local y = z(5, I64); K.randperm(y)
+                local v = y:totable(); table.sort(v); T.tensor_eq(mf.tensor(v), {1, 2, 3, 4, 5})
+              end,
+              bad = function() T.errors(function() K.randperm(z(2, 2, I64)) end, 'randperm: output is 2x2; expected 1 dim') end},
+  multinomial = {ok = function()
+                   local y = z(2, 3, I64); K.multinomial(y, mf.tensor{{0, 1, 0, 0}, {0, 0, 0, 2}}, 1)
+                   T.tensor_eq(y, {{2, 2, 2}, {4, 4, 4}})
+                   y = z(1, 2, I64); K.multinomial(y, mf.tensor{{0, 1, 0, 3}}, 0)
+                   local v = y:totable()[1]; table.sort(v); T.tensor_eq(mf.tensor(v), {2, 4})
+                 end,
+                 bad = function()
+                   T.errors(function() K.multinomial(z(2), mf.tensor{1, 2}, 1) end, 'multinomial: out is float32; expected int64')
+                   T.errors(function() K.multinomial(z(3, 1, I64), mf.tensor{{1, 2}}, 1) end, 'multinomial: probs is 1x2, out 3x1')
+                 end},
   -- bind-time helpers and plumbing
   raise = {ok = function() T.errors(function() K.raise('custom: boom') end, 'custom: boom') end},
   check = {ok = function() K.check(0); T.errors(function() K.check(C.mf_device_kernels(K.HOST).fill(z(2, {dtype = 'uint8'}), 300)) end, 'fill: value 300') end},
