@@ -512,6 +512,13 @@ return function(mf)
   -- m.parameters() for m:parameters() is an error that says so
   O.guard_methods(Module, function(m) return type(m) == 'table' and rawget(m, '_is_module') == true end,
     function(name) return ('m:%s(...)'):format(name) end)
+  -- help(m.clone) finds these by value (docs in help.lua)
+  if mf._fn_names then
+    for _, name in ipairs{'add', 'get', 'size', 'clone', 'getParameters', 'train', 'evaluate'} do
+      mf._fn_names[Module[name]] = 'nn.Module:' .. name
+    end
+    mf._fn_names[Module.eval] = 'nn.Module:evaluate'
+  end
 
   -- size of dim d of x, or nil when a symbol does not know it yet
   local function size_of(x, d) return x:size(d) end

@@ -347,6 +347,39 @@ T.test('for bx, by in loader do: one epoch per loop, as loader:iter()', function
   T.eq(k, 1)
 end)
 
+T.test('mf.fit and checkpoints on a custom module whose forward uses its parameters, after getParameters', function()
+  -- y = X (1, -2, 0.5)^T + 0.25 exactly: training recovers those values in the flat tensor
+  mf.manual_seed(2)
+  local Affine = nn.Module('Affine')
+  function Affine:__init() self.w = nn.Parameter(mf.randn(3, 1)) self.b = nn.Parameter(mf.zeros(1)) end
+  function Affine:forward(x) return mf.matmul(x, self.w) + self.b end
+  local m = Affine()
+  local flat = m:getParameters()
+  local X = mf.randn(32, 3)
+  local Y = mf.matmul(X, mf.tensor{{1}, {-2}, {0.5}}) + 0.25
+  local opt = mf.optim.SGD(m:parameters(), {lr = 0.1})
+  mf.fit{model = m, loss = nn.MSELoss(), optimizer = opt, data = mf.data.TensorDataset(X, Y):loader{batch = 8},
+         epochs = 30, quiet = true}
+  near_list(flat_values(flat), {1, -2, 0.5, 0.25}, 1e-4, 'trained flat parameters')
+  local path = os.tmpname()
+  mf.save_checkpoint(path, {model = m, optimizer = opt, epoch = 3})
+  local m2 = Affine()
+  local f2 = m2:getParameters()
+  T.eq(mf.load_checkpoint(path, {model = m2, optimizer = mf.optim.SGD(m2:parameters(), {lr = 0.1})}), 3)
+  os.remove(path)
+  near_list(flat_values(f2), flat_values(flat), 0, 'checkpoint loaded into the flat storage')
+end)
+
+T.test('help() documents the new methods', function()
+  local m = nn.Sequential()
+  for name, frag in pairs{add = 'calls chain', get = '1-based', size = 'number of child modules', clone = 'deep copy',
+                          getParameters = 'views', train = 'm.training', evaluate = 'evaluation mode', eval = 'evaluation mode'} do
+    assert(mf.help_text(m[name]):find(frag, 1, true), name .. ': ' .. mf.help_text(m[name]))
+  end
+  assert(mf.help_text(nn.CrossEntropyLoss):find('ignore_index', 1, true))
+  assert(mf.help_text('data.loader'):find('for bx, by in loader do', 1, true))
+end)
+
 T.test('print(module) shows every constructor option', function()
   local cases = {
     {nn.Linear(784, 512), 'Linear(784 -> 512, bias=true)  401,920 params'},
