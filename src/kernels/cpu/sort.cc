@@ -108,6 +108,32 @@ static void max_dim_typed(mf_tensor& values, mf_tensor& indices, const mf_tensor
   T* vp = (T*)values.ptr;
   int64_t* ip = (int64_t*)indices.ptr;
   const int64_t n = lx.n, st = lx.stride;
+  int64_t inner = 1;
+  for (int d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
+  if (inner > 1 && is_contiguous(x)) {  // a row of `inner` lines at a time, so the reads stream
+    parallel_for(lx.count / inner, n * inner, [&](int64_t ob, int64_t oe) {
+      for (int64_t o = ob; o < oe; ++o) {
+        T* bv = vp + o * inner;
+        int64_t* bi = ip + o * inner;
+        const T* row = xp + o * n * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          bv[i] = row[i];
+          bi[i] = 1;
+        }
+        for (int64_t j = 1; j < n; ++j) {
+          row += inner;
+          for (int64_t i = 0; i < inner; ++i) {
+            T v = row[i], b = bv[i];
+            if (!is_nan(b) && (is_nan(v) || (is_min ? v < b : v > b))) {
+              bv[i] = v;
+              bi[i] = j + 1;
+            }
+          }
+        }
+      }
+    });
+    return;
+  }
   parallel_for(lx.count, n, [&](int64_t lb, int64_t le) {
     for (int64_t l = lb; l < le; ++l) {
       const T* p = xp + lx.offset(l);
