@@ -76,7 +76,7 @@ void topk_shape(InferCtx& c) {
   int64_t k = c.p.get_int("k"), n = size_along(x, d);
   if (k < 0 || k > n)
     fail("topk: k is ", k, "; expected 0..", n, " (the size of dim ", d + 1, " of x, ", shape_str(x), ")");
-  Shape s = x.ndim ? along_shape(x, d, k, true) : Shape{};
+  Shape s = x.ndim ? along_shape(x, d, k, true) : k ? Shape{} : Shape{0};  // a 0-dim x is one element
   c.set_out(0, s);
   c.set_out(1, s);
 }

@@ -69,7 +69,7 @@ local function dim_of(p, x, default) return #x.shape == 0 and 1 or L.dim(p.dim o
 local function first_k(x, d, desc, k, by_position)
   local n = #x.shape == 0 and 1 or x.shape[d]
   k = k or n
-  local oshape = #x.shape == 0 and {} or with_dim(x.shape, d, k)
+  local oshape = #x.shape == 0 and (k == 0 and {0} or {}) or with_dim(x.shape, d, k)
   local v, i, lines = {}, {}, {}
   each_line(#oshape == 0 and {1} or oshape, #oshape == 0 and 1 or d, function(o, pos) lines[o] = pos end)
   sorted_lines(x, d, desc, function(o, items)
@@ -204,9 +204,11 @@ local TOPKS = {  -- suffix, shape, args, params, empty variants
   {'_unsorted', {2, 6, 3}, {4, 2, true, false}, {k = 4, dim = 2, sorted = false}},
   {'_unsorted_smallest', {2, 6}, {3, -1, false, false}, {k = 3, largest = false, sorted = false}},
   {'_all', {2, 4}, {4}, {k = 4}},
+  {'_all_unsorted', {2, 4}, {4, 2, false, false}, {k = 4, dim = 2, largest = false, sorted = false}},
   {'_k0', {2, 4}, {0}, {k = 0}},
   {'_table', {4, 3}, {{k = 2, dim = 1}}, {k = 2, dim = 1}},
   {'_scalar', {}, {1}, {k = 1}},
+  {'_scalar_k0', {}, {0}, {k = 0}},
 }
 for _, v in ipairs(TOPKS) do
   add{name = 'topk' .. v[1], op = 'topk', inputs = {input(v[2], TIES)}, args = v[3], params = v[4], dtypes = ALL,

@@ -205,13 +205,13 @@ static void sort_typed(mf_tensor& values, mf_tensor& indices, const mf_tensor& x
       auto order = [&](auto cmp) {
         if (kth) {
           std::nth_element(pos.begin(), pos.begin() + (k - 1), pos.begin() + n, cmp);
+        } else if (!sorted) {  // the chosen k in position order
+          if (k < n) std::nth_element(pos.begin(), pos.begin() + k, pos.begin() + n, cmp);
+          std::sort(pos.begin(), pos.begin() + k);
         } else if (k == n) {
           std::sort(pos.begin(), pos.begin() + n, cmp);
-        } else if (sorted) {
-          std::partial_sort(pos.begin(), pos.begin() + k, pos.begin() + n, cmp);
         } else {
-          std::nth_element(pos.begin(), pos.begin() + k, pos.begin() + n, cmp);
-          std::sort(pos.begin(), pos.begin() + k);
+          std::partial_sort(pos.begin(), pos.begin() + k, pos.begin() + n, cmp);
         }
       };
       if (descending) order(Descending<T>{v.data()});
@@ -309,9 +309,7 @@ void cumulate_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool prod, bool rev
   kcheck::meta(op, "y", y);
   check_dim(op, x, dim);
   kcheck::contiguous(op, "y", y);
-  if (y.count != x.count || !(y.ndim == x.ndim || (x.ndim == 0 && y.ndim <= 1)))
-    kcheck::same_shape(op, "y", y, "x", x);
-  if (x.ndim > 0) kcheck::same_shape(op, "y", y, "x", x);
+  kcheck::same_shape(op, "y", y, "x", x);
   bool is_float = dtype_is_float(x.dtype_id);
   kcheck::dtype(op, "y", y, is_float ? x.dtype_id : int(MF_INT64), is_float ? " like x" : " (integers accumulate in int64)");
   if (x.count == 0) return;
