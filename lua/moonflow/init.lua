@@ -7,6 +7,7 @@ mf._VERSION = require('ffi').string(C.mf_version())
 mf.kernels = require 'moonflow.kernels'
 require('moonflow.tensor')(mf)
 require('moonflow.ops')(mf)
+require('moonflow.torch7')(mf)
 require('moonflow.graph')(mf)
 require('moonflow.autodiff')(mf)
 require('moonflow.fusion')(mf)

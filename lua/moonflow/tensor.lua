@@ -133,6 +133,7 @@ return function(mf)
   end
 
   -- element access ---------------------------------------------------------------------------
+  local partial, write_view  -- t[{i, j}] with fewer indices than dims (metatype, below)
   local function elem_offset(t, idx, what)
     local nd = t.ndim
     if #idx ~= nd then raise(('%s: %d indices given for a %d-dim tensor'):format(what, #idx, nd)) end
@@ -225,11 +226,48 @@ return function(mf)
     return dd - 1
   end
 
+  -- t:size() is a size object: a plain Lua list of the sizes (so #s, s[i], unpack(s) and ipairs work
+  -- as on any list, LuaJIT ignoring __len on tables) with a metatable: it prints as 2x3 ('scalar' for
+  -- a 0-dim tensor's empty size, as shape_str and error messages say), == compares two size objects,
+  -- s:numel() is the product. Anything that takes a list of sizes (zeros, reshape, ...) takes one.
+  local Size = {}
+  local size_mt = {__index = Size}
+  function size_mt.__tostring(s)
+    if #s == 0 then return 'scalar' end
+    return table.concat(s, 'x')
+  end
+  function size_mt.__concat(a, b) return tostring(a) .. tostring(b) end
+  function size_mt.__eq(a, b)
+    if #a ~= #b then return false end
+    for i = 1, #a do if a[i] ~= b[i] then return false end end
+    return true
+  end
+  function Size.numel(s)
+    local n = 1
+    for i = 1, #s do n = n * s[i] end
+    return n
+  end
+  function Size.totable(s) return {unpack(s)} end
+  -- mf.Size{2, 3} (or mf.Size(2, 3)): a size object from sizes, as t:size() returns
+  function mf.Size(a, ...)
+    local list = type(a) == 'table' and a or {a, ...}
+    local s = {}
+    for i = 1, #list do
+      local v = list[i]
+      if type(v) ~= 'number' or v < 0 or v ~= math.floor(v) then
+        raise(('Size: size %s at position %d; expected a non-negative integer'):format(tostring(v), i))
+      end
+      s[i] = v
+    end
+    return setmetatable(s, size_mt)
+  end
+  function mf.is_size(x) return getmetatable(x) == size_mt end
+
   function methods.size(t, d)
     if d then return tonumber(t.shape[dim_index(t, d, 'size')]) end
     local s = {}
     for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.shape[i]) end
-    return s
+    return setmetatable(s, size_mt)
   end
   function methods.stride(t, d)
     if d then return tonumber(t.strides[dim_index(t, d, 'stride')]) end
@@ -430,6 +468,34 @@ return function(mf)
   end
 
   -- metatype -----------------------------------------------------------------------------------
+  -- t[{i, j}] with fewer indices than t has dims: the view t:select(1, i):select(1, j) (Torch7's
+  -- partial index); each index 1-based, negative counting from the end, checked against its dim
+  function partial(t, idx, what)
+    local v = t
+    for d = 1, #idx do
+      local i, n = idx[d], tonumber(t.shape[d - 1])
+      if type(i) ~= 'number' then raise(('%s: index %d is a %s; expected a number'):format(what, d, type(i))) end
+      local j = i < 0 and i + n + 1 or i
+      if j < 1 or j > n or j ~= math.floor(j) then
+        raise(('%s: index %s out of range 1..%d at dim %d'):format(what, tostring(i), n, d))
+      end
+      v = mf.select(v, 1, j)
+    end
+    return v
+  end
+
+  -- t[i] = v and t[{i, j}] = v for a view of t: v a number (every element) or a tensor that
+  -- broadcasts to the view (leading size-1 dims dropped, as PyTorch)
+  function write_view(t, view, v)
+    check_writable(t, 'index assignment')
+    if is_tensor(v) then
+      while v.ndim > view.ndim and v.shape[0] == 1 do v = mf.select(v, 1, 1) end
+      copy_into(view, v, 'index assignment')
+    else
+      fill_into(view, v, 'index assignment')
+    end
+  end
+
   local function index(t, k)
     local m = methods[k]
     if m ~= nil then return m end
@@ -438,7 +504,10 @@ return function(mf)
       if t.ndim == 0 then raise('index: cannot index a 0-dim tensor; use :item()') end
       return mf.select(t, 1, k)
     end
-    if type(k) == 'table' then return tonumber(ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, k, 'index t[{i, j, ...}]')]) end
+    if type(k) == 'table' then
+      if #k >= t.ndim then return tonumber(ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, k, 'index t[{i, j, ...}]')]) end
+      return partial(t, k, 'index t[{i, j, ...}]')
+    end
     if type(k) ~= 'string' then
       raise(('index: the index is a %s; expected a number (t[i]: row i), a table (t[{i, j}]: one element) or a method name'):format(
         is_tensor(k) and 'tensor (use mf.index_select or mf.where)' or type(k)))
@@ -449,7 +518,8 @@ return function(mf)
   -- t[i] = v: element i of a 1-D tensor, or the row t:select(1, i) of a larger one; v is a number
   -- (every element of the row) or a tensor that broadcasts to the row (leading size-1 dims dropped)
   local function newindex(t, k, v)
-    if type(k) == 'table' then  -- t[{i, j}] = v: one element
+    if type(k) == 'table' then  -- t[{i, j}] = v: one element; fewer indices than dims: that view
+      if #k < t.ndim then return write_view(t, partial(t, k, 'index assignment'), v) end
       local off = elem_offset(t, k, 'index assignment')
       check_writable(t, 'index assignment')
       ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
@@ -472,14 +542,7 @@ return function(mf)
     if i < 1 or i > n or i ~= math.floor(i) then
       raise(('index assignment: index %s out of range 1..%d at dim 1'):format(tostring(k), n))
     end
-    check_writable(t, 'index assignment')
-    local row = mf.select(t, 1, i)
-    if is_tensor(v) then
-      while v.ndim > row.ndim and v.shape[0] == 1 do v = mf.select(v, 1, 1) end
-      copy_into(row, v, 'index assignment')
-    else
-      fill_into(row, v, 'index assignment')
-    end
+    write_view(t, mf.select(t, 1, i), v)
   end
 
   local function binop(name)
