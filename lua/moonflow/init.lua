@@ -19,4 +19,5 @@ require('moonflow.nn')(mf)
 require('moonflow.optim')(mf)
 require('moonflow.fit')(mf)
 require('moonflow.help')(mf)
+require('moonflow.linalg')(mf)  -- einsum, allclose (after help: they add their docs to mf._docs)
 return mf
