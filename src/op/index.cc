@@ -145,6 +145,26 @@ void masked_select_type(InferCtx& c) {
   c.out[0].dtype_id = c.input(0).dtype_id;
 }
 
+// The in-place forms (scatter_ ...): the rule of the op, then output 1 is x itself, written in place
+// (no overlapping elements).
+void write_x(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  check_writable(c, x, "x");
+  c.set_view(0, shape_of(x), Shape(x.strides, x.strides + x.ndim), 0);
+}
+void scatter_inplace_shape(InferCtx& c) {
+  scatter_shape(c);
+  write_x(c);
+}
+void index_add_inplace_shape(InferCtx& c) {
+  index_add_shape(c);
+  write_x(c);
+}
+void masked_fill_inplace_shape(InferCtx& c) {
+  masked_fill_shape(c);
+  write_x(c);
+}
+
 void nonzero_shape(InferCtx& c) { c.set_out(0, {given_count(c), c.input(0).ndim}); }
 void int64_type(InferCtx& c) { c.out[0].dtype_id = MF_INT64; }
 
@@ -318,6 +338,77 @@ end)lua")
 function(x, mask, value, y, gy)
   local gx = mf.masked_fill(gy, mask, 0)
   return {gx, nil, mf.sum(gy - gx)}
+end)lua");
+
+  // In-place forms, PyTorch's trailing underscore: x is written and returned (no gradient: they
+  // write x; the forms without _ have one).
+  MF_REGISTER_OP(scatter_)
+      .describe("scatter written into x in place; returns x. Spellings: x:scatter_(dim, index, src), "
+                "mf.scatter_(x, index, src, dim). Not differentiable: it writes x (scatter is).")
+      .inputs({"x", "index", "src"})
+      .mask_input(2)
+      .param(dim_field())
+      .lua_adapter(kDimFirstAdapter)
+      .view()
+      .writes()
+      .infer_shape(scatter_inplace_shape)
+      .infer_type(scatter_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
+  local dim = K.dim0(p.dim, x.ndim)
+  return function() K.scatter(x, x, idx, src, dim, 0); K.alias(y, x, 0) end
+end)lua");
+
+  MF_REGISTER_OP(scatter_add_)
+      .describe("scatter_add written into x in place; returns x. Spellings: x:scatter_add_(dim, index, src), "
+                "mf.scatter_add_(x, index, src, dim). Not differentiable: it writes x (scatter_add is).")
+      .inputs({"x", "index", "src"})
+      .mask_input(2)
+      .param(dim_field())
+      .lua_adapter(kDimFirstAdapter)
+      .view()
+      .writes()
+      .infer_shape(scatter_inplace_shape)
+      .infer_type(scatter_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
+  local dim = K.dim0(p.dim, x.ndim)
+  return function() K.scatter(x, x, idx, src, dim, 1); K.alias(y, x, 0) end
+end)lua");
+
+  MF_REGISTER_OP(index_add_)
+      .describe("index_add written into x in place; returns x. Spellings: x:index_add_(dim, index, src), "
+                "mf.index_add_(x, index, src, dim). Not differentiable: it writes x (index_add is).")
+      .inputs({"x", "index", "src"})
+      .mask_input(2)
+      .param(dim_field())
+      .lua_adapter(kDimFirstAdapter)
+      .view()
+      .writes()
+      .infer_shape(index_add_inplace_shape)
+      .infer_type(scatter_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
+  local dim = K.dim0(p.dim, x.ndim)
+  return function() K.index_add(x, x, idx, src, dim); K.alias(y, x, 0) end
+end)lua");
+
+  MF_REGISTER_OP(masked_fill_)
+      .describe("masked_fill written into x in place; returns x. Spellings: x:masked_fill_(mask, value), "
+                "mf.masked_fill_(x, mask, value). Not differentiable: it writes x (masked_fill is).")
+      .inputs({"x", "mask", "value"})
+      .mask_input(2)
+      .view()
+      .writes()
+      .infer_shape(masked_fill_inplace_shape)
+      .infer_type(masked_fill_type)
+      .lua_compute(MF_CPU, R"lua(
+function(ins, outs, p, K)
+  local y, x, mask, value = outs[1], ins[1], ins[2], ins[3]
+  return function() K.where(x, mask, value, x); K.alias(y, x, 0) end
 end)lua");
 
   MF_REGISTER_OP(masked_select)

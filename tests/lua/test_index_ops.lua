@@ -130,6 +130,37 @@ T.test('masked_select and nonzero: PyTorch numbers, views, empty results', funct
   T.tensor_eq(mf.tensor{{0, 1}, {2, 0}}:t():nonzero(), {{1, 2}, {2, 1}})
 end)
 
+T.test('in-place forms write x (through views) and return it; index and src sharing x are read first', function()
+  local x = mf.zeros(3, 5)
+  local r = x:scatter_(1, I{{1, 2, 3, 1, 1}, {3, 1, 1, 2, 3}}, mf.arange(1, 11):reshape(2, 5))
+  T.eq(rawequal(r, x), true, 'scatter_ returns x itself')
+  T.tensor_eq(x, {{1, 7, 8, 4, 5}, {0, 2, 0, 9, 0}, {6, 0, 3, 0, 10}})
+  T.tensor_eq(mf.ones(3, 5):scatter_add_(1, I{{1, 2, 3, 1, 1}, {1, 1, 1, 2, 3}}, mf.arange(1, 11):reshape(2, 5)),
+              {{8, 8, 9, 5, 6}, {1, 3, 1, 10, 1}, {1, 1, 4, 1, 11}})
+  -- a narrowed view is written through, the rest of its base untouched
+  local base = mf.zeros(3, 4)
+  base:narrow(2, 2, 2):index_add_(1, I{1, 3, 1}, mf.ones(3, 2))
+  T.tensor_eq(base, {{0, 2, 2, 0}, {0, 0, 0, 0}, {0, 1, 1, 0}})
+  local t = mf.tensor{{1, 2}, {3, 4}}
+  t:t():masked_fill_(mf.tensor({1, 0}, 'uint8'), 0)
+  T.tensor_eq(t, {{0, 0}, {3, 4}})
+  -- src is x: the values before any write are scattered (a row swap), as are index_add's rows
+  local s = mf.tensor{{1, 2}, {3, 4}}
+  s:scatter_(1, I{{2, 2}, {1, 1}}, s)
+  T.tensor_eq(s, {{3, 4}, {1, 2}})
+  local a = mf.tensor{{1, 2}, {3, 4}}
+  a:index_add_(1, I{2, 1}, a)
+  T.tensor_eq(a, {{4, 6}, {4, 6}})
+  -- the index is x itself: the checked indices are the ones used, never a value written meanwhile
+  local ix = I{{2, 1}, {1, 1}}
+  ix:scatter_(1, ix, 7)
+  T.tensor_eq(ix, {{7, 7}, {7, 1}})
+  T.errors(function() mf.zeros(1, 3):expand(2, 3):scatter_(1, I{{1, 1, 1}}, 1) end, 'scatter_', 'expanded view')
+  T.errors(function() mf.zeros(2):scatter_(1, I{3}, 1) end, 'scatter: index 3', 'out of range 1..2')
+  T.errors(function() mf.zeros(2, {dtype = 'int32'}):masked_fill_(mf.tensor({1, 0}, 'uint8'), 0.5) end,
+    'masked_fill_: the number 0.5', 'not an integer')
+end)
+
 T.test('errors name the op, the value, the dim and its size; never a crash', function()
   T.errors(function() X:gather(1, I{{5, 1, 1}}) end,
     'gather: index 5 at position [1,1] of the index is out of range 1..4 along dim 1 of x (4x3)')

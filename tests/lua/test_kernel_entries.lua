@@ -201,6 +201,47 @@ local cases = {
                     end},
   one_hot = {ok = function() local y = z(2, 3); K.one_hot(y, mf.tensor({3, 1}, 'int64')); T.tensor_eq(y, {{0, 0, 1}, {1, 0, 0}}) end,
              bad = function() T.errors(function() K.one_hot(z(1, 3), mf.tensor({3, 1}, 'int64')) end, 'one_hot: output 1x3 does not hold') end},
+  -- the indexing routines (src/kernels/cpu/scatter.cc): 0-based dim, 1-based indices
+  gather = {ok = function()
+              local y = z(1, 2); K.gather(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{2, 1}}, 'int64'), 0)
+              T.tensor_eq(y, {{3, 2}})
+            end,
+            bad = function()
+              T.errors(function() K.gather(z(2, 2), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{2, 1}}, 'int64'), 0) end,
+                       'gather: output is 2x2, index is 1x2')
+              T.errors(function() K.gather(z(1, 2), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{3, 1}}, 'int64'), 0) end,
+                       'gather: index 3 at position [1,1] of the index is out of range 1..2 along dim 1')
+            end},
+  scatter = {ok = function()
+               local y = z(2, 2); K.scatter(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{2, 1}}, 'int64'), mf.tensor{{8, 9}}, 0, 1)
+               T.tensor_eq(y, {{1, 11}, {11, 4}})
+             end,
+             bad = function()
+               T.errors(function() K.scatter(z(3), z(2), mf.tensor({1}, 'int64'), z(1), 0, 0) end, 'scatter: output is 3, x is 2')
+               T.errors(function() K.scatter(z(2), z(2), mf.tensor({1}, 'int64'), z(1, I64), 0, 0) end,
+                        'scatter: x is float32, src int64')
+             end},
+  index_add = {ok = function()
+                 local y = z(2, 2); K.index_add(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({2, 2}, 'int64'), mf.tensor{{1, 1}, {2, 2}}, 0)
+                 T.tensor_eq(y, {{1, 2}, {6, 7}})
+               end,
+               bad = function()
+                 T.errors(function() K.index_add(z(2, 2), z(2, 2), mf.tensor({1}, 'int64'), z(2, 2), 0) end,
+                          'index_add: x is 2x2, index 1, src 2x2')
+               end},
+  masked_select = {ok = function()
+                     local y = z(2); K.masked_select(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8'))
+                     T.tensor_eq(y, {1, 3})
+                   end,
+                   bad = function()
+                     T.errors(function() K.masked_select(z(3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8')) end,
+                              'masked_select: output is 3; the mask selects 2 elements of 2x2')
+                   end},
+  nonzero = {ok = function() local y = z(2, 1, I64); K.nonzero(y, mf.tensor{0, 5, 0, 7}); T.tensor_eq(y, {{2}, {4}}) end,
+             bad = function()
+               T.errors(function() K.nonzero(z(3, 1, I64), mf.tensor{0, 5, 0, 7}) end, 'nonzero: output is 3x1; x (4) has 2 nonzero')
+               T.errors(function() K.nonzero(z(2, 1), mf.tensor{0, 5, 0, 7}) end, 'nonzero: output is float32; expected int64')
+             end},
   -- values and indices along a dim, running sums and products (src/kernels/cpu/sort.cc)
   max_dim = {ok = function()
                local v, i = z(2), z(2, I64); K.max_dim(v, i, mf.tensor{{1, 5, 5}, {7, 0, 2}}, 1, 0)

@@ -133,6 +133,40 @@ add{name = 'masked_fill_float_mask', op = 'masked_fill', inputs = {input({3, 4})
 add{name = 'masked_fill_value_shape', op = 'masked_fill', inputs = {input({3, 4}), input({3, 4}, MASK), input({4})},
     error = 'masked_fill: value is 4; expected a number or a 0-dim tensor'}
 
+-- in-place forms: input 1 written through its strides (every layout but expanded) and returned --------
+local function inplace(ref)
+  return function(ins, p, dtype)
+    local r = ref(ins, p, dtype)
+    return {r, written = {r}}
+  end
+end
+add{name = 'scatter_', op = 'scatter_', inputs = {input({3, 4}), index({5, 4}, 1, 3), input({5, 4})}, params = {dim = 1},
+    args = {1}, writes = {1}, ref = inplace(scatter_ref(false)), check_out = L.views_input1, dtypes = DT, exact = true,
+    empty = {{{3, 4}, {0, 4}, {0, 4}}}}
+add{name = 'scatter__number', op = 'scatter_', inputs = {input({3, 4}), index({3, 2}, 1, 4), input({}, {number = true})},
+    params = {dim = 2}, writes = {1}, ref = inplace(scatter_ref(false)), check_out = L.views_input1, dtypes = DT,
+    exact = true}
+add{name = 'scatter_add_', op = 'scatter_add_', inputs = {input({2, 3, 4}), index({2, 3, 6}, 1, 4), input({2, 3, 6})},
+    params = {dim = 3}, writes = {1}, ref = inplace(scatter_ref(true)), check_out = L.views_input1, dtypes = DT}
+add{name = 'index_add_', op = 'index_add_', inputs = {input({3, 4}), index({6}, 1, 3), input({6, 4})}, params = {dim = 1},
+    args = {1}, writes = {1}, ref = inplace(index_add_ref), check_out = L.views_input1, dtypes = DT,
+    empty = {{{3, 4}, {0}, {0, 4}}}}
+add{name = 'index_add__dim2', op = 'index_add_', inputs = {input({2, 5, 3}), index({4}, 1, 5), input({2, 4, 3})},
+    params = {dim = 2}, writes = {1}, ref = inplace(index_add_ref), check_out = L.views_input1}
+add{name = 'masked_fill_', op = 'masked_fill_', inputs = {input({3, 4}), input({4}, MASK), input({}, {number = true})},
+    writes = {1}, ref = inplace(masked_fill_ref), check_out = L.views_input1, dtypes = DT, exact = true,
+    empty = {{{0, 4}, {4}, {}}}}
+add{name = 'masked_fill__tensor', op = 'masked_fill_', inputs = {input({2, 3, 4}), input({3, 1}, MASK), input({})},
+    writes = {1}, ref = inplace(masked_fill_ref), check_out = L.views_input1, exact = true}
+add{name = 'scatter__out_of_range', op = 'scatter_', inputs = {input({3, 4}), index({2, 4}, 4, 4), input({2, 4})},
+    params = {dim = 1}, error = 'scatter: index 4 at position [1,1] of the index is out of range 1..3 along dim 1'}
+add{name = 'masked_fill__not_bcast', op = 'masked_fill_', inputs = {input({4}), input({3, 4}, MASK), input({}, {number = true})},
+    error = 'masked_fill_: x is 4, mask 3x4; the mask must broadcast to x'}
+-- x keeps its dtype in place: a fraction cannot go into an integer x (masked_fill promotes instead)
+add{name = 'masked_fill__int_fraction', op = 'masked_fill_', inputs = {input({3}, {dtype = 'int64'}), input({3}, MASK),
+    input({}, {number = true, dtype = 'float64', values = {0.5}})}, dtypes = {'float32'},
+    error = 'masked_fill_: the number 0.5 (input 3, value) is not an integer'}
+
 -- masked_select, nonzero (eager only: their output size depends on the values) -----------------------
 local function masked_select_ref(ins)
   local x, m = ins[1], ins[2]

@@ -63,7 +63,9 @@ void index_add_like_cpu(mf_tensor& out, const mf_tensor& g, const mf_tensor& idx
 void one_hot_cpu(mf_tensor& out, const mf_tensor& labels);
 // Indexing by 1-based int64 indices, PyTorch's semantics (scatter.cc); every index is checked before
 // any write; loops are serial in the index's row-major order (repeated destinations: the last write
-// wins, additions in that order). out is contiguous. gather: out (index's shape) from x along dim.
+// wins, additions in that order). out is contiguous, except that scatter and index_add may take x
+// itself as out (the in-place forms; an index or src sharing its memory is copied first). gather: out
+// (index's shape) from x along dim.
 // scatter: out = x, then out[index along dim] = src (a 0-dim src is one value), or += when add.
 // index_add: out = x, then slice j of src added at slice index[j] along dim. masked_select: the
 // elements of x where the (broadcast) uint8 mask is nonzero, row-major; out must hold exactly that

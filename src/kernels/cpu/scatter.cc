@@ -5,8 +5,10 @@
 // row-major order of the index (of src for index_add): repeated destinations are written in that
 // order, whatever the thread count, so scatter's last write wins and accumulation is reproducible.
 #include <string>
+#include <vector>
 
 #include "../../core/error.h"
+#include "../../core/writes.h"
 #include "checks.h"
 #include "kernels.h"
 
@@ -86,6 +88,28 @@ int64_t count_selected(const mf_tensor& x, const mf_tensor& mask, Shape* shape_o
   return count;
 }
 
+// The in-place forms write x itself (out is x): an index or src sharing x's memory is read from a
+// contiguous copy taken before any write, so the checked indices are the ones used.
+mf_tensor detached(const mf_tensor& t, const mf_tensor& out, std::vector<char>& buf) {
+  if (t.count == 0 || !memory_overlaps(t, out)) return t;
+  mf_tensor c = t;
+  set_meta(c, shape_of(t), t.dtype_id, t.device_id);
+  buf.resize(size_t(t.count) * dtype_size(t.dtype_id));
+  c.ptr = buf.data();
+  c.store = nullptr;
+  c.owns = 0;
+  c.offset = 0;
+  copy_cpu(c, t);
+  return c;
+}
+
+bool same_view(const mf_tensor& a, const mf_tensor& b) {
+  if (a.ptr != b.ptr || a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.shape[d] != b.shape[d] || a.strides[d] != b.strides[d]) return false;
+  return true;
+}
+
 }  // namespace
 
 void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim) {
@@ -111,22 +135,25 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
   });
 }
 
-void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim, bool add) {
+void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, const mf_tensor& source, int dim,
+                 bool add) {
   const char* op = add ? "scatter_add" : "scatter";
   kcheck::meta(op, "x", x);
-  kcheck::meta(op, "index", idx);
-  kcheck::meta(op, "src", src);
+  kcheck::meta(op, "index", index);
+  kcheck::meta(op, "src", source);
   kcheck::meta(op, "output", out);
-  index_dtype(op, idx);
-  check_index_shape(op, x, idx, dim, &src, "src");
+  index_dtype(op, index);
+  check_index_shape(op, x, index, dim, &source, "src");
   kcheck::same_shape(op, "output", out, "x", x);
-  kcheck::contiguous(op, "output", out);
-  if (src.dtype_id != x.dtype_id || out.dtype_id != x.dtype_id)
-    fail(op, ": x is ", dtype_name(x.dtype_id), ", src ", dtype_name(src.dtype_id), ", output ",
+  kcheck::writable(op, "output", out);
+  if (source.dtype_id != x.dtype_id || out.dtype_id != x.dtype_id)
+    fail(op, ": x is ", dtype_name(x.dtype_id), ", src ", dtype_name(source.dtype_id), ", output ",
          dtype_name(out.dtype_id), "; expected one dtype");
+  std::vector<char> ibuf, sbuf;
+  mf_tensor idx = detached(index, out, ibuf), src = detached(source, out, sbuf);
   int64_t n = x.ndim ? x.shape[dim] : 1;
   check_range(op, idx, dim, n, x);
-  copy_cpu(out, x);
+  if (!same_view(out, x)) copy_cpu(out, x);
   bool scalar = src.ndim == 0;
   MF_DISPATCH(x.dtype_id, T, {
     const T* sp = (const T*)src.ptr;
@@ -142,24 +169,26 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const
   });
 }
 
-void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim) {
+void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, const mf_tensor& source, int dim) {
   kcheck::meta("index_add", "x", x);
-  kcheck::meta("index_add", "index", idx);
-  kcheck::meta("index_add", "src", src);
+  kcheck::meta("index_add", "index", index);
+  kcheck::meta("index_add", "src", source);
   kcheck::meta("index_add", "output", out);
-  index_dtype("index_add", idx);
+  index_dtype("index_add", index);
+  std::vector<char> ibuf, sbuf;
+  mf_tensor idx = detached(index, out, ibuf), src = detached(source, out, sbuf);
   bool ok = idx.ndim == 1 && src.ndim == x.ndim && dim >= 0 && dim < x.ndim && src.shape[dim] == idx.shape[0];
   for (int d = 0; ok && d < x.ndim; ++d) ok = d == dim || src.shape[d] == x.shape[d];
   if (!ok)
     fail("index_add: x is ", shape_str(x), ", index ", shape_str(idx), ", src ", shape_str(src), " along dim ", dim + 1,
          "; expected a 1-D index and src of x's shape but for dim ", dim + 1, ", sized by the index");
   kcheck::same_shape("index_add", "output", out, "x", x);
-  kcheck::contiguous("index_add", "output", out);
+  kcheck::writable("index_add", "output", out);
   if (src.dtype_id != x.dtype_id || out.dtype_id != x.dtype_id)
     fail("index_add: x is ", dtype_name(x.dtype_id), ", src ", dtype_name(src.dtype_id), ", output ",
          dtype_name(out.dtype_id), "; expected one dtype");
   check_range("index_add", idx, dim, x.shape[dim], x);
-  copy_cpu(out, x);
+  if (!same_view(out, x)) copy_cpu(out, x);
   const int64_t* ip = (const int64_t*)idx.ptr;
   MF_DISPATCH(x.dtype_id, T, {
     const T* sp = (const T*)src.ptr;
