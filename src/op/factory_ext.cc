@@ -120,7 +120,7 @@ end)lua");
       .lua_adapter(R"lua(
 function(op, a, b, ...)
   if type(a) == 'table' then return {}, a end
-  local rest, n = {...}, select('#', ...)
+  local rest, n, raise = {...}, select('#', ...), mf.kernels.raise  -- raise blames the caller's line
   local function is_list(t) return type(t) == 'table' and (t[1] ~= nil or next(t) == nil) end
   local p, i = {}, 1
   if is_list(b) then
@@ -133,14 +133,14 @@ function(op, a, b, ...)
       p.shape = {}
       while type(rest[i]) == 'number' do p.shape[#p.shape + 1] = rest[i]; i = i + 1 end
       if i == 1 then
-        error('randint: no sizes; call randint(low, high, sizes...), randint(low, high, {sizes}) or randint(high, {sizes})', 3)
+        raise('randint: no sizes; call randint(low, high, sizes...), randint(low, high, {sizes}) or randint(high, {sizes})')
       end
     end
   else
-    error('randint: expected randint(low, high, sizes...) or randint(high, {sizes}); argument 2 is a ' .. type(b), 3)
+    raise('randint: expected randint(low, high, sizes...) or randint(high, {sizes}); argument 2 is a ' .. type(b))
   end
   for j = i, n do
-    if type(rest[j]) ~= 'table' then error('randint: unexpected argument ' .. tostring(rest[j]) .. ' after the sizes', 3) end
+    if type(rest[j]) ~= 'table' then raise('randint: unexpected argument ' .. tostring(rest[j]) .. ' after the sizes') end
     for k, v in pairs(rest[j]) do p[k] = v end
   end
   return {}, p
