@@ -190,12 +190,11 @@ return function(mf)
         #ops == 1 and '' or 's'))
     end
     -- each operand's letters, sizes and count of uses
-    local xs, ls, ss, count, any_ellipsis, ell_dims = {}, {}, {}, {}, false, 0
+    local xs, ls, ss, count, ell_dims = {}, {}, {}, {}, 0
     for k, x in ipairs(ops) do
       local sz = sizes_of(x, k)
       local letters, has_ell = term_letters(eq, terms[k], #sz, k)
       if has_ell then
-        any_ellipsis = true
         local named = 0
         for _, l in ipairs(letters) do if not ELLIPSIS_LETTERS:find(l, 1, true) then named = named + 1 end end
         ell_dims = math.max(ell_dims, #sz - named)
@@ -208,11 +207,8 @@ return function(mf)
     -- the output: explicit, or (NumPy's rule) '...' then the letters used once, in alphabetical order
     local out = {}
     if rhs then
-      local letters, has_ell = term_letters(eq, rhs)
-      if any_ellipsis and not has_ell and ell_dims > 0 then
-        raise(("einsum: '%s': the operands have '...' dims; the output must place them with '...'"):format(eq))
-      end
-      for _, l in ipairs(letters) do
+      -- an output without '...' sums the dims '...' covers, as PyTorch does
+      for _, l in ipairs(term_letters(eq, rhs)) do
         if l == '...' then
           for j = ell_dims, 1, -1 do out[#out + 1] = ELLIPSIS_LETTERS:sub(j, j) end
         else
@@ -249,6 +245,13 @@ return function(mf)
     sy, ly = drop_sizes(sy, ly, rest), rest
     for k = 2, #xs do
       local b, lb, sb = xs[k], ls[k], ss[k]
+      for q = k - 1, k do  -- products go through matmul: floats only
+        local dt = ops[q]:dtype()
+        if dt ~= 'float32' and dt ~= 'float64' then
+          raise(("einsum: '%s': operand %d is %s; a product of operands needs float32 or float64 (cast it with :float())")
+            :format(eq, q, dt))
+        end
+      end
       local keep = function(l) return needed_after(k)(l) or index_of(ly, l) end
       b, rest = sum_unneeded(b, lb, keep)
       sb, lb = drop_sizes(sb, lb, rest), rest
@@ -277,9 +280,10 @@ return function(mf)
 
   mf._docs.einsum = "mf.einsum(equation, x1, x2, ...) or einsum(equation, {x1, ...}): Einstein summation, "
     .. "NumPy/PyTorch style: 'ij,jk->ik', 'bij,bjk->bik', 'i,j->ij', 'ij->ji', 'ij,ij->', traces and diagonals "
-    .. "('ii', 'ii->i': a repeated letter in one term), '...' for leading dims (broadcast as in NumPy). Without "
-    .. "'->' the output is the letters used once, in alphabetical order. Built from permute, reshape, sum, mul and "
-    .. "matmul, so it works on tensors and graph symbols and has gradients; float operands (matmul's rule)."
+    .. "('ii', 'ii->i': a repeated letter in one term), '...' for leading dims (size 1 broadcasts where they stay "
+    .. "in the output; an output without '...' sums them, as PyTorch). Without '->' the output is '...' then the "
+    .. "letters used once, in alphabetical order. Built from permute, reshape, sum, mul and matmul, so it works on "
+    .. "tensors and graph symbols and has gradients; a product of operands needs floats (matmul's rule)."
   mf._docs.allclose = "mf.allclose(a, b[, {rtol = 1e-5, atol = 1e-8, equal_nan = false}]): true when every "
     .. "|a - b| <= atol + rtol * |b| (a and b broadcast; equal values, infinities included, are close; NaN only "
     .. "with equal_nan), as PyTorch. A Lua boolean, so tensors only; built on registered ops."

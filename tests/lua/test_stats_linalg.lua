@@ -231,6 +231,10 @@ T.test('einsum: the usual equations against hand-computed values and the ops', f
   T.near(mf.einsum('ij,jk,ki->', A[1], B[1], C):item(), want, 1e-5)
   T.eq(mf.allclose(mf.einsum('ij,jk->ik', {A[1], B[1]}), mf.mm(A[1], B[1])), true, 'operands as a list')
   T.tensor_eq(mf.einsum('ij->ji', mf.tensor({{1, 2}}, 'int64')), {{1}, {2}}, nil, 'integers where no product is needed')
+  -- PyTorch: an output without '...' sums the dims it covers (einsum('...ij->ij', ones(2, 3, 4)) is 3x4 of 2)
+  T.tensor_eq(mf.einsum('...ij->ij', mf.ones(2, 3, 4)), {{2, 2, 2, 2}, {2, 2, 2, 2}, {2, 2, 2, 2}})
+  T.tensor_eq(mf.einsum('i...->...', a), {5, 7, 9})
+  T.tensor_eq(mf.einsum('ij,k->k', a, mf.tensor{1, 10}), {21, 210})  -- PyTorch: [21, 210]
 end)
 
 T.test('einsum refuses malformed equations with clear messages', function()
@@ -245,6 +249,8 @@ T.test('einsum refuses malformed equations with clear messages', function()
   T.errors(function() mf.einsum('ii', a) end, "letter 'i' repeats over sizes 2 and 3")
   T.errors(function() mf.einsum(42, a) end, 'einsum: the equation is a number')
   T.errors(function() mf.einsum('i...j...', a) end, "has '...' twice")
+  T.errors(function() mf.einsum('ij,jk', mf.ones(2, 2, {dtype = 'int64'}), mf.ones(2, 2, {dtype = 'int64'})) end,
+           "einsum: 'ij,jk': operand 1 is int64; a product of operands needs float32 or float64")
 end)
 
 T.test('in a graph: each op as an intermediate, fed views, and gradients through einsum', function()
