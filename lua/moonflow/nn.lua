@@ -145,9 +145,22 @@ return function(mf)
   local function pack(...) return {n = select('#', ...), ...} end
   -- A module's forward, run with forward_graph set to the graph of its input (nil for a tensor).
   -- Only a change of graph costs an xpcall (which restores the previous graph on an error).
+  -- The graph of a forward's first argument: a symbol's, a list's first symbol's; a tensor runs
+  -- eagerly; anything else (nil, a table of numbers) keeps the graph being built.
+  local function graph_of(x)
+    if is_symbol(x) then return x.graph end
+    if is_tensor(x) then return nil end
+    if type(x) == 'table' and getmetatable(x) == nil then
+      for _, v in ipairs(x) do
+        if is_symbol(v) then return v.graph end
+        if is_tensor(v) then return nil end
+      end
+    end
+    return forward_graph
+  end
   local function forward_wrapper(fn)
     return function(self, x, ...)
-      local g = is_symbol(x) and x.graph or nil
+      local g = graph_of(x)
       if g == forward_graph then return fn(self, x, ...) end
       local saved = forward_graph
       forward_graph = g

@@ -307,6 +307,17 @@ T.test('custom module parameters work as tensors in forward: eager and a graph t
   mf.Session():run(st, {[v] = mf.tensor{1, 2}})
   -- d out / d w_k = 2 * (1 + 2) + 2 (relu term, counted per element of v) = 8
   T.tensor_eq(sc.w.data, {2 - 0.25 * 8, 1 - 0.25 * 8})
+  -- a module taking a list of inputs builds in the graph of its first symbol
+  local Pair = nn.Module('Pair')
+  function Pair:__init() self.w = nn.Parameter(mf.tensor{3}) end
+  function Pair:forward(xs) return xs[1] * self.w:sum() + xs[2] end
+  local pm = Pair()
+  T.tensor_eq(pm{mf.tensor{1}, mf.tensor{1}}, {4})
+  mf.reset_default_graph()
+  local a, b = mf.placeholder('float32', {1}, 'a'), mf.placeholder('float32', {1}, 'b')
+  local po = pm{a, b}
+  local gw = mf.gradients(mf.sum(po), {mf.nn._bound_variable(pm.w, a.graph)})[1]
+  T.tensor_eq(mf.Session():run(gw, {[a] = mf.tensor{5}, [b] = mf.tensor{1}}), {5}, nil, 'gradient reaches w')
   -- a failing graph forward leaves no graph behind: eager use afterwards is eager
   local Bad = nn.Module('Bad')
   function Bad:__init() self.w = nn.Parameter(mf.ones(2)) end
