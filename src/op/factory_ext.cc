@@ -133,14 +133,17 @@ function(op, a, b, ...)
       p.shape = {}
       while type(rest[i]) == 'number' do p.shape[#p.shape + 1] = rest[i]; i = i + 1 end
       if i == 1 then
-        raise('randint: no sizes; call randint(low, high, sizes...), randint(low, high, {sizes}) or randint(high, {sizes})')
+        raise('randint: no sizes; call randint(low, high, sizes...), randint(low, high, {sizes}) or ' ..
+              'randint(high, {sizes})')
       end
     end
   else
     raise('randint: expected randint(low, high, sizes...) or randint(high, {sizes}); argument 2 is a ' .. type(b))
   end
   for j = i, n do
-    if type(rest[j]) ~= 'table' then raise('randint: unexpected argument ' .. tostring(rest[j]) .. ' after the sizes') end
+    if type(rest[j]) ~= 'table' then
+      raise('randint: unexpected argument ' .. tostring(rest[j]) .. ' after the sizes')
+    end
     for k, v in pairs(rest[j]) do p[k] = v end
   end
   return {}, p

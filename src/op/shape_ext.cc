@@ -26,14 +26,16 @@ constexpr int64_t kMaxParts = 64;  // outputs a list-output op may return (ops.l
 void stack_shape(InferCtx& c) {
   if (c.in.empty()) fail("stack: needs at least one tensor");
   const mf_tensor& x = c.input(0);
-  if (x.ndim >= kMaxDims) fail("stack: tensor 1 is ", shape_str(x), "; the result would have more than ", kMaxDims, " dims");
+  if (x.ndim >= kMaxDims)
+    fail("stack: tensor 1 is ", shape_str(x), "; the result would have more than ", kMaxDims, " dims");
   int d = normalize_dim("stack", c.p.get_int("dim"), x.ndim, true);
   Shape s = shape_of(x);
   for (size_t i = 1; i < c.in.size(); ++i) {
     const mf_tensor& y = c.input(i);
     bool ok = y.ndim == x.ndim;
     for (int k = 0; ok && k < x.ndim; ++k) ok = dims_match(y.shape[k], x.shape[k]);
-    if (!ok) fail("stack: tensor 1 is ", shape_str(x), ", tensor ", i + 1, " is ", shape_str(y), "; all must have one shape");
+    if (!ok)
+      fail("stack: tensor 1 is ", shape_str(x), ", tensor ", i + 1, " is ", shape_str(y), "; all must have one shape");
     for (int k = 0; k < x.ndim; ++k)
       if (is_unknown(s[size_t(k)])) s[size_t(k)] = y.shape[k];  // a size another tensor knows
     if (y.dtype_id != x.dtype_id)
@@ -78,8 +80,8 @@ void repeat_shape(InferCtx& c) {
   const mf_tensor& x = c.input(0);
   const auto& r = c.p.get_list("sizes");
   if (int(r.size()) < x.ndim)
-    fail(c.name(), ": x is ", shape_str(x), " (", x.ndim, " dims); sizes ", shape_str(r), " must give at least ", x.ndim,
-         " repeats");
+    fail(c.name(), ": x is ", shape_str(x), " (", x.ndim, " dims); sizes ", shape_str(r), " must give at least ",
+         x.ndim, " repeats");
   if (int(r.size()) > kMaxDims) fail(c.name(), ": ", r.size(), " repeats; at most ", kMaxDims, " dims are supported");
   size_t lead = r.size() - size_t(x.ndim);
   Shape s(r.size());
@@ -164,7 +166,8 @@ end)lua")
       .gradient("function(xs, y, gy, p) return mf.unbind(gy, p.dim) end");
 
   MF_REGISTER_OP(chunk)
-      .describe("Cuts x along dim into views of ceil(size / chunks) (the last smaller; as PyTorch, maybe fewer than chunks).")
+      .describe("Cuts x along dim into views of ceil(size / chunks) each, the last smaller (as PyTorch: maybe fewer "
+                "than chunks).")
       .inputs({"x"})
       .param(Field::integer("chunks", 1, "Number of parts asked for.").range(1, 1e15).mandatory())
       .param(Field::integer("dim", 1, "Dim to cut, 1-based (negative from the end)."))

@@ -120,7 +120,8 @@ T.test('wrong sizes, dims and params are clear errors', function()
   T.errors(function() return mf.multinomial(mf.tensor({{1, 2}, {0, 0}}), 1) end, 'multinomial', 'row 2',
     'no positive weight')
   T.errors(function() return mf.multinomial(mf.tensor({1, 0 / 0}), 1) end, 'multinomial', 'nan')
-  T.errors(function() return mf.multinomial(mf.tensor({1, 0, 0}), 2) end, 'row 1 has 1 positive weights', 'cannot draw 2')
+  T.errors(function() return mf.multinomial(mf.tensor({1, 0, 0}), 2) end, 'row 1 has 1 positive weights',
+    'cannot draw 2')
   T.errors(function() return mf.multinomial(mf.tensor({1, 2}, 'int64'), 1) end, 'expected float32 or float64 weights')
 end)
 
@@ -163,7 +164,8 @@ T.test('graphs: each op as an intermediate, fed views, sizes unknown where they 
   T.tensor_eq(out.stack, {{3, 6, 9, 12}, {15, 18, 21, 24}, {27, 30, 33, 36}})
   T.tensor_eq(out.chunk, {{4, 6}, {12, 14}, {20, 22}})
   T.tensor_eq(out.unbind, mf.transpose(x, 1, 2):totable())
-  T.tensor_eq(mf.Session():run(y.rep, {[a] = x:narrow(1, 2, 2)}), {{4, 5, 6, 7, 4, 5, 6, 7}, {8, 9, 10, 11, 8, 9, 10, 11}})
+  T.tensor_eq(mf.Session():run(y.rep, {[a] = x:narrow(1, 2, 2)}),
+    {{4, 5, 6, 7, 4, 5, 6, 7}, {8, 9, 10, 11, 8, 9, 10, 11}})
   -- build-time checks with known sizes
   T.errors(function() return mf.stack({b, b:t()}) end, 'stack', '3x4', '4x3')
   T.errors(function() return mf.tril(mf.sum(a, 2)) end, 'tril', 'expected at least 2 dims')

@@ -252,7 +252,9 @@ add{name = 'randperm', op = 'randperm', dtypes = {'int64', 'int32', 'float64'}, 
   for pos = 1, 4 do
     for val = 1, 4 do
       local c = counts[pos * 10 + val] or 0  -- sd = sqrt(3000 * 1/4 * 3/4) = 23.7: 5 sigma is 119
-      if math.abs(c - 750) > 119 then return ('value %d at position %d: %d times, want 750 +- 119'):format(val, pos, c) end
+      if math.abs(c - 750) > 119 then
+        return ('value %d at position %d: %d times, want 750 +- 119'):format(val, pos, c)
+      end
     end
   end
   return reproducible(mf, function() return mf.randperm(500, {dtype = dtype}) end, T.read)
@@ -270,7 +272,9 @@ add{name = 'randint', op = 'randint', dtypes = {'int64', 'int32', 'uint8', 'floa
     counts[v] = (counts[v] or 0) + 1
   end
   for v = 2, 7 do  -- 500 expected each; sd = sqrt(3000 / 6 * 5 / 6) = 20.4: 5 sigma is 102
-    if math.abs((counts[v] or 0) - 500) > 102 then return ('value %d: %d times, want 500 +- 102'):format(v, counts[v] or 0) end
+    if math.abs((counts[v] or 0) - 500) > 102 then
+      return ('value %d: %d times, want 500 +- 102'):format(v, counts[v] or 0)
+    end
   end
   err = shape_dtype(mf.randint(5, {2, 3}, {dtype = dtype}), {2, 3}, dtype, T)
   if err then return 'randint(high, {sizes}): ' .. err end
@@ -289,7 +293,8 @@ add{name = 'randint_negative_range', op = 'randint', dtypes = {'int64'}, check =
   local one = T.read(mf.randint(7, 8, 20))  -- a range of one value
   for _, v in ipairs(one) do if v ~= 7 then return ('randint(7, 8): got %g'):format(v) end end
 end}
-add{name = 'randint_empty_range', op = 'randint', params = {low = 3, high = 3, shape = {2}}, error = 'must be less than high'}
+add{name = 'randint_empty_range', op = 'randint', params = {low = 3, high = 3, shape = {2}},
+    error = 'must be less than high'}
 add{name = 'randint_uint8_range', op = 'randint', params = {low = -1, high = 3, shape = {2}, dtype = 'uint8'},
     error = 'uint8'}
 
@@ -329,7 +334,10 @@ add{name = 'multinomial', op = 'multinomial', check = function(mf, dtype, T)
   end
   -- without replacement, the first draw follows the weights: category 1 first with probability 5/8.5
   local first = 0
-  for _ = 1, 2000 do if T.read(mf.multinomial(mf.tensor({5, 0, 1, 2, 0.5}, dtype), 2))[1] == 1 then first = first + 1 end end
+  local w5 = mf.tensor({5, 0, 1, 2, 0.5}, dtype)
+  for _ = 1, 2000 do
+    if T.read(mf.multinomial(w5, 2))[1] == 1 then first = first + 1 end
+  end
   local p = 5 / 8.5
   if math.abs(first - 2000 * p) > 5 * math.sqrt(2000 * p * (1 - p)) then
     return ('without replacement: category 1 first %d of 2000 times, want %.0f'):format(first, 2000 * p)

@@ -57,7 +57,8 @@ void periodic_copy_cpu(mf_tensor& out, const mf_tensor& x, const int64_t* shift,
   kcheck::meta(op, "x", x);
   kcheck::contiguous(op, "out", out);
   kcheck::dtype(op, "out", out, x.dtype_id, " (x's dtype)");
-  if (x.ndim > out.ndim) fail(op, ": x is ", shape_str(x), ", out ", shape_str(out), "; expected out to have as many dims");
+  if (x.ndim > out.ndim)
+    fail(op, ": x is ", shape_str(x), ", out ", shape_str(out), "; expected out to have at least x's dims");
   if (out.count == 0) return;
   int lead = out.ndim - x.ndim;
   std::vector<std::vector<int64_t>> tab(size_t(out.ndim));
