@@ -219,6 +219,17 @@ T.test('multinomial in a graph draws anew each run; its rows follow their weight
   assert(differ, 'two runs drew the same row of 6 from {1, 3}')
 end)
 
+T.test('two equal multinomial nodes in one graph are not merged (random ops escape CSE)', function()
+  mf.reset_default_graph()
+  local w = mf.placeholder('float32', {10}, 'w')
+  local d1, d2 = mf.multinomial(w, 20, true), mf.multinomial(w, 20, true)
+  mf.manual_seed(5)
+  local r1, r2 = mf.Session():run({d1, d2}, {[w] = mf.ones(10)})
+  local same = true
+  for i = 1, 20 do same = same and r1:get(i) == r2:get(i) end
+  assert(not same, 'the two draws are equal: the nodes were merged')
+end)
+
 T.test('help shows the new ops with their params', function()
   assert(mf.help_text('roll'):find('shifts', 1, true))
   assert(mf.help_text('repeat'):find('repeatTensor', 1, true))
