@@ -172,6 +172,7 @@ function(ins, outs, p, K)
 end)lua";
   struct Extreme {
     const char *name, *code, *doc, *alias;
+    int is_min;
   };
   static const Extreme extremes[] = {
       {"max", "MAX",
@@ -179,18 +180,18 @@ end)lua";
        "indices along that dim (the first of equal values; a NaN wins, with its first index), as Torch7 and "
        "PyTorch; with no dim (all) or several it returns the values only. The elementwise maximum of two tensors "
        "is mf.maximum.",
-       "reduce_max"},
+       "reduce_max", 0},
       {"min", "MIN",
        "Smallest element over dims; over exactly one dim (x:min(2)) it returns the values and their 1-based int64 "
        "indices along that dim (the first of equal values; a NaN wins, with its first index), as Torch7 and "
        "PyTorch; with no dim (all) or several it returns the values only. The elementwise minimum of two tensors "
        "is mf.minimum.",
-       "reduce_min"},
+       "reduce_min", 1},
   };
   for (const Extreme& e : extremes) {
     char grad[1200], kernel[600];
     std::snprintf(grad, sizeof grad, kExtremeGrad, e.name);
-    std::snprintf(kernel, sizeof kernel, kExtremeKernel, e.name[1] == 'i' ? 1 : 0, e.code);
+    std::snprintf(kernel, sizeof kernel, kExtremeKernel, e.is_min, e.code);
     Registry::get()
         .add(e.name)
         .describe(e.doc)

@@ -118,7 +118,8 @@ T.test('sort: views and integer dtypes (PyTorch)', function()
   -- sort along dim 1 of X is the same, transposed
   v, i = mf.tensor(X):sort(1)
   check(v, {1, 1, 0, 2, 2, 2, 3, 3, 3}); check(i, {2, 1, 3, 3, 3, 1, 1, 2, 2})
-  -- PyTorch: int32 [[3, -1, 2], [4, 0, -2]].sort(1, descending=True) -> [[3, 2, -1], [4, 0, -2]], [[0, 2, 1], [0, 1, 2]]
+  -- PyTorch: int32 [[3, -1, 2], [4, 0, -2]].sort(1, descending=True) -> [[3, 2, -1], [4, 0, -2]],
+  -- [[0, 2, 1], [0, 1, 2]]
   v, i = mf.tensor({{3, -1, 2}, {4, 0, -2}}, 'int32'):sort(2, true)
   check(v, {3, 2, -1, 4, 0, -2}, 'int32'); check(i, {1, 3, 2, 1, 2, 3})
   -- PyTorch: uint8 [200, 100, 7].sort() -> [7, 100, 200], [2, 1, 0]
@@ -186,7 +187,8 @@ T.test('cumsum / cumprod (PyTorch)', function()
   check(x:cumprod(2), {3, 3, 6, 1, 3, 9, 2, 4, 0}, 'float32', nil, 'cumprod dim 2')
   check(x:cumsum(-1, true), {6, 3, 2, 7, 6, 3, 4, 2, 0}, nil, nil, 'cumsum reverse (hand-computed)')
   check(x:t():cumsum(2), {3, 4, 6, 1, 4, 6, 2, 5, 5}, nil, nil, 'cumsum of a transposed view')
-  -- PyTorch: int32 [[3, -1, 2], [4, 0, -2]]: cumsum(1) [[3, 2, 4], [4, 4, 2]], cumprod(1) [[3, -3, -6], [4, 0, 0]], int64
+  -- PyTorch: int32 [[3, -1, 2], [4, 0, -2]]: cumsum(1) [[3, 2, 4], [4, 4, 2]], cumprod(1) [[3, -3, -6],
+  -- [4, 0, 0]], int64
   local n = mf.tensor({{3, -1, 2}, {4, 0, -2}}, 'int32')
   check(n:cumsum(2), {3, 2, 4, 4, 4, 2}, 'int64')
   check(n:cumprod(2), {3, -3, -6, 4, 0, 0}, 'int64')

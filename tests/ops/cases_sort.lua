@@ -235,7 +235,8 @@ for _, v in ipairs(KTHS) do
 end
 add{name = 'kthvalue_nan', op = 'kthvalue', inputs = {input({3, 6}, TWO_NANS)}, args = {5}, params = {k = 5},
     exact = true, ref = kthvalue_ref}
-add{name = 'kthvalue_k0', op = 'kthvalue', inputs = {input({2, 4})}, args = {0}, error = 'kthvalue: k is 0; expected 1..4'}
+add{name = 'kthvalue_k0', op = 'kthvalue', inputs = {input({2, 4})}, args = {0},
+    error = 'kthvalue: k is 0; expected 1..4'}
 add{name = 'kthvalue_k_too_big', op = 'kthvalue', inputs = {input({2, 4})}, args = {3, 1},
     error = 'kthvalue: k is 3; expected 1..2 (the size of dim 1 of x, 2x4)'}
 add{name = 'kthvalue_empty_dim', op = 'kthvalue', inputs = {input({2, 0})}, args = {1}, error = 'expected 1..0'}
@@ -280,7 +281,8 @@ for _, op in ipairs{'cumsum', 'cumprod'} do
 end
 -- integer running sums do not wrap in the input's dtype (hand-computed: 255 * 4 = 1020; 2^30 * 4 = 2^32)
 add{name = 'cumsum_uint8_past_255', op = 'cumsum', inputs = {input({4}, {ilo = 255, ihi = 255})}, args = {1},
-    dtypes = {'uint8'}, exact = true, out_dtype = 'int64', ref = function() return L.array({4}, {255, 510, 765, 1020}) end}
+    dtypes = {'uint8'}, exact = true, out_dtype = 'int64',
+    ref = function() return L.array({4}, {255, 510, 765, 1020}) end}
 add{name = 'cumprod_int32_past_2_31', op = 'cumprod', inputs = {input({3}, {ilo = 2 ^ 16, ihi = 2 ^ 16})}, args = {1},
     dtypes = {'int32'}, exact = true, out_dtype = 'int64',
     ref = function() return L.array({3}, {2 ^ 16, 2 ^ 32, 2 ^ 48}) end}
@@ -345,8 +347,8 @@ add{name = 'take_along_dim1', op = 'take_along', inputs = {input({4, 3, 2}), idx
     params = {dim = 1}, exact = true, ref = take_along_ref}
 add{name = 'take_along_neg_dim', op = 'take_along', inputs = {input({2, 3, 5}), idx_input({2, 3, 2}, 5)}, args = {-1},
     params = {dim = -1}, exact = true, ref = take_along_ref}
-add{name = 'take_along_out_of_range', op = 'take_along', inputs = {input({2, 3}), input({2, 2}, {dtype = 'int64',
-    ilo = 4, ihi = 4})}, args = {2}, error = 'take_along: index 4 is out of range 1..3 along dim 2'}
+add{name = 'take_along_out_of_range', op = 'take_along',
+    inputs = {input({2, 3}), input({2, 2}, {dtype = 'int64', ilo = 4, ihi = 4})}, args = {2}, error = 'take_along: index 4 is out of range 1..3 along dim 2'}
 add{name = 'take_along_shapes', op = 'take_along', inputs = {input({2, 3}), idx_input({3, 2}, 2)}, args = {2},
     error = 'take_along: x is 2x3, indices 3x2'}
 add{name = 'take_along_int32_indices', op = 'take_along', inputs = {input({2, 3}), input({2, 3}, {dtype = 'int32'})},
@@ -357,7 +359,7 @@ add{name = 'put_along_like', op = 'put_along_like', inputs = {input({3, 6}), idx
     empty = {{{3, 0}, {3, 0}, {3, 4}}}}
 add{name = 'put_along_like_dim1', op = 'put_along_like', inputs = {input({2, 3}), idx_input({2, 3}, 5), input({5, 3})},
     args = {1}, params = {dim = 1}, ref = put_along_ref}
-add{name = 'put_along_like_out_of_range', op = 'put_along_like', inputs = {input({2, 2}), input({2, 2}, {dtype = 'int64',
-    ilo = 0, ihi = 0}), input({2, 3})}, args = {2}, error = 'put_along_like: index 0 is out of range 1..3 along dim 2'}
+add{name = 'put_along_like_out_of_range', op = 'put_along_like',
+    inputs = {input({2, 2}), input({2, 2}, {dtype = 'int64', ilo = 0, ihi = 0}), input({2, 3})}, args = {2}, error = 'put_along_like: index 0 is out of range 1..3 along dim 2'}
 
 return cases

@@ -311,7 +311,8 @@ void cumulate_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool prod, bool rev
   kcheck::contiguous(op, "y", y);
   kcheck::same_shape(op, "y", y, "x", x);
   bool is_float = dtype_is_float(x.dtype_id);
-  kcheck::dtype(op, "y", y, is_float ? x.dtype_id : int(MF_INT64), is_float ? " like x" : " (integers accumulate in int64)");
+  kcheck::dtype(op, "y", y, is_float ? x.dtype_id : int(MF_INT64),
+                is_float ? " like x" : " (integers accumulate in int64)");
   if (x.count == 0) return;
   if (is_float) {
     MF_DISPATCH_FLOAT(x.dtype_id, T, op, cumulate_typed<T, T>(y, x, dim, prod, reverse));
