@@ -247,7 +247,8 @@ return function(mf)
     end
     if type(m) ~= 'table' or not m._is_module then
       raise(('%s: add(%s, m): m is %s; expected a module%s'):format(self.__name, O.show(name), shape_of(m),
-        type(m) == 'table' and rawget(m, '__name') and ('; the class ' .. m.__name .. ' needs calling: nn.' .. m.__name .. '()') or ''))
+        type(m) == 'table' and rawget(m, '__name')
+          and ('; the class ' .. m.__name .. ' needs calling: nn.' .. m.__name .. '()') or ''))
     end
     name = check_name(self, 'add', name)
     if not self._children[name] then self._child_order[#self._child_order + 1] = name end
@@ -438,7 +439,8 @@ return function(mf)
       if type(v) ~= 'table' then return v end
       if memo[v] then return memo[v] end
       local mt = getmetatable(v)
-      if mt ~= nil and HOLDER_KIND[mt] == nil and not rawget(v, '_is_module') then return v end   -- a class, a graph ...
+      -- a class, a graph, a symbol: shared, not copied
+      if mt ~= nil and HOLDER_KIND[mt] == nil and not rawget(v, '_is_module') then return v end
       local out = {}
       memo[v] = out
       if mt ~= nil and HOLDER_KIND[mt] ~= nil then
@@ -449,7 +451,6 @@ return function(mf)
       end
       return setmetatable(out, mt)
     end
-    if type(self) ~= 'table' or not rawget(self, '_is_module') then raise('clone: call it as m:clone() (with a colon)') end
     return copy(self)
   end
 
@@ -460,7 +461,6 @@ return function(mf)
   -- once: a second call makes new flat tensors (the earlier ones no longer alias the parameters).
   -- A gradient set later by assignment (p.grad = t, opt:zero_grad()) replaces the view.
   function Module:getParameters()
-    if type(self) ~= 'table' or not rawget(self, '_is_module') then raise('getParameters: call it as m:getParameters() (with a colon)') end
     local ps = self:parameters()
     local total, first = 0, ps[1] and ps[1].data
     for i, p in ipairs(ps) do
@@ -473,7 +473,9 @@ return function(mf)
     end
     local opts = first and {dtype = first:dtype()} or nil
     local flat, gflat = mf.zeros(total, opts), mf.zeros(total, opts)
-    if first and first:device() ~= flat:device() then flat, gflat = flat:to(first:device()), gflat:to(first:device()) end
+    if first and first:device() ~= flat:device() then
+      flat, gflat = flat:to(first:device()), gflat:to(first:device())
+    end
     local off = 1
     for _, p in ipairs(ps) do
       local d, n = p.data, p.data:numel()
@@ -536,7 +538,9 @@ return function(mf)
   -- size of dim d of x, or nil when a symbol does not know it yet
   local function size_of(x, d) return x:size(d) end
   -- a module in error messages: its sizes (_short) where print's full options would be noise
-  local function label(self) return self.__name .. '(' .. (self._short and self:_short() or self:extra_repr()) .. ')' end
+  local function label(self)
+    return self.__name .. '(' .. (self._short and self:_short() or self:extra_repr()) .. ')'
+  end
   local function hw(p) return ('%dx%d'):format(p[1], p[2]) end
   -- m.forward(x) (a dot for a colon) passes x as self
   local function check_self(self)
@@ -583,7 +587,9 @@ return function(mf)
     if opts.bias ~= false then self:register_parameter('bias', uniform({n_out}, bound)) end
   end
   function Linear:_short() return ('%d -> %d'):format(self.n_in, self.n_out) end
-  function Linear:extra_repr() return ('%d -> %d, bias=%s'):format(self.n_in, self.n_out, tostring(self._params.bias ~= nil)) end
+  function Linear:extra_repr()
+    return ('%d -> %d, bias=%s'):format(self.n_in, self.n_out, tostring(self._params.bias ~= nil))
+  end
   function Linear:forward(x)
     check_self(self)
     check_x(self, x, ('... x %d'):format(self.n_in))
@@ -726,7 +732,8 @@ return function(mf)
     function(self) return 'negative_slope=' .. tostring(self.a or 0.01) end)
   local function dim_repr(self) return 'dim=' .. tostring(self.a or -1) end
   activation('Softmax', function(self, x) return mf.softmax(x, self.a or -1) end, opt_dim('Softmax'), dim_repr)
-  activation('LogSoftmax', function(self, x) return mf.log_softmax(x, self.a or -1) end, opt_dim('LogSoftmax'), dim_repr)
+  activation('LogSoftmax', function(self, x) return mf.log_softmax(x, self.a or -1) end, opt_dim('LogSoftmax'),
+    dim_repr)
 
   local Flatten = nn.Module('Flatten')
   nn.Flatten = Flatten
@@ -773,7 +780,9 @@ return function(mf)
       self:register_buffer('running_var', mf.ones(c))
     end
     function cls:_short() return tostring(self.c) end
-    function cls:extra_repr() return ('%d, eps=%s, momentum=%s'):format(self.c, tostring(self.eps), tostring(self.momentum)) end
+    function cls:extra_repr()
+      return ('%d, eps=%s, momentum=%s'):format(self.c, tostring(self.eps), tostring(self.momentum))
+    end
     function cls:forward(x)
       check_self(self)
       local shape_want = want:format(self.c, self.c)
@@ -997,7 +1006,9 @@ return function(mf)
     end
     function cls:forward(input, target, ...)
       check_self(self)
-      if select('#', ...) > 0 then raise(('%s: expected (input, target), got %d arguments'):format(name, 2 + select('#', ...))) end
+      if select('#', ...) > 0 then
+        raise(('%s: expected (input, target), got %d arguments'):format(name, 2 + select('#', ...)))
+      end
       check_x(self, input, nil, 'input')
       check_x(self, target, nil, 'target')
       local rows, labels, shape = class_rows(self, input, target)

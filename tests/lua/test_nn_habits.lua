@@ -233,6 +233,12 @@ T.test('CrossEntropyLoss on N x C x H x W logits with N x H x W labels: PyTorch 
   T.near(nn.CrossEntropyLoss()(rows, y:reshape(8)):item(), CE.mean, 1e-12, 'N x C')
   -- NLLLoss on log_softmax over dim 2 agrees
   T.near(nn.NLLLoss()(mf.log_softmax(x, 2), y):item(), CE.mean, 1e-12, 'NLLLoss')
+  -- a NaN logit makes its position's loss NaN and leaves the others as they were
+  local xn = x:clone()
+  xn:set(1, 1, 1, 1, 0 / 0)
+  local ln = flat_values(nn.CrossEntropyLoss{reduction = 'none'}(xn, y))
+  assert(ln[1] ~= ln[1], 'NaN at the NaN position')
+  near_list({unpack(ln, 2)}, {unpack(CE.none, 2)}, 1e-12, 'other positions')
   -- wrong shapes and options
   T.errors(function() nn.CrossEntropyLoss()(x, y:reshape(2, 4)) end, 'CrossEntropyLoss', 'target is 2x4',
     'the input\'s shape without its class dim 2')
@@ -283,6 +289,8 @@ T.test('custom module parameters work as tensors in forward: eager and a graph t
   T.tensor_eq(mf.concat({p, m.b}, 1), {2, 3, 0.5, -1}) T.tensor_eq(p:reshape(2, 1), {{2}, {3}})
   T.eq(p:size(1), 2) T.eq(p:dim(), 1) T.eq(p:dtype(), 'float32')
   T.eq(tostring(p), 'Parameter(2, float32)')
+  local pt = nn.Parameter(mf.tensor{{1, 2}, {3, 4}}:t())   -- a transposed view
+  T.tensor_eq(pt * 1, {{1, 3}, {2, 4}}) T.tensor_eq(mf.matmul(pt, mf.tensor{{1}, {0}}), {{1}, {2}})
   -- a graph step: loss = sum((x w + b)^2) at x = {1, 1}: y = {2.5, 2}, dw = 2 y x = {5, 4}, db = {5, 4}
   mf.reset_default_graph()
   local x = mf.placeholder('float32', {-1, 2}, 'x')
