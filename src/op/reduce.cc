@@ -48,6 +48,8 @@ void int64_accum_type(InferCtx& c) {
   c.out[0].dtype_id = dtype_is_float(dt) ? dt : int(MF_INT64);
 }
 
+}  // namespace
+
 std::string reduce_kernel(const char* code) {
   return std::string(R"lua(
 function(ins, outs, p, K)
@@ -56,8 +58,6 @@ function(ins, outs, p, K)
   return function() K.reduce(code, y, x, mask) end
 end)lua";
 }
-
-}  // namespace
 
 void register_reduce_ops() {
   struct ReduceDef {

@@ -11,5 +11,7 @@ uint32_t reduce_mask(InferCtx& c);
 // Output 1: input 1 without the reduced dims (size 1 with "keepdim"). allow_empty: reducing a size-0
 // dim gives the op's identity; else it is an error naming the dim.
 void reduce_out_shape(InferCtx& c, bool allow_empty);
+// The kernel string of a reduction over p.dim: K.reduce(K.R.<code>, y, x, mask).
+std::string reduce_kernel(const char* code);
 
 }  // namespace mf

@@ -23,15 +23,6 @@ function(ins, outs, p, K)
 end)lua";
 }
 
-std::string reduce_kernel(const char* code) {
-  return std::string(R"lua(
-function(ins, outs, p, K)
-  local y, x = outs[1], ins[1]
-  local code, mask = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x.ndim)
-  return function() K.reduce(code, y, x, mask) end
-end)lua";
-}
-
 // A predicate's functor runs in the binary loops with x as both operands (they can write uint8).
 std::string predicate_kernel(int code) {
   return R"lua(
