@@ -72,7 +72,8 @@ return function(mf)
       wcount[i] = w
     end
     local function writers_between(i, j) return wcount[j - 1] - wcount[i] end
-    return {steps = steps, uses = uses, reader = reader, writers_between = writers_between, gone = {}}
+    return {steps = steps, uses = uses, reader = reader, writers_between = writers_between, gone = {},
+            group = {inputs = {}, index = {}, members = {}, prog = {}, value = {}}}
   end
 
   -- Step 2. The group rooted at steps[i]: its producers, recursively, while each result has no other
@@ -121,10 +122,16 @@ return function(mf)
     return #members
   end
 
+  local function clear(t)
+    for k in pairs(t) do t[k] = nil end
+  end
+
+  -- One group record per pass, cleared for each root (most roots form no group, and the tables
+  -- would be garbage right after): a group's tables are read only until emit_fused returns.
   local function grow_group(cx, i)
-    local root = cx.steps[i]
-    local g = {inputs = {}, index = {}, members = {}, prog = {}, value = {}, count = 1, first = i, out = root.outs[1],
-               root_pos = i}
+    local root, g = cx.steps[i], cx.group
+    clear(g.inputs); clear(g.index); clear(g.members); clear(g.prog); clear(g.value)
+    g.count, g.first, g.out, g.root_pos = 1, i, root.outs[1], i
     absorb(cx, g, root)
     return g
   end
