@@ -170,6 +170,32 @@ function(ins, outs, p, K)
   local code, mask = K.R.%s, K.dim_mask(p.dim, x.ndim)
   return function() K.reduce(code, y, x, mask) end
 end)lua";
+  // the default call syntax (x, dim, keepdim, {named params}), and a clear word for max(a, b), which
+  // in PyTorch is the elementwise maximum
+  static const char* kExtremeAdapter = R"lua(
+function(op, x, ...)
+  local n, args = select('#', ...), {...}
+  local a = args[1]
+  if mf.is_tensor(a) or mf.is_symbol(a) or (type(a) == 'table' and a._data ~= nil) then
+    mf._raise(op.name .. ': the second argument is a tensor; the elementwise %s of two tensors is '
+      .. 'mf.%s(a, b) (cmax or cmin in Torch7)')
+  end
+  local names, p = {'dim', 'keepdim'}, nil
+  for k = 1, n do
+    local v = args[k]
+    if k == n and type(v) == 'table' and type(next(v)) == 'string' then  -- trailing {name = value} params
+      p = p or {}
+      for name, val in pairs(v) do p[name] = val end
+    elseif v ~= nil then
+      if not names[k] then
+        mf._raise(op.name .. ': too many arguments (' .. (n + 1) .. '); it takes 1 input and params dim, keepdim')
+      end
+      p = p or {}
+      p[names[k]] = v
+    end
+  end
+  return {x}, p
+end)lua";
   struct Extreme {
     const char *name, *code, *doc, *alias;
     int is_min;
@@ -189,7 +215,9 @@ end)lua";
        "reduce_min", 1},
   };
   for (const Extreme& e : extremes) {
-    char grad[1200], kernel[600];
+    char grad[1200], kernel[600], adapter[1400];
+    const char* full = e.is_min ? "minimum" : "maximum";
+    std::snprintf(adapter, sizeof adapter, kExtremeAdapter, full, full);
     std::snprintf(grad, sizeof grad, kExtremeGrad, e.name);
     std::snprintf(kernel, sizeof kernel, kExtremeKernel, e.is_min, e.code);
     Registry::get()
@@ -200,6 +228,7 @@ end)lua";
         .param(Field::int_list("dim", "", "Dims to reduce, 1-based (negative counts from the end); empty: all. "
                                           "Exactly one dim also returns the indices."))
         .param(Field::boolean("keepdim", false, "Keep reduced dims with size 1."))
+        .lua_adapter(adapter)
         .infer_shape(extreme_shape)
         .infer_type(values_indices_type)
         .lua_compute(MF_CPU, kernel)

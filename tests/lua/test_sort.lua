@@ -265,6 +265,10 @@ T.test('errors name the op, the values and what was expected', function()
   T.errors(function() return x:sort(3) end, 'sort: dim 3 out of range')
   T.errors(function() return x:max(-3) end, 'max: dim -3 out of range')
   T.errors(function() return mf.zeros(2, 0):max(2) end, 'max: cannot reduce over dim 2 of size 0')
+  -- PyTorch's max(a, b) is the elementwise maximum: here that is mf.maximum, and max says so
+  T.errors(function() return mf.max(x, x) end, 'max: the second argument is a tensor', 'mf.maximum(a, b)')
+  T.errors(function() return x:min(mf.ones(2, 4)) end, 'min: the second argument is a tensor', 'mf.minimum(a, b)')
+  T.errors(function() return x:max(1, true, 3) end, 'max: too many arguments (4)')
   T.errors(function() return x:cumsum() end, 'cumsum', 'dim')
   T.errors(function() return x:cumprod(0) end, 'cumprod: dim 0 out of range')
   T.errors(function() return mf.take_along(x, mf.tensor({{5}, {1}}, 'int64'), 2) end,
