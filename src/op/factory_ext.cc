@@ -94,7 +94,7 @@ function(ins, outs, p, K)
 end)lua");
 
   MF_REGISTER_OP(randperm)
-      .describe("A random permutation of 1..n (1-based, so it indexes: x:index_select(1, mf.randperm(n))).")
+      .describe("A random permutation of 1..n (1-based, so it indexes: x:index_select(mf.randperm(n), 1)).")
       .inputs({})
       .param(Field::integer("n", 0, "Number of elements.").range(0, 9e15).mandatory())
       .param(Field::dtype("dtype", "int64", "Element type."))

@@ -190,7 +190,7 @@ end)lua")
   // repeat is a Lua keyword: x:repeatTensor(2, 3), mf['repeat'](x, 2, 3) or x['repeat'](x, 2, 3).
   MF_REGISTER_OP(repeat)
       .describe("x tiled sizes[i] times along dim i (PyTorch's repeat, Torch7's repeatTensor); extra leading "
-                "sizes add dims. A copy.")
+                "sizes add dims. A copy. repeat is a Lua keyword: x:repeatTensor(2, 3) or mf['repeat'](x, 2, 3).")
       .alias("repeatTensor")
       .inputs({"x"})
       .strided()
