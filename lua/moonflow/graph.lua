@@ -5,7 +5,7 @@ local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
 
 return function(mf)
-  local K, T, raise = mf.kernels, mf._T, mf._raise
+  local K, T, SZ, raise = mf.kernels, mf._T, mf._SZ, mf._raise
   local is_tensor, ops = mf.is_tensor, mf._ops
   local DTYPE_NAME = mf._DTYPE_NAME
   local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = C.MF_NODE_OP, C.MF_NODE_PLACEHOLDER,
@@ -205,10 +205,30 @@ return function(mf)
   -- user's build line, with unknown sizes printed as '?'. Only a rule that cannot tell its output
   -- shape before the run ([unknown-output]), or a Lua-registered rule (which sees the sentinels as
   -- numbers) failing on unknown sizes, leaves the output shapes unknown.
-  local function infer_with(op, rec, ins, sentinel, has_unknown)
+  -- The headers of build-time inference are scratch (only the output shapes and dtypes are read,
+  -- right after): input headers from one array, output headers from one pool per sentinel run
+  -- (mf._infer's into; the first run's outputs are read after the second). One finalizable cdata
+  -- per input and output of every node was collector work that grew with the graph. A rule that
+  -- builds nodes itself (a Lua shape rule could) gets fresh headers: the scratch is in use.
+  local scratch_ins = ffi.new('mf_tensor[?]', 256)
+  local function scratch_pool()
+    local arr = ffi.new('mf_tensor[?]', 64)  -- ops.lua's MAXOUT outputs
+    return {n = 0, metas = {}, alias = {}, meta = function(self)
+      if self.n >= 64 then return T() end  -- (a Lua shape rule may give more)
+      local m = arr[self.n]
+      self.n = self.n + 1
+      ffi.fill(m, SZ)
+      return m
+    end}
+  end
+  local pools = {[UNKNOWN] = scratch_pool(), [UNKNOWN2] = scratch_pool()}
+  local scratch_busy = false
+
+  local function infer_with(op, rec, ins, sentinel, has_unknown, into)
     local metas = {}
     for i, s in ipairs(ins) do
-      local m = T()
+      local m = into and scratch_ins[i - 1] or T()
+      if into then ffi.fill(m, SZ) end
       m.dtype_id = s.dtype_id
       m.ndim = #s.shape
       local acc = 1  -- strides and count as if unknown sizes were 1: no overflow with many of them
@@ -223,7 +243,8 @@ return function(mf)
       m.is_contig = 1
       metas[i] = m
     end
-    return pcall(mf._infer, op, rec, metas, #metas, has_unknown and sentinel or nil)
+    if into then into.n = 0 end
+    return pcall(mf._infer, op, rec, metas, #metas, has_unknown and sentinel or nil, into)
   end
 
   -- a failed build-time inference: unknown output shapes (nil), or the rule's error raised again
@@ -240,12 +261,20 @@ return function(mf)
       if not s.shape then return nil end
       for _, v in ipairs(s.shape) do has_unknown = has_unknown or v < 0 end
     end
-    local ok, outs = infer_with(op, rec, ins, UNKNOWN, has_unknown)
-    if not ok then return infer_failed(op, has_unknown, outs) end
+    local use_scratch = not scratch_busy
+    scratch_busy = true
+    local ok, outs = infer_with(op, rec, ins, UNKNOWN, has_unknown, use_scratch and pools[UNKNOWN])
+    if not ok then
+      if use_scratch then scratch_busy = false end
+      return infer_failed(op, has_unknown, outs)
+    end
     local outs2
     if has_unknown then
-      local ok2, o2 = infer_with(op, rec, ins, UNKNOWN2, true)
-      if not ok2 then return infer_failed(op, true, o2) end
+      local ok2, o2 = infer_with(op, rec, ins, UNKNOWN2, true, use_scratch and pools[UNKNOWN2])
+      if not ok2 then
+        if use_scratch then scratch_busy = false end
+        return infer_failed(op, true, o2)
+      end
       outs2 = o2
     end
     local res = {}
@@ -257,6 +286,7 @@ return function(mf)
       end
       res[i] = {shape = s, dtype = m.dtype_id}
     end
+    if use_scratch then scratch_busy = false end
     return res
   end
 
