@@ -380,7 +380,9 @@ end)lua");
 
   MF_REGISTER_OP(index_add_)
       .describe("index_add written into x in place; returns x. Spellings: x:index_add_(dim, index, src), "
-                "mf.index_add_(x, index, src, dim). Not differentiable: it writes x (index_add is).")
+                "mf.index_add_(x, index, src, dim), Torch7's x:indexAdd(dim, index, src). Not differentiable: it "
+                "writes x (index_add is).")
+      .alias("indexAdd")  // Torch7's, which writes x too
       .inputs({"x", "index", "src"})
       .mask_input(2)
       .param(dim_field())
@@ -398,7 +400,9 @@ end)lua");
 
   MF_REGISTER_OP(masked_fill_)
       .describe("masked_fill written into x in place; returns x. Spellings: x:masked_fill_(mask, value), "
-                "mf.masked_fill_(x, mask, value). Not differentiable: it writes x (masked_fill is).")
+                "mf.masked_fill_(x, mask, value), Torch7's x:maskedFill(mask, value). Not differentiable: it writes x "
+                "(masked_fill is).")
+      .alias("maskedFill")  // Torch7's, which writes x too
       .inputs({"x", "mask", "value"})
       .mask_input(2)
       .view()
@@ -416,7 +420,8 @@ end)lua");
                 "broadcast together). Eager only: the output size depends on the mask's values, so mf.masked_select "
                 "counts them first (with ne and sum) and passes the count; on graph symbols it is an error when the "
                 "graph is built. No gradient (graphs cannot hold it). Spellings: x:masked_select(mask), "
-                "mf.masked_select(x, mask).")
+                "mf.masked_select(x, mask), Torch7's x:maskedSelect(mask).")
+      .alias("maskedSelect")
       .inputs({"x", "mask"})
       .strided()
       .mask_input(2)

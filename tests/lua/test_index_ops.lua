@@ -161,6 +161,17 @@ T.test('in-place forms write x (through views) and return it; index and src shar
     'masked_fill_: the number 0.5', 'not an integer')
 end)
 
+T.test("Torch7's spellings: maskedSelect, and maskedFill and indexAdd, which write x as in Torch7", function()
+  local a = mf.tensor{{1, -2}, {-3, 4}}
+  T.tensor_eq(a:maskedSelect(a:lt(0)), {-2, -3})
+  T.eq(rawequal(a:maskedFill(a:lt(0), 0), a), true, 'maskedFill returns x')
+  T.tensor_eq(a, {{1, 0}, {0, 4}})
+  a:indexAdd(2, I{2, 2}, mf.tensor{{1, 2}, {3, 4}})
+  T.tensor_eq(a, {{1, 3}, {0, 11}})
+  -- Torch7's nonzero gives 1-based coordinates too, and gather/scatter take the dim first
+  T.tensor_eq(a:nonzero(), {{1, 1}, {1, 2}, {2, 2}})
+end)
+
 T.test('errors name the op, the value, the dim and its size; never a crash', function()
   T.errors(function() X:gather(1, I{{5, 1, 1}}) end,
     'gather: index 5 at position [1,1] of the index is out of range 1..4 along dim 1 of x (4x3)')
