@@ -13,7 +13,9 @@ return function(mf)
       if not x.shape then raise(('einsum: operand %d has a shape unknown when the graph is built'):format(k)) end
       return x.shape
     end
-    if not mf.is_tensor(x) then raise(('einsum: operand %d is a %s; expected a tensor or symbol'):format(k, type(x))) end
+    if not mf.is_tensor(x) then
+      raise(('einsum: operand %d is a %s; expected a tensor or symbol'):format(k, type(x)))
+    end
     return x:size()
   end
 
@@ -117,7 +119,9 @@ return function(mf)
   local function reshape(eq, x, shape)
     local unknown = 0
     for _, v in ipairs(shape) do if v < 0 then unknown = unknown + 1 end end
-    if unknown > 1 then raise(("einsum: '%s': more than one size of a product is unknown when the graph is built"):format(eq)) end
+    if unknown > 1 then
+      raise(("einsum: '%s': more than one size of a product is unknown when the graph is built"):format(eq))
+    end
     return mf.reshape(x, shape)
   end
 
@@ -171,7 +175,9 @@ return function(mf)
     local pb = reshape(eq, permute_to(b, lb, cat(batch, con, bonly)), cat(sizes(batch, size_b), {k, n}))
     local letters = cat(batch, aonly, bonly)
     local out_sizes = {}
-    for i, l in ipairs(letters) do out_sizes[i] = size_a[l] and size_b[l] and bcast(size_a[l], size_b[l]) or size_a[l] or size_b[l] end
+    for i, l in ipairs(letters) do
+      out_sizes[i] = size_a[l] and size_b[l] and bcast(size_a[l], size_b[l]) or size_a[l] or size_b[l]
+    end
     return reshape(eq, mf.matmul(pa, pb), out_sizes), letters, out_sizes
   end
 
@@ -248,8 +254,8 @@ return function(mf)
       for q = k - 1, k do  -- products go through matmul: floats only
         local dt = ops[q]:dtype()
         if dt ~= 'float32' and dt ~= 'float64' then
-          raise(("einsum: '%s': operand %d is %s; a product of operands needs float32 or float64 (cast it with :float())")
-            :format(eq, q, dt))
+          raise(("einsum: '%s': operand %d is %s; a product of operands needs float32 or float64 "
+            .. "(cast it with :float())"):format(eq, q, dt))
         end
       end
       local keep = function(l) return needed_after(k)(l) or index_of(ly, l) end

@@ -117,7 +117,8 @@ void register_linalg_ops() {
 function(ins, outs, p, K)
   local y, a, b = outs[1], ins[1], ins[2]
   local n, sa, sb = a.shape[0], a.strides[0], b.strides[0]
-  local a2, b2, y2 = K.header_as(a, {1, n}, {n * sa, sa}), K.header_as(b, {n, 1}, {sb, 1}), K.header_as(y, {1, 1}, {1, 1})
+  local a2, b2 = K.header_as(a, {1, n}, {n * sa, sa}), K.header_as(b, {n, 1}, {sb, 1})
+  local y2 = K.header_as(y, {1, 1}, {1, 1})
   return function()
     a2.ptr, b2.ptr, y2.ptr = a.ptr, b.ptr, y.ptr
     K.matmul(y2, a2, b2, 0, 0)

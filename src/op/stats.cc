@@ -32,7 +32,9 @@ function(ins, outs, p, K)
 end)lua";
 }
 
-Field dim_field() { return Field::int_list("dim", "", "Dims to reduce, 1-based (negative counts from the end); empty: all."); }
+Field dim_field() {
+  return Field::int_list("dim", "", "Dims to reduce, 1-based (negative counts from the end); empty: all.");
+}
 Field keepdim_field() { return Field::boolean("keepdim", false, "Keep reduced dims with size 1."); }
 Field unbiased_field() {
   return Field::boolean("unbiased", true, "Divide by n - 1 (Bessel's correction) instead of n.");

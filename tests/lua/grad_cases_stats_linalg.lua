@@ -27,6 +27,7 @@ return function(case, POS)
   case('addmm', 'addmm', {{{3, 2}}, {{3, 4}}, {{4, 2}}}, function(c, a, b) return mf.addmm(c, a, b) end)
   case('addmm broadcast c, beta, alpha', 'addmm', {{{2}}, {{3, 4}}, {{4, 2}}},
     function(c, a, b) return mf.addmm(c, a, b, 0.5, -2) end)
-  case('addmm beta 0', 'addmm', {{{3, 2}}, {{3, 4}}, {{4, 2}}}, function(c, a, b) return mf.addmm(c, a, b, {beta = 0}) end)
+  case('addmm beta 0', 'addmm', {{{3, 2}}, {{3, 4}}, {{4, 2}}},
+    function(c, a, b) return mf.addmm(c, a, b, {beta = 0}) end)
   case('outer', 'outer', {{{3}}, {{4}}}, function(a, b) return mf.outer(a, b) end)
 end

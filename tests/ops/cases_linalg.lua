@@ -97,7 +97,8 @@ bad('bmm_2d', 'bmm', {{3, 4}, {2, 4, 5}}, 'bmm: a is 3x4, b is 2x4x5; expected a
 bad('bmm_batches', 'bmm', {{2, 3, 4}, {3, 4, 5}}, 'bmm: a is 2x3x4, b is 3x4x5; a:size(1) = 2 must equal b:size(1) = 3')
 bad('bmm_inner', 'bmm', {{2, 3, 4}, {2, 5, 5}}, 'a:size(3) = 4 must equal b:size(2) = 5')
 bad('addmm_c', 'addmm', {{4, 5}, {3, 4}, {4, 5}}, 'addmm: c is 4x5, a is 3x4, b is 4x5; expected c to broadcast to 3x5')
-bad('addmm_inner', 'addmm', {{3, 5}, {3, 4}, {3, 5}}, 'addmm: c is 3x5, a is 3x4, b is 3x5; a:size(2) = 4 must equal b:size(1) = 3')
+bad('addmm_inner', 'addmm', {{3, 5}, {3, 4}, {3, 5}},
+    'addmm: c is 3x5, a is 3x4, b is 3x5; a:size(2) = 4 must equal b:size(1) = 3')
 bad('outer_2d', 'outer', {{2, 2}, {3}}, 'outer: a is 2x2, b is 3; expected a to be 1-D')
 add{name = 'outer_dtypes', op = 'outer', inputs = {input({2}, {dtype = 'int64'}), input({2})},
     error = 'outer: a is int64, b is float'}

@@ -53,7 +53,9 @@ end
 
 local function unbiased(p) return p.unbiased == nil or p.unbiased end
 local REF = {
-  var = function(ins, p) return L.reduce(ins[1], p.dim, p.keepdim, function(v) return fvar(v, unbiased(p) and 1 or 0) end) end,
+  var = function(ins, p)
+    return L.reduce(ins[1], p.dim, p.keepdim, function(v) return fvar(v, unbiased(p) and 1 or 0) end)
+  end,
   std = function(ins, p)
     return L.reduce(ins[1], p.dim, p.keepdim, function(v) return math.sqrt(fvar(v, unbiased(p) and 1 or 0)) end)
   end,
@@ -109,7 +111,8 @@ norm('_large', {64, 33}, nil, {dim = {1}})
 add{name = 'norm_neg_inf_empty', op = 'norm', inputs = {input({3, 0})}, params = {p = -huge, dim = {2}},
     error = 'the -inf norm over an empty dim'}
 add{name = 'norm_int', op = 'norm', inputs = {input({2, 3})}, dtypes = {'int64'}, error = 'expected float32 or float64'}
-add{name = 'norm_nan_order', op = 'norm', inputs = {input({2, 3})}, params = {p = nan}, error = "param 'p' expects a number"}
+add{name = 'norm_nan_order', op = 'norm', inputs = {input({2, 3})}, params = {p = nan},
+    error = "param 'p' expects a number"}
 
 -- logsumexp ----------------------------------------------------------------------------------------
 local function lse(suffix, shape, args, params, empty, dom)
@@ -146,7 +149,8 @@ for _, name in ipairs{'any', 'all'} do
   v('_all_one', {3, 4}, {2}, {dim = {2}}, nil, {values = {1}, ilo = 1, ihi = 1})
   v('_threads', {300, 200}, {1}, {dim = {1}})
   -- NaN is not 0: it counts as true
-  add{name = name .. '_nan', op = name, inputs = {input({3, 4}, {values = {nan, 0, 0, 0, nan, nan, nan, nan, 0, 0, 0, 0}})},
+  add{name = name .. '_nan', op = name,
+      inputs = {input({3, 4}, {values = {nan, 0, 0, 0, nan, nan, nan, nan, 0, 0, 0, 0}})},
       params = {dim = {2}}, exact = true, out_dtype = 'uint8', ref = REF[name]}
 end
 

@@ -175,7 +175,10 @@ static void any_all_typed(int code, mf_tensor& out, const mf_tensor& x, const Re
     for (int64_t o = ob; o < oe; ++o) {
       bool found = false;  // any: a nonzero seen; all: a zero seen
       plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t st) {
-        for (int64_t i = 0; i < n && !found; ++i) found = want_any ? xp[off + i * st] != T(0) : xp[off + i * st] == T(0);
+        for (int64_t i = 0; i < n && !found; ++i) {
+          bool zero = xp[off + i * st] == T(0);
+          found = want_any ? !zero : zero;
+        }
       });
       yp[o] = uint8_t(want_any ? found : !found);
     }
@@ -275,7 +278,8 @@ static ReducePlan checked_plan(int code, mf_tensor& out, const mf_tensor& x, uin
   if (plan.rcount == 0 && no_identity)
     fail(reduce_name(code), ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
   bool is_float = dtype_is_float(x.dtype_id);
-  bool float_only = code == MF_R_MEAN || code == MF_R_LOGSUMEXP || code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM;
+  bool float_only =
+      code == MF_R_MEAN || code == MF_R_LOGSUMEXP || code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM;
   if (float_only && !is_float) fail(op, ": x is ", dtype_name(x.dtype_id), "; expected float32 or float64");
   int want = code == MF_R_ARGMAX || code == MF_R_ARGMIN ? int(MF_INT64)
              : code == MF_R_ANY || code == MF_R_ALL   ? int(MF_UINT8)
