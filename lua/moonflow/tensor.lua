@@ -197,6 +197,35 @@ return function(mf)
   end
   local function fill_into(dst, v, what) through('fill', dst, fill_value(dst, v, what), what) end
 
+  -- Whether the in-place ops' operand src (broadcast to dst) shares memory with dst other than
+  -- element for element (x:add_(x:t()), a row added into the next), so that writing dst while
+  -- reading src would read values already written: the ops then read a copy of src (as copy does).
+  local intptr = ffi.typeof('intptr_t')
+  local function byte_range(t)
+    local lo, hi, size = 0, 0, C.mf_dtype_size(t.dtype_id)
+    for d = 0, t.ndim - 1 do
+      local s = t.strides[d] * (t.shape[d] - 1)
+      if s < 0 then lo = lo + s else hi = hi + s end
+    end
+    local base = ffi.cast(intptr, t.ptr)
+    return base + lo * size, base + (hi + 1) * size
+  end
+  function mf._reads_overlap(dst, src)
+    if dst.count == 0 or src.count == 0 or dst.store ~= src.store then return false end
+    local a0, a1 = byte_range(dst)
+    local b0, b1 = byte_range(src)
+    if a1 <= b0 or b1 <= a0 then return false end
+    if dst.ptr ~= src.ptr or dst.dtype_id ~= src.dtype_id then return true end
+    local lead = dst.ndim - src.ndim  -- same start: element for element when the strides agree
+    for d = 0, dst.ndim - 1 do
+      if dst.shape[d] > 1 then
+        local ss = (d < lead or src.shape[d - lead] == 1) and 0 or src.strides[d - lead]
+        if ss ~= dst.strides[d] then return true end
+      end
+    end
+    return false
+  end
+
   function methods.set(t, ...)
     local n = select('#', ...)
     if n == 0 then raise('set: expected indices and a value: t:set(i, j, v)') end

@@ -65,29 +65,53 @@ void random_shape(InferCtx& c) {
 
 // The x + alpha * other family (add, sub and their in-place forms; z is what is written: the
 // output, or x itself). alpha == 1, the usual case, is one pass; another alpha scales other into a
-// scratch tensor of other's shape first (integers stay exact: no float round trip).
+// scratch tensor of other's shape first (integers stay exact: no float round trip). In place, an
+// other that shares memory with x other than element for element (x:add_(x:t())) is read from a
+// copy (mf._reads_overlap, lua/moonflow/tensor.lua), as copy reads its source whole first.
 std::string alpha_kernel(const char* binop, bool in_place) {
-  std::string op = binop, z = in_place ? "x" : "y", ret = in_place ? "; K.alias(y, x, 0)" : "";
+  std::string op = binop, name = op + (in_place ? "_" : "");
+  std::string one = in_place ? R"lua(
+    return function()
+      local w = v
+      if overlap(x, v) then
+        w = mf._new_like_meta(v, ')lua" + name + R"lua(')
+        K.copy(w, v)
+      end
+      K.binary(op, x, x, w)
+      K.alias(y, x, 0)
+    end)lua"
+                             : R"lua(
+    return function() K.binary(op, y, x, v) end)lua";
   return R"lua(
 function(ins, outs, p, K)
-  local y, x, v, alpha = outs[1], ins[1], ins[2], p.alpha
-  local op, mul, z = K.B.)lua" + op + ", K.B.mul, " + z + R"lua(
-  if alpha == 1 then return function() K.binary(op, z, x, v))lua" + ret + R"lua( end end
+  local y, x, v, alpha, overlap = outs[1], ins[1], ins[2], p.alpha, mf._reads_overlap
+  local op, mul, z = K.B.)lua" + op + ", K.B.mul, " + (in_place ? "x" : "y") + R"lua(
+  if alpha == 1 then)lua" + one + R"lua(
+  end
   local a = mf._new_tensor({}, v.dtype_id, v.device_id)  -- alpha as a 0-dim tensor of v's dtype
   K.fill(a, alpha)
   return function()
-    local t = mf._new_like_meta(v, ')lua" + op + R"lua(')  -- per call: a cached entry holds no scratch
+    local t = mf._new_like_meta(v, ')lua" + name + R"lua(')  -- per call: a cached entry holds no scratch
     K.binary(mul, t, v, a)
-    K.binary(op, z, x, t))lua" + ret + R"lua(
+    K.binary(op, z, x, t))lua" + (in_place ? "\n    K.alias(y, x, 0)" : "") + R"lua(
   end
 end)lua";
 }
 
+// mul_, div_: as alpha_kernel's in-place alpha == 1 path.
 std::string binary_inplace_kernel(const char* binop) {
   return std::string(R"lua(
 function(ins, outs, p, K)
-  local y, x, v, op = outs[1], ins[1], ins[2], K.B.)lua") + binop + R"lua(
-  return function() K.binary(op, x, x, v); K.alias(y, x, 0) end
+  local y, x, v, op, overlap = outs[1], ins[1], ins[2], K.B.)lua") + binop + R"lua(, mf._reads_overlap
+  return function()
+    local w = v
+    if overlap(x, v) then
+      w = mf._new_like_meta(v, ')lua" + binop + R"lua(_')
+      K.copy(w, v)
+    end
+    K.binary(op, x, x, w)
+    K.alias(y, x, 0)
+  end
 end)lua";
 }
 

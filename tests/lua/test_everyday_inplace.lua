@@ -75,6 +75,23 @@ T.test('views as destinations and sources: only the view is written', function()
   T.tensor_eq(e, {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}})
 end)
 
+T.test('a source sharing memory with x is read whole first (as copy)', function()
+  local a = mf.tensor{{1, 2}, {3, 4}}
+  T.tensor_eq(a:add_(a:t()), {{2, 5}, {5, 8}}, nil, 'a += a^T')
+  local c = mf.tensor{1, 2, 3, 4}
+  c:narrow(1, 2, 3):add_(c:narrow(1, 1, 3))  -- each element plus its old left neighbour
+  T.tensor_eq(c, {1, 3, 5, 7})
+  local e = mf.tensor{1, 2, 3, 6}
+  e:narrow(1, 2, 3):div_(e:narrow(1, 1, 3))
+  T.tensor_eq(e, {1, 2, 1.5, 2})
+  local f = mf.tensor{{1, 2}, {3, 4}}
+  T.tensor_eq(f:mul_(f[1]), {{1, 4}, {3, 8}}, nil, 'row 1 broadcast over f, row 1 included')
+  local g = mf.tensor{{1, 2}, {3, 4}}
+  T.tensor_eq(g:sub_(g:t(), {alpha = 2}), {{-1, -4}, {-1, -4}})
+  local h = mf.tensor{5, 6}
+  T.tensor_eq(h:mul_(h), {25, 36}, nil, 'element for element: no copy needed, same result')
+end)
+
 T.test('integer dtypes: exact, truncating division, numbers must be integral', function()
   local x = mf.tensor({7, -7, 9}, 'int32')
   T.tensor_eq(x:div_(2), {3, -3, 4})
