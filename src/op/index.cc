@@ -230,7 +230,9 @@ function(op, x, opts)
   return {x}, p
 end)lua";
 
-Field dim_field() { return Field::integer("dim", 1, "Dim the index addresses, 1-based (negative counts from the end)."); }
+Field dim_field() {
+  return Field::integer("dim", 1, "Dim the index addresses, 1-based (negative counts from the end).");
+}
 
 Field count_field(const char* what) {
   return Field::integer("count", -1, std::string("Number of ") + what +

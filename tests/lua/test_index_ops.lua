@@ -187,8 +187,10 @@ T.test('errors name the op, the value, the dim and its size; never a crash', fun
   T.errors(function() mf.zeros(3, 2):masked_fill(mf.tensor({1, 0, 1}, 'uint8'), 1) end,
     'masked_fill: x is 3x2, mask 3; the mask must broadcast to x')
   T.errors(function() mf.zeros(3, 2):masked_fill(mf.zeros(3, 2), 1) end, 'masked_fill: mask is float32; expected uint8')
-  T.errors(function() mf.zeros(3, 2):masked_select(mf.tensor({1, 0, 1}, 'uint8')) end, 'masked_select: x is 3x2, mask is 3')
-  T.errors(function() mf.zeros(3, 2):masked_select(mf.zeros(3, 2)) end, 'masked_select: mask is float32; expected uint8')
+  T.errors(function() mf.zeros(3, 2):masked_select(mf.tensor({1, 0, 1}, 'uint8')) end,
+      'masked_select: x is 3x2, mask is 3')
+  T.errors(function() mf.zeros(3, 2):masked_select(mf.zeros(3, 2)) end,
+      'masked_select: mask is float32; expected uint8')
   -- a wrong count passed by hand is caught before anything is written
   T.errors(function() mf.masked_select(mf.zeros(3), mf.tensor({1, 1, 0}, 'uint8'), {count = 3}) end,
     'masked_select: output is 3; the mask selects 2 elements of 3')
@@ -229,7 +231,8 @@ end)
 T.test('gradient of gather through a graph, by hand', function()
   mf.reset_default_graph()
   local x = mf.placeholder('float64', {3, 2}, 'x')
-  local y = mf.sum(mf.gather(x, 1, mf.constant(I{{1, 3}, {1, 1}, {2, 3}})) * mf.constant(mf.tensor({{1, 2}, {3, 4}, {5, 6}}, 'float64')))
+  local w = mf.constant(mf.tensor({{1, 2}, {3, 4}, {5, 6}}, 'float64'))
+  local y = mf.sum(mf.gather(x, 1, mf.constant(I{{1, 3}, {1, 1}, {2, 3}})) * w)
   local gx = mf.gradients(y, {x})[1]
   -- d/dx[i][j] sums the weights where index[.][j] = i: column 1 {1+3, 5, 0}, column 2 {4, 0, 2+6}
   T.tensor_eq(mf.Session():run(gx, {[x] = mf.zeros(3, 2, {dtype = 'float64'})}), {{4, 4}, {5, 0}, {0, 8}})
@@ -237,8 +240,9 @@ end)
 
 T.test('help names the spellings', function()
   for op, spelling in pairs{gather = 'x:gather(dim, index)', scatter = 'x:scatter(dim, index, src)',
-                            scatter_add = 'mf.scatter_add(x, index, src, dim)', index_add = 'x:index_add(dim, index, src)',
-                            masked_fill = 'x:masked_fill(mask, value)', masked_select = 'Eager only', nonzero = 'Eager only'} do
+                            scatter_add = 'mf.scatter_add(x, index, src, dim)',
+                            index_add = 'x:index_add(dim, index, src)', masked_fill = 'x:masked_fill(mask, value)',
+                            masked_select = 'Eager only', nonzero = 'Eager only'} do
     T.eq(mf.op_doc(op):find(spelling, 1, true) ~= nil, true, op .. ' doc names ' .. spelling)
   end
   T.eq(mf.help_text('gather'):find('Dim the index addresses', 1, true) ~= nil, true, 'help lists the dim param')

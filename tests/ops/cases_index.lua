@@ -35,7 +35,8 @@ add{name = 'gather_out_of_range', op = 'gather', inputs = {input({4, 3}), index(
     error = 'gather: index 5 at position [1,1] of the index is out of range 1..4 along dim 1 of x (4x3)'}
 add{name = 'gather_zero_index', op = 'gather', inputs = {input({4, 3}), index({2, 3}, 0, 0)}, params = {dim = 2},
     error = 'index 0 at position [1,1] of the index is out of range 1..3 along dim 2'}
-add{name = 'gather_int32_index', op = 'gather', inputs = {input({4, 3}), input({2, 3}, {dtype = 'int32', ilo = 1, ihi = 3})},
+add{name = 'gather_int32_index', op = 'gather', inputs = {input({4, 3}),
+    input({2, 3}, {dtype = 'int32', ilo = 1, ihi = 3})},
     error = 'gather: index is int32; expected int64'}
 add{name = 'gather_index_too_big', op = 'gather', inputs = {input({4, 3}), index({2, 4}, 1, 3)}, params = {dim = 1},
     error = "gather: x is 4x3, index 2x4; expected an index of x's rank (2) no larger than x in every dim but dim 1"}
@@ -76,10 +77,12 @@ for _, v in ipairs{{'scatter', false}, {'scatter_add', true}} do
   add{name = op .. '_nan', op = op, inputs = {input({3, 4}, {nan = 2}), index({2, 4}, 1, 3), input({2, 4}, {nan = 3})},
       params = {dim = 1}, ref = ref, exact = not v[2]}
   add{name = op .. '_out_of_range', op = op, inputs = {input({3, 4}), index({2, 4}, -1, -1), input({2, 4})},
-      params = {dim = 1}, error = op .. ': index -1 at position [1,1] of the index is out of range 1..3 along dim 1 of x (3x4)'}
+      params = {dim = 1},
+      error = op .. ': index -1 at position [1,1] of the index is out of range 1..3 along dim 1 of x (3x4)'}
   add{name = op .. '_src_too_small', op = op, inputs = {input({3, 4}), index({2, 4}, 1, 3), input({2, 3})},
       params = {dim = 1}, error = op .. ': index is 2x4, src 2x3; expected src to be a number (0-dim) or of the index'}
-  add{name = op .. '_dtypes', op = op, inputs = {input({3, 4}), index({2, 4}, 1, 3), input({2, 4}, {dtype = 'float64'})},
+  add{name = op .. '_dtypes', op = op, inputs = {input({3, 4}), index({2, 4}, 1, 3),
+      input({2, 4}, {dtype = 'float64'})},
       dtypes = {'float32'}, error = op .. ': x is float32, src float64; expected one dtype'}
   add{name = op .. '_float_index', op = op, inputs = {input({3, 4}), input({2, 4}), input({2, 4})},
       dtypes = {'float32'}, error = op .. ': index is float32; expected int64'}
@@ -124,11 +127,14 @@ add{name = 'masked_fill_bcast', op = 'masked_fill', inputs = {input({2, 3, 4}), 
     ref = masked_fill_ref, dtypes = DT, exact = true}
 add{name = 'masked_fill_nan', op = 'masked_fill', inputs = {input({3, 4}, {nan = 2}), input({4}, MASK),
     input({}, {number = true, values = {0 / 0}})}, ref = masked_fill_ref, exact = true}
-add{name = 'masked_fill_not_bcast', op = 'masked_fill', inputs = {input({3, 4}), input({3}, MASK), input({}, {number = true})},
+add{name = 'masked_fill_not_bcast', op = 'masked_fill', inputs = {input({3, 4}), input({3}, MASK),
+    input({}, {number = true})},
     error = 'masked_fill: x is 3x4, mask 3; the mask must broadcast to x'}
-add{name = 'masked_fill_mask_larger', op = 'masked_fill', inputs = {input({4}), input({3, 4}, MASK), input({}, {number = true})},
+add{name = 'masked_fill_mask_larger', op = 'masked_fill', inputs = {input({4}), input({3, 4}, MASK),
+    input({}, {number = true})},
     error = 'the mask must broadcast to x'}
-add{name = 'masked_fill_float_mask', op = 'masked_fill', inputs = {input({3, 4}), input({3, 4}), input({}, {number = true})},
+add{name = 'masked_fill_float_mask', op = 'masked_fill', inputs = {input({3, 4}), input({3, 4}),
+    input({}, {number = true})},
     dtypes = {'float32'}, error = 'masked_fill: mask is float32; expected uint8'}
 add{name = 'masked_fill_value_shape', op = 'masked_fill', inputs = {input({3, 4}), input({3, 4}, MASK), input({4})},
     error = 'masked_fill: value is 4; expected a number or a 0-dim tensor'}
@@ -140,15 +146,18 @@ local function inplace(ref)
     return {r, written = {r}}
   end
 end
-add{name = 'scatter_', op = 'scatter_', inputs = {input({3, 4}), index({5, 4}, 1, 3), input({5, 4})}, params = {dim = 1},
+add{name = 'scatter_', op = 'scatter_', inputs = {input({3, 4}), index({5, 4}, 1, 3), input({5, 4})},
+    params = {dim = 1},
     args = {1}, writes = {1}, ref = inplace(scatter_ref(false)), check_out = L.views_input1, dtypes = DT, exact = true,
     empty = {{{3, 4}, {0, 4}, {0, 4}}}}
-add{name = 'scatter__number', op = 'scatter_', inputs = {input({3, 4}), index({3, 2}, 1, 4), input({}, {number = true})},
+add{name = 'scatter__number', op = 'scatter_', inputs = {input({3, 4}), index({3, 2}, 1, 4),
+    input({}, {number = true})},
     params = {dim = 2}, writes = {1}, ref = inplace(scatter_ref(false)), check_out = L.views_input1, dtypes = DT,
     exact = true}
 add{name = 'scatter_add_', op = 'scatter_add_', inputs = {input({2, 3, 4}), index({2, 3, 6}, 1, 4), input({2, 3, 6})},
     params = {dim = 3}, writes = {1}, ref = inplace(scatter_ref(true)), check_out = L.views_input1, dtypes = DT}
-add{name = 'index_add_', op = 'index_add_', inputs = {input({3, 4}), index({6}, 1, 3), input({6, 4})}, params = {dim = 1},
+add{name = 'index_add_', op = 'index_add_', inputs = {input({3, 4}), index({6}, 1, 3), input({6, 4})},
+    params = {dim = 1},
     args = {1}, writes = {1}, ref = inplace(index_add_ref), check_out = L.views_input1, dtypes = DT,
     empty = {{{3, 4}, {0}, {0, 4}}}}
 add{name = 'index_add__dim2', op = 'index_add_', inputs = {input({2, 5, 3}), index({4}, 1, 5), input({2, 4, 3})},
@@ -160,7 +169,8 @@ add{name = 'masked_fill__tensor', op = 'masked_fill_', inputs = {input({2, 3, 4}
     writes = {1}, ref = inplace(masked_fill_ref), check_out = L.views_input1, exact = true}
 add{name = 'scatter__out_of_range', op = 'scatter_', inputs = {input({3, 4}), index({2, 4}, 4, 4), input({2, 4})},
     params = {dim = 1}, error = 'scatter: index 4 at position [1,1] of the index is out of range 1..3 along dim 1'}
-add{name = 'masked_fill__not_bcast', op = 'masked_fill_', inputs = {input({4}), input({3, 4}, MASK), input({}, {number = true})},
+add{name = 'masked_fill__not_bcast', op = 'masked_fill_', inputs = {input({4}), input({3, 4}, MASK),
+    input({}, {number = true})},
     error = 'masked_fill_: x is 4, mask 3x4; the mask must broadcast to x'}
 -- x keeps its dtype in place: a fraction cannot go into an integer x (masked_fill promotes instead)
 add{name = 'masked_fill__int_fraction', op = 'masked_fill_', inputs = {input({3}, {dtype = 'int64'}), input({3}, MASK),
@@ -179,7 +189,8 @@ add{name = 'masked_select', op = 'masked_select', inputs = {input({3, 4}), input
     ref = masked_select_ref, dtypes = DT, exact = true, empty = {{{0, 4}, {0, 4}}, {{3, 0}, {1}}}}
 add{name = 'masked_select_bcast', op = 'masked_select', inputs = {input({2, 1, 4}), input({3, 1}, MASK)},
     eager_only = true, ref = masked_select_ref, dtypes = DT, exact = true}
-add{name = 'masked_select_none', op = 'masked_select', inputs = {input({3, 4}), input({4}, {dtype = 'uint8', ilo = 0, ihi = 0})},
+add{name = 'masked_select_none', op = 'masked_select', inputs = {input({3, 4}), input({4}, {dtype = 'uint8', ilo = 0,
+    ihi = 0})},
     eager_only = true, ref = masked_select_ref, exact = true}
 add{name = 'masked_select_nan', op = 'masked_select', inputs = {input({5, 2}, {nan = 2}), input({5, 1}, MASK)},
     eager_only = true, ref = masked_select_ref, exact = true}
@@ -199,9 +210,11 @@ local function nonzero_ref(ins)
   return L.array({n, #x.shape}, out)
 end
 -- values -2..2 in steps of 1: zeros in every layout
-add{name = 'nonzero', op = 'nonzero', inputs = {input({3, 4}, {lo = -2, hi = 2, step = 1, ilo = -2, ihi = 2})}, eager_only = true,
+add{name = 'nonzero', op = 'nonzero', inputs = {input({3, 4}, {lo = -2, hi = 2, step = 1, ilo = -2, ihi = 2})},
+    eager_only = true,
     ref = nonzero_ref, dtypes = DT, out_dtype = 'int64', exact = true, empty = {{{0, 4}}}}
-add{name = 'nonzero_3d', op = 'nonzero', inputs = {input({2, 3, 2}, {lo = -1, hi = 1, step = 1, ilo = -1, ihi = 1})}, eager_only = true,
+add{name = 'nonzero_3d', op = 'nonzero', inputs = {input({2, 3, 2}, {lo = -1, hi = 1, step = 1, ilo = -1, ihi = 1})},
+    eager_only = true,
     ref = nonzero_ref, dtypes = DT, out_dtype = 'int64', exact = true}
 add{name = 'nonzero_1d_nan', op = 'nonzero', inputs = {input({7}, {values = {0, 1, 0 / 0, 0, -3}})}, eager_only = true,
     ref = nonzero_ref, out_dtype = 'int64', exact = true}

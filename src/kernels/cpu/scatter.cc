@@ -57,8 +57,8 @@ void check_range(const char* op, const mf_tensor& idx, int dim, int64_t n, const
   for (int64_t i = 0; i < idx.count; ++i, w.next()) {
     int64_t v = index_at(idx, w);
     if (v < 1 || v > n)
-      fail(op, ": index ", v, " at position ", w.where(), " of the index is out of range 1..", n, " along dim ", dim + 1,
-           " of x (", shape_str(x), ")");
+      fail(op, ": index ", v, " at position ", w.where(), " of the index is out of range 1..", n, " along dim ",
+           dim + 1, " of x (", shape_str(x), ")");
   }
 }
 
@@ -71,9 +71,11 @@ void check_index_shape(const char* op, const mf_tensor& x, const mf_tensor& idx,
     if (other && other->ndim && idx.shape[d] > other->shape[d]) ok = false;
   }
   if (other && other->ndim && other->ndim != idx.ndim) ok = false;
-  if (!ok)
-    fail(op, ": x is ", shape_str(x), ", index ", shape_str(idx), other ? std::string(", ") + oname + " " + shape_str(*other) : "",
-         " along dim ", dim + 1, "; expected index of x's rank, no larger than x off dim", other ? std::string(" nor than ") + oname : "");
+  if (!ok) {
+    std::string o = other ? std::string(", ") + oname + " " + shape_str(*other) : "";
+    fail(op, ": x is ", shape_str(x), ", index ", shape_str(idx), o, " along dim ", dim + 1,
+         "; expected index of x's rank, no larger than x off dim", other ? std::string(" nor than ") + oname : "");
+  }
 }
 
 // The number of nonzero mask elements over the broadcast shape of x and mask (returned in shape).
