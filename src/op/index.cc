@@ -197,7 +197,10 @@ end)())lua";
 // output from it and the kernel checks it before writing. A graph plans every size before it runs,
 // so on symbols the adapter refuses at graph build.
 const char* const kMaskedSelectAdapter = R"lua(
-function(op, x, mask, opts)
+function(op, x, mask, opts, extra)
+  if (opts ~= nil and type(opts) ~= 'table') or extra ~= nil then
+    mf._raise('masked_select: takes x and mask (and an optional table of params); got more arguments')
+  end
   if mf.is_symbol(x) or mf.is_symbol(mask) then
     mf._raise('masked_select: its output size is the number of nonzero mask elements, known only from the values, '
       .. 'and a graph plans every size when it is bound, before it runs; call masked_select on tensors (eagerly), '
@@ -219,7 +222,10 @@ function(op, x, mask, opts)
 end)lua";
 
 const char* const kNonzeroAdapter = R"lua(
-function(op, x, opts)
+function(op, x, opts, extra)
+  if (opts ~= nil and type(opts) ~= 'table') or extra ~= nil then
+    mf._raise('nonzero: takes x (and an optional table of params); got more arguments')
+  end
   if mf.is_symbol(x) then
     mf._raise('nonzero: its output size is the number of nonzero elements, known only from the values, and a graph '
       .. 'plans every size when it is bound, before it runs; call nonzero on tensors (eagerly)')

@@ -191,6 +191,8 @@ T.test('errors name the op, the value, the dim and its size; never a crash', fun
       'masked_select: x is 3x2, mask is 3')
   T.errors(function() mf.zeros(3, 2):masked_select(mf.zeros(3, 2)) end,
       'masked_select: mask is float32; expected uint8')
+  T.errors(function() mf.nonzero(mf.ones(2), 1) end, 'nonzero: takes x')
+  T.errors(function() mf.masked_select(mf.ones(2), mf.ones(2):gt(0), 2) end, 'masked_select: takes x and mask')
   -- a wrong count passed by hand is caught before anything is written
   T.errors(function() mf.masked_select(mf.zeros(3), mf.tensor({1, 1, 0}, 'uint8'), {count = 3}) end,
     'masked_select: output is 3; the mask selects 2 elements of 3')
