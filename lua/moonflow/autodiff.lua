@@ -18,6 +18,7 @@ return function(mf)
     op.gradient_rule = r
     return r
   end
+  mf._gradient_rule = rule_of  -- the tape (tape.lua) calls the same rules on tensors
 
   local function as_list(x)
     if mf.is_symbol(x) then return {x} end

@@ -157,7 +157,7 @@ return function(mf)
     for i = 1, nout_buf[0] do
       local m = into and into:meta() or T()
       ffi.copy(m, meta_buf[i - 1], SZ)
-      m.owns = 0
+      m.owns, m.pad_ = 0, 0  -- pad_: no autograd flag copied from an input (tape.lua)
       metas[i], alias[i] = m, alias_buf[i - 1] ~= 0
     end
     return metas, alias
@@ -380,6 +380,7 @@ return function(mf)
 
   -- The eager path of every op: ins is a list of tensors (scalars already converted).
   local interrupt = C.mf_interrupt_flag()
+  local function tape_call(...) return mf._tape_call(...) end
   local function call(op, ins, nin, ptable)
     stats.calls = stats.calls + 1
     if interrupt[0] ~= 0 then  -- Ctrl-C in the REPL (a load: free on the hot path)
@@ -399,6 +400,12 @@ return function(mf)
         rec.nentries = rec.nentries + 1
       end
       rec.last = e
+    end
+    -- autograd (tape.lua): pad_ ~= 0 flags a tensor that may have autograd state, and a write op
+    -- bumps its target's version counter; a call on plain tensors pays these field tests only
+    if op.writes then return tape_call(op, rec, e, ins, nin, run_entry) end
+    for i = 1, nin do
+      if ins[i].pad_ ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
     end
     return run_entry(op, rec, e, ins, nin)
   end
@@ -624,6 +631,12 @@ return function(mf)
           end
         end
         number_operands(op, ins, nin)  -- numbers become tensors of the operands' dtype
+        local rg = ptable and ptable.requires_grad
+        if rg ~= nil and not op.param_kind.requires_grad then  -- zeros(2, 3, {requires_grad = true})
+          local pt = {}
+          for k, v in pairs(ptable) do if k ~= 'requires_grad' then pt[k] = v end end
+          return methods.requires_grad_(call(op, ins, nin, next(pt) ~= nil and pt or nil), rg)
+        end
         return call(op, ins, nin, ptable)
       end
       op.general = general  -- fast2's path for calls that give params
@@ -647,6 +660,7 @@ return function(mf)
     op.multi = bit.band(flags, C.MF_OPF_LIST_OUTPUT) ~= 0       -- returns its outputs as one list
     op.list_args = bit.band(flags, C.MF_OPF_LIST_ARGS) ~= 0
     op.overwrites = bit.band(flags, C.MF_OPF_OVERWRITES) ~= 0   -- writes input 1 without reading it
+    op.writes = bit.band(flags, OPF_WRITES) ~= 0  -- writes input 1 in place: bumps its version (tape.lua)
     op.same_shape_identity = bit.band(flags, C.MF_OPF_SAME_SHAPE_IDENTITY) ~= 0
     op.local_shape = bit.band(flags, C.MF_OPF_LOCAL_SHAPE) ~= 0  -- rules held by the registering engine
     op.local_gradient = bit.band(flags, C.MF_OPF_LOCAL_GRADIENT) ~= 0

@@ -107,6 +107,11 @@ return function(mf)
     local dtype = F32
     if type(opts) == 'string' then dtype = mf._dtype_code(opts, 'mf.tensor')
     elseif type(opts) == 'table' then dtype = mf._dtype_code(opts.dtype, 'mf.tensor') end
+    if type(opts) == 'table' and opts.requires_grad ~= nil then  -- mf.tensor(data, {requires_grad = true})
+      local o = {}
+      for k, v in pairs(opts) do if k ~= 'requires_grad' then o[k] = v end end
+      return methods.requires_grad_(mf.tensor(data, o), opts.requires_grad)
+    end
     if is_tensor(data) then return mf.cast(data, DTYPE_NAME[dtype]) end
     if type(data) ~= 'table' and type(data) ~= 'number' then
       raise(('mf.tensor: expected a number or a nested table of numbers, got a %s'):format(type(data)))
@@ -235,6 +240,7 @@ return function(mf)
     local off = elem_offset(t, args, 'set')
     check_writable(t, 'set')
     ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'set')
+    mf._bump_version(t, 'set')  -- the tape's version counter (tape.lua)
     return t
   end
 
@@ -537,6 +543,7 @@ return function(mf)
       if #k >= t.ndim then return tonumber(ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, k, 'index t[{i, j, ...}]')]) end
       return partial(t, k, 'index t[{i, j, ...}]')
     end
+    if k == 'grad' then return mf._grad_of(t) end  -- t.grad: the tape's gradient (tape.lua)
     if type(k) ~= 'string' then
       raise(('index: the index is a %s; expected a number (t[i]: row i), a table (t[{i, j}]: one element) or a method name'):format(
         is_tensor(k) and 'tensor (use mf.index_select or mf.where)' or type(k)))
@@ -552,9 +559,11 @@ return function(mf)
       local off = elem_offset(t, k, 'index assignment')
       check_writable(t, 'index assignment')
       ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
+      mf._bump_version(t, 'index assignment')
       return
     end
     if type(k) ~= 'number' then
+      if k == 'grad' then return mf._set_grad(t, v) end
       if type(k) == 'string' then raise(("cannot set field '%s' of a tensor"):format(k)) end
       raise(('index assignment: the index is a %s; expected a number (t[i] = v: row i) or a table (t[{i, j}] = v)')
         :format(is_tensor(k) and 'tensor' or type(k)))
@@ -564,6 +573,7 @@ return function(mf)
       local off = elem_offset(t, {k}, 'index assignment')
       check_writable(t, 'index assignment')
       ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
+      mf._bump_version(t, 'index assignment')
       return
     end
     local n = tonumber(t.shape[0])

@@ -1,0 +1,415 @@
+-- Eager autograd (the tape). An eager op call whose inputs include a tensor that requires grad
+-- (grad mode on) records a node: the op, its params, its input tensors and a data-only header of
+-- each output. loss:backward() and mf.autograd.grad walk the nodes newest first (a node is always
+-- newer than the nodes of its inputs) and call each op's registered gradient rule on tensors: the
+-- same rule graph mode calls on symbols (autodiff.lua's mf._gradient_rule), so one rule serves both.
+--
+-- Per-tensor state lives in AG, a weak-keyed table keyed by the tensor cdata (one struct cdata is
+-- one key: identity is per object, and a header copied into another cdata has no state). The
+-- struct's pad_ field (src/core/types.h) is the cheap flag the dispatcher tests on every call:
+-- pad_ ~= 0 means "may have autograd state", so calls on plain tensors cost one field load per
+-- input. Nodes reference their inputs and never their outputs' states, so the graph is acyclic
+-- and the collector frees a tape nobody reaches.
+--
+-- Version counters count writes per storage (views share their base's), keyed by the storage's
+-- address; a node remembers the versions of what it saved, and backward refuses a node whose
+-- saved tensors were written since, naming both ops.
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+
+return function(mf)
+  local raise, is_tensor, T, IS_FLOAT, DTYPE_NAME = mf._raise, mf.is_tensor, mf._T, mf._IS_FLOAT, mf._DTYPE_NAME
+  local methods = mf.Tensor
+  local AG = setmetatable({}, {__mode = 'k'})  -- tensor -> {leaf = true, grad = t} | {node = n, index = k}
+  local enabled = true                          -- grad mode (mf.set_grad_enabled)
+  local seq = 0                                 -- node creation count: a topological order
+  local versions, writer = {}, {}               -- storage address -> writes so far, the last writing op
+
+  local function shape_str(t) return methods.shape_str(t) end
+  local function skey(t) return tonumber(ffi.cast('uintptr_t', t.store)) end
+  local function version(t) return versions[skey(t)] or 0 end
+
+  -- every in-place write (the dispatcher for write ops, element writes in tensor.lua) lands here
+  local function bump(t, what)
+    local k = skey(t)
+    versions[k] = (versions[k] or 0) + 1
+    writer[k] = what
+  end
+  mf._bump_version = bump
+
+  -- a header sharing t's storage, with no autograd state
+  local function data_of(t)
+    local c = T()
+    C.mf_tensor_share(c, t)
+    c.pad_ = 0
+    return c
+  end
+
+  local function state(t) return t.pad_ ~= 0 and AG[t] or nil end
+
+  function mf.is_grad_enabled() return enabled end
+  function mf.set_grad_enabled(flag)
+    if type(flag) ~= 'boolean' then raise(('set_grad_enabled: flag is a %s; expected a boolean'):format(type(flag))) end
+    local was = enabled
+    enabled = flag
+    return was
+  end
+  local function restore(was, ok, ...)
+    enabled = was
+    if not ok then error(..., 0) end
+    return ...
+  end
+  -- runs fn with grad mode set to flag, restoring the mode even when fn fails
+  local function with_grad_mode(flag, fn, ...)
+    local was = enabled
+    enabled = flag
+    return restore(was, pcall(fn, ...))
+  end
+  function mf.no_grad(fn, ...)
+    if type(fn) ~= 'function' then raise(('no_grad: expected a function, got a %s'):format(type(fn))) end
+    return with_grad_mode(false, fn, ...)
+  end
+  function mf.enable_grad(fn, ...)
+    if type(fn) ~= 'function' then raise(('enable_grad: expected a function, got a %s'):format(type(fn))) end
+    return with_grad_mode(true, fn, ...)
+  end
+
+  -- tensor methods -----------------------------------------------------------------------------
+  function methods.requires_grad(t)
+    local s = state(t)
+    return s ~= nil and (s.node ~= nil or s.leaf == true)
+  end
+  function methods.requires_grad_(t, flag)
+    if flag == nil then flag = true end
+    if type(flag) ~= 'boolean' then raise(('requires_grad_: flag is a %s; expected a boolean'):format(type(flag))) end
+    local s = AG[t]
+    if s and s.node then
+      if flag then return t end
+      raise(('requires_grad_(false): this %s tensor was computed by op \'%s\' from tensors that require grad; only '
+        .. 'leaves can stop requiring grad (use t:detach() for a tensor without history)'):format(shape_str(t),
+        s.node.op.name))
+    end
+    if flag and not IS_FLOAT[t.dtype_id] then
+      raise(('requires_grad: only floating-point tensors (float32, float64) can require gradients; this %s tensor is '
+        .. '%s (convert it with :double() or :float() first)'):format(shape_str(t), DTYPE_NAME[t.dtype_id]))
+    end
+    if flag then
+      AG[t] = {leaf = true, grad = s and s.grad}
+      t.pad_ = 1
+    else
+      if s then AG[t] = {grad = s.grad} end  -- keeps .grad; no longer a leaf that requires grad
+      t.pad_ = 0
+    end
+    return t
+  end
+  function methods.detach(t) return data_of(t) end
+  function methods.is_leaf(t)
+    local s = state(t)
+    return not (s and s.node)
+  end
+
+  -- t.grad (tensor.lua's __index and __newindex come here)
+  function mf._grad_of(t)
+    local s = AG[t]
+    return s and s.grad
+  end
+  function mf._set_grad(t, g)
+    if g ~= nil and not is_tensor(g) then raise(('t.grad = value: value is a %s; expected a tensor or nil'):format(type(g))) end
+    if g ~= nil and (g.ndim ~= t.ndim or g.count ~= t.count) then
+      raise(('t.grad = value: value is %s; expected the tensor\'s shape %s'):format(shape_str(g), shape_str(t)))
+    end
+    local s = AG[t]
+    if not s then
+      if g == nil then return end
+      s = {}
+      AG[t] = s
+    end
+    s.grad = g
+  end
+
+  -- recording ------------------------------------------------------------------------------------
+  local function outputs_of(op, first, ...)
+    if op.multi then return first end
+    return {first, ...}
+  end
+
+  -- the result of a call whose inputs have pad_ set: outputs get a clean flag (a view's header may
+  -- have copied its input's), then a node when recording
+  local function finish(op, rec, ins, nin, record, ...)
+    local outs = outputs_of(op, ...)
+    local node
+    for k = 1, #outs do
+      local y = outs[k]
+      local own = true
+      for i = 1, nin do if ins[i] == y then own = false end end  -- an in-place op returns its input
+      if own and is_tensor(y) then
+        y.pad_ = 0
+        if record and IS_FLOAT[y.dtype_id] then
+          if not node then
+            seq = seq + 1
+            node = {op = op, p = rec.p, seq = seq, ins = {}, vin = {}, ys = {}, vout = {}, nout = #outs}
+            for i = 1, nin do node.ins[i], node.vin[i] = ins[i], version(ins[i]) end
+            for j = 1, #outs do node.ys[j], node.vout[j] = data_of(outs[j]), version(outs[j]) end
+          end
+          AG[y] = {node = node, index = k}
+          y.pad_ = 1
+        end
+      end
+    end
+    return ...
+  end
+
+  -- The dispatcher (ops.lua's call) comes here for a write op, or when an input has pad_ set.
+  function mf._tape_call(op, rec, e, ins, nin, run)
+    if op.writes then
+      -- in-place ops are not differentiated: writing a tensor with history would leave that history
+      -- describing values it no longer holds
+      local s = enabled and nin > 0 and state(ins[1])
+      if s and s.node then
+        raise(("%s: writes in place into a %s tensor computed by op '%s' that requires grad; the tape does not "
+          .. 'record in-place ops: use the out-of-place op, or write under mf.no_grad'):format(op.name,
+          shape_str(ins[1]), s.node.op.name))
+      end
+      if nin > 0 then bump(ins[1], op.name) end
+      return finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin))
+    end
+    local record = false
+    if enabled then
+      for i = 1, nin do
+        local s = state(ins[i])
+        if s and (s.node or s.leaf) then record = true break end
+      end
+    end
+    return finish(op, rec, ins, nin, record, run(op, rec, e, ins, nin))
+  end
+
+  -- backward -------------------------------------------------------------------------------------
+  local function as_list(x, what)
+    if is_tensor(x) then return {x} end
+    if type(x) ~= 'table' then raise(('%s: expected a tensor or a list of tensors, got a %s'):format(what, type(x))) end
+    for i = 1, #x do
+      if not is_tensor(x[i]) then raise(('%s: item %d is a %s; expected a tensor'):format(what, i, type(x[i]))) end
+    end
+    return x
+  end
+
+  local function same_shape(a, b)
+    if a.ndim ~= b.ndim then return false end
+    for d = 0, a.ndim - 1 do if a.shape[d] ~= b.shape[d] then return false end end
+    return true
+  end
+
+  local function acc(a, b) if a == nil then return b end return mf.add(a, b) end
+
+  local function check_versions(node)
+    local function check(t, v, what)
+      local now = version(t)
+      if now ~= v then
+        raise(("backward: %s of op '%s' (%s %s), which its gradient needs, was modified in place by op '%s' after "
+          .. 'it was recorded (version %d, expected %d); clone() it before writing, or use the out-of-place op')
+          :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer[skey(t)] or '?', now, v))
+      end
+    end
+    for i, x in ipairs(node.ins) do
+      check(x, node.vin[i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
+    end
+    for k, y in ipairs(node.ys) do check(y, node.vout[k], ('output %d'):format(k)) end
+  end
+
+  -- roots, seeds: lists; targets: nil (backward: accumulate into every leaf's .grad) or a list of
+  -- tensors (autograd.grad: return their gradients)
+  local function run_backward(what, roots, seeds, targets, retain, create)
+    -- nodes reachable from the roots
+    local nodes, seen, stack = {}, {}, {}
+    for i, r in ipairs(roots) do
+      local s = state(r)
+      if not (s and (s.node or s.leaf)) then
+        raise(('%s: output %d (%s) does not require grad and has no history: no input of the ops that computed it '
+          .. 'requires grad, or it was computed under mf.no_grad'):format(what, i, shape_str(r)))
+      end
+      if s.node then stack[#stack + 1] = s.node end
+    end
+    while #stack > 0 do
+      local n = table.remove(stack)
+      if not seen[n] then
+        seen[n] = true
+        nodes[#nodes + 1] = n
+        if n.freed then
+          raise(("%s: the tape through op '%s' was freed by an earlier backward; pass {retain_graph = true} to the "
+            .. 'first backward (or autograd.grad) to go through it twice'):format(what, n.op.name))
+        end
+        for _, x in ipairs(n.ins) do
+          local s = state(x)
+          if s and s.node and not seen[s.node] then stack[#stack + 1] = s.node end
+        end
+      end
+    end
+    table.sort(nodes, function(a, b) return a.seq > b.seq end)
+    -- targets: leaf states, or (node, output index) pairs
+    local tleaf, tout, useful
+    if targets then
+      tleaf, tout = {}, {}
+      for i, x in ipairs(targets) do
+        local s = state(x)
+        if not s then raise(('%s: inputs[%d] (%s) does not require grad'):format(what, i, shape_str(x))) end
+        if s.node then
+          tout[s.node] = tout[s.node] or {}
+          tout[s.node][s.index] = true
+        else tleaf[s] = true end
+      end
+      -- which nodes lead to a target (oldest first: a node's inputs come from older nodes)
+      useful = {}
+      for j = #nodes, 1, -1 do
+        local n = nodes[j]
+        for _, x in ipairs(n.ins) do
+          local s = state(x)
+          if s and (tleaf[s] or s.node and (useful[s.node] or tout[s.node] and tout[s.node][s.index])) then
+            useful[n] = true
+            break
+          end
+        end
+      end
+    end
+    local gnode, gleaf = {}, {}
+    local function push(s, g)
+      if s.node then
+        local l = gnode[s.node] or {}
+        gnode[s.node] = l
+        l[s.index] = acc(l[s.index], g)
+      else
+        gleaf[s] = acc(gleaf[s], g)
+      end
+    end
+    for i, r in ipairs(roots) do push(state(r), seeds[i]) end
+    local was = enabled
+    enabled = create
+    local ok, err = pcall(function()
+      for _, n in ipairs(nodes) do
+        local gl = gnode[n]
+        if gl and (not useful or useful[n]) then
+          check_versions(n)
+          local op = n.op
+          local rule = mf._gradient_rule(op)
+          if not rule then
+            raise(("%s: op '%s' has no gradient, and the path from the inputs to the outputs runs through it")
+              :format(what, op.name))
+          end
+          local ys, gys = {}, {}
+          for k = 1, n.nout do
+            local y = n.ys[k]
+            if create and IS_FLOAT[y.dtype_id] then  -- a fresh header with this node as history
+              y = data_of(y)
+              y.pad_ = 1
+              AG[y] = {node = n, index = k}
+            end
+            ys[k] = y
+            gys[k] = gl[k] or mf.zeros_like(n.ys[k])
+          end
+          local args, nin = {}, #n.ins
+          if op.variadic then args[1] = n.ins else for i = 1, nin do args[i] = n.ins[i] end end
+          local na = #args
+          if op.multi then args[na + 1], args[na + 2] = ys, gys
+          else args[na + 1], args[na + 2] = ys[1], gys[1] end
+          args[na + 3] = n.p
+          local ok2, res = pcall(rule, unpack(args, 1, na + 3))
+          if not ok2 then raise(('%s: the gradient rule of op \'%s\' failed: %s'):format(what, op.name, tostring(res))) end
+          if type(res) ~= 'table' or is_tensor(res) then
+            raise(("%s: the gradient rule of op '%s' returned a %s; expected a list {g1, ..., gn}"):format(what,
+              op.name, type(res)))
+          end
+          for i = 1, nin do
+            local x, g = n.ins[i], res[i]
+            local s = state(x)
+            if g ~= nil and s and (s.node or s.leaf) then
+              if not is_tensor(g) or not same_shape(g, x) then
+                raise(("%s: the gradient rule of op '%s' gave input %d (%s) a gradient of %s; expected %s")
+                  :format(what, op.name, i, shape_str(x), is_tensor(g) and shape_str(g) or type(g), shape_str(x)))
+              end
+              if g.dtype_id ~= x.dtype_id then g = mf.cast(g, DTYPE_NAME[x.dtype_id]) end
+              push(s, g)
+            end
+          end
+          if not (tout and tout[n]) then gnode[n] = nil end  -- a target's gradient is returned
+          if not retain then n.freed, n.ins, n.ys = true, {}, {} end
+        end
+      end
+    end)
+    enabled = was
+    if not ok then error(err, 0) end
+    return gnode, gleaf
+  end
+
+  local function seeds_for(what, roots, grads)
+    local seeds = {}
+    for i, r in ipairs(roots) do
+      local g = grads and grads[i]
+      if g == nil then
+        if r.count ~= 1 then
+          raise(('%s: output %d is %s (%d elements); a gradient is implicit only for a 1-element output: pass '
+            .. 'one of its shape'):format(what, i, shape_str(r), tonumber(r.count)))
+        end
+        g = mf.ones_like(r)
+      elseif not is_tensor(g) then
+        raise(('%s: the gradient for output %d is a %s; expected a tensor of shape %s'):format(what, i, type(g),
+          shape_str(r)))
+      elseif not same_shape(g, r) then
+        raise(('%s: the gradient for output %d is %s; expected the output\'s shape %s'):format(what, i, shape_str(g),
+          shape_str(r)))
+      end
+      seeds[i] = g
+    end
+    return seeds
+  end
+
+  local OPT_KEYS = {'retain_graph', 'create_graph'}
+  local function options(what, opts)
+    opts = opts or {}
+    require('moonflow.options').keys(what, opts, OPT_KEYS, 'option')
+    local create = opts.create_graph == true
+    local retain = opts.retain_graph
+    if retain == nil then retain = create end
+    return retain, create
+  end
+
+  -- loss:backward([grad [, {retain_graph =, create_graph =}]])
+  function methods.backward(t, grad, opts)
+    if type(grad) == 'table' and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    local retain, create = options('backward', opts)
+    local roots = {t}
+    local _, gleaf = run_backward('backward', roots, seeds_for('backward', roots, {grad}), nil, retain, create)
+    for s, g in pairs(gleaf) do
+      if s.leaf then
+        if s.grad == nil then
+          -- a gradient may be a tensor the rules share (add passes gy on): .grad gets its own
+          s.grad = mf.cast(g, DTYPE_NAME[g.dtype_id])
+        else
+          s.grad = mf.add(s.grad, g)
+        end
+      end
+    end
+  end
+
+  mf.autograd = mf.autograd or {}
+  -- mf.autograd.grad(outputs, inputs [, grad_outputs [, {retain_graph =, create_graph =}]]) -> list
+  function mf.autograd.grad(outputs, inputs, grad_outputs, opts)
+    local roots = as_list(outputs, 'autograd.grad: outputs')
+    local xs = as_list(inputs, 'autograd.grad: inputs')
+    if #roots == 0 then raise('autograd.grad: outputs is empty') end
+    if grad_outputs ~= nil then grad_outputs = as_list(grad_outputs, 'autograd.grad: grad_outputs') end
+    local retain, create = options('autograd.grad', opts)
+    local gnode, gleaf = run_backward('autograd.grad', roots, seeds_for('autograd.grad', roots, grad_outputs), xs,
+      retain, create)
+    local out = {}
+    for i, x in ipairs(xs) do
+      local s = state(x)
+      if s.node then
+        local l = gnode[s.node]
+        out[i] = l and l[s.index]
+      else
+        out[i] = gleaf[s]
+      end
+    end
+    return out
+  end
+  mf.autograd.backward = function(t, grad, opts) return methods.backward(t, grad, opts) end
+end

@@ -1,0 +1,202 @@
+-- Eager autograd (lua/moonflow/tape.lua): gradients of tensor code through loss:backward() and
+-- mf.autograd.grad, against hand-computed values; grad mode, detach, misuse errors (int tensors,
+-- backward twice, in-place writes to saved tensors), accumulation, grad of grad. Every op's tape
+-- gradient against finite differences is test_gradients.lua's tape mode.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+
+local function f64(data) return mf.tensor(data, {dtype = 'float64', requires_grad = true}) end
+local function c64(data) return mf.tensor(data, 'float64') end
+
+T.test('d/dx of sum(x*x + 3x) is 2x + 3', function()
+  local x = f64({1, 2, -3})
+  T.eq(x:requires_grad(), true)
+  T.eq(x.grad, nil, 'grad before backward')
+  local loss = mf.sum(x * x + x * 3)
+  T.eq(loss:requires_grad(), true)
+  T.eq(loss:is_leaf(), false)
+  loss:backward()
+  T.tensor_eq(x.grad, {5, 7, -3})
+end)
+
+T.test('broadcast add of 2x3 and 3: the 3-vector gets column sums', function()
+  local a = f64({{1, 2, 3}, {4, 5, 6}})
+  local b = f64({10, 20, 30})
+  local w = c64({{1, 2, 3}, {4, 5, 6}})
+  mf.sum((a + b) * w):backward()
+  T.tensor_eq(a.grad, {{1, 2, 3}, {4, 5, 6}})
+  T.tensor_eq(b.grad, {5, 7, 9})
+end)
+
+T.test('matmul gradients against hand values', function()
+  local A = f64({{1, 2}, {3, 4}})
+  local B = f64({{5, 6}, {7, 8}})
+  mf.sum(mf.matmul(A, B)):backward()
+  T.tensor_eq(A.grad, {{11, 15}, {11, 15}})  -- ones @ B^T: row sums of B
+  T.tensor_eq(B.grad, {{4, 4}, {6, 6}})      -- A^T @ ones: column sums of A
+end)
+
+T.test('a tensor used twice, views and float32', function()
+  local x = mf.tensor({{1, 2, 3}, {4, 5, 6}}, {requires_grad = true})
+  -- y = sum(x^T * x^T) + sum(narrow(x, 2, 2, 2)): 2x, plus 1 on columns 2..3
+  local y = mf.sum(x:t() * x:t()) + mf.sum(mf.narrow(x, 2, 2, 2))
+  y:backward()
+  T.tensor_eq(x.grad, {{2, 5, 7}, {8, 11, 13}})
+  T.eq(x.grad:dtype(), 'float32')
+end)
+
+T.test('gradients accumulate over two backward calls', function()
+  local x = f64({1, 2})
+  mf.sum(x * x):backward()
+  mf.sum(x * 5):backward()
+  T.tensor_eq(x.grad, {7, 9})
+  x.grad = nil
+  T.eq(x.grad, nil)
+  mf.sum(x * 5):backward()
+  T.tensor_eq(x.grad, {5, 5})
+end)
+
+T.test('multi-output ops: sort values and max over a dim', function()
+  local x = f64({3, 1, 2})
+  local v, idx = mf.sort(x)
+  T.eq(idx:requires_grad(), false, 'indices require grad')
+  mf.sum(v * c64({10, 20, 30})):backward()
+  T.tensor_eq(x.grad, {30, 10, 20})
+  local m = f64({{1, 5}, {7, 2}})
+  local mx = mf.max(m, 2)
+  mf.sum(mx):backward()
+  T.tensor_eq(m.grad, {{0, 1}, {1, 0}})
+end)
+
+T.test('a Lua-registered op with a gradient is differentiated on the tape', function()
+  mf.register_op{name = 'tape_cube', num_inputs = 1, doc = 'x^3 (test op)', infer_shape = 'same',
+    gradient = 'function(x, y, gy) return {gy * x * x * 3} end',
+    lua_compute = [[ function(ins, outs, p)
+      return function()
+        local n, xp, yp = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+        for i = 0, n - 1 do local v = xp[i]; yp[i] = v * v * v end
+      end end ]]}
+  local x = f64({1, -2})
+  mf.sum(mf.tape_cube(x)):backward()
+  T.tensor_eq(x.grad, {3, 12})
+end)
+
+T.test('no_grad, set_grad_enabled, detach', function()
+  local x = f64({1, 2})
+  local y, flag = mf.no_grad(function(a) return a * 2, mf.is_grad_enabled() end, x)
+  T.eq(flag, false, 'grad mode inside no_grad')
+  T.eq(mf.is_grad_enabled(), true, 'grad mode after no_grad')
+  T.eq(y:requires_grad(), false)
+  T.errors(function() mf.no_grad(function() error('boom') end) end, 'boom')
+  T.eq(mf.is_grad_enabled(), true, 'grad mode after a failing no_grad')
+  T.eq(mf.set_grad_enabled(false), true)
+  T.eq((x * 2):requires_grad(), false)
+  mf.set_grad_enabled(true)
+  T.eq((x * 2):requires_grad(), true)
+  local d = x:detach()
+  T.eq(d:requires_grad(), false)
+  T.tensor_eq(d, {1, 2})
+  d:set(1, 9)  -- shares storage
+  T.eq(x:get(1), 9)
+  x:requires_grad_(false)
+  T.eq(x:requires_grad(), false)
+  T.eq((x * 2):requires_grad(), false)
+end)
+
+T.test('requires_grad on factories; integer tensors refuse it', function()
+  for _, t in ipairs{mf.zeros(2, 3, {requires_grad = true}), mf.ones({2}, {requires_grad = true, dtype = 'float64'}),
+                     mf.randn(2, {requires_grad = true}), mf.rand(2, {requires_grad = true})} do
+    T.eq(t:requires_grad(), true)
+  end
+  T.eq(mf.zeros(2, {requires_grad = false}):requires_grad(), false)
+  T.errors(function() mf.tensor({1, 2}, {dtype = 'int64', requires_grad = true}) end, 'requires_grad',
+    'only floating-point', 'int64')
+  T.errors(function() mf.zeros(2, {dtype = 'int32', requires_grad = true}) end, 'only floating-point', 'int32')
+  T.errors(function() mf.tensor({1, 2}, 'int32'):requires_grad_() end, 'only floating-point')
+end)
+
+T.test('backward misuse: non-scalar without grad, wrong grad shape, no history', function()
+  local x = f64({1, 2})
+  local y = x * 2
+  T.errors(function() y:backward() end, 'backward', 'implicit only for a 1-element output', '2 elements')
+  T.errors(function() y:backward(c64({1, 2, 3})) end, 'backward', 'gradient for output 1 is 3', "expected the output's shape 2")
+  y:backward(c64({1, 10}))
+  T.tensor_eq(x.grad, {2, 20})
+  T.errors(function() c64({1}):backward() end, 'does not require grad')
+  T.near((x * 1):sum():item(), 3)  -- the engine keeps working
+end)
+
+T.test('a second backward through a freed tape names retain_graph', function()
+  local x = f64({0.5})
+  local y = mf.sum(mf.tanh(x))
+  y:backward()
+  T.errors(function() y:backward() end, 'backward', "op 'sum'", 'freed', 'retain_graph = true')
+  local z = mf.sum(mf.tanh(x))
+  x.grad = nil
+  z:backward({retain_graph = true})
+  z:backward()
+  local th = math.tanh(0.5)
+  T.near(x.grad:item(), 2 * (1 - th * th), 1e-12)
+end)
+
+T.test('an in-place write to a saved tensor is an error at backward naming both ops', function()
+  local x = f64({1, 2})
+  local c = c64({3, 4})
+  local y = mf.sum(x * c)
+  c:fill(7)
+  T.errors(function() y:backward() end, 'backward', "op 'mul'", "modified in place by op 'fill'", 'input 2')
+  local y2 = mf.sum(mf.exp(x))
+  x[1] = 5
+  T.errors(function() y2:backward() end, "op 'exp'", "by op 'index assignment'")
+  local y3 = mf.sum(mf.exp(x))
+  mf.no_grad(function() mf.narrow(x, 1, 2, 1):copy(c64({1})) end)  -- a write through a view counts for the base
+  T.errors(function() y3:backward() end, "op 'exp'", "by op 'copy'")
+  local y4 = mf.sum(x * x)  -- recorded after the writes: fine
+  y4:backward()
+  T.tensor_eq(x.grad, {10, 2})
+  local h = x * 2
+  T.errors(function() h:add_(1) end, 'add_', "computed by op 'mul'", 'mf.no_grad')
+end)
+
+T.test('autograd.grad returns gradients without touching .grad', function()
+  local x, w = f64({1, 2}), f64({3, 4})
+  local g = mf.autograd.grad(mf.sum(x * w), {x, w})
+  T.tensor_eq(g[1], {3, 4})
+  T.tensor_eq(g[2], {1, 2})
+  T.eq(x.grad, nil)
+  local h = x * 3
+  local gh = mf.autograd.grad(mf.sum(h * h), h)  -- a non-leaf input
+  T.tensor_eq(gh[1], {6, 12})
+  local y = f64({1}) * 2
+  T.eq(mf.autograd.grad(mf.sum(x), {x, y})[2], nil, 'an input the outputs do not reach')
+end)
+
+T.test('grad of grad with create_graph: x^3 and tanh', function()
+  local x = f64({2})
+  local g = mf.autograd.grad(mf.sum(x * x * x), x, nil, {create_graph = true})[1]
+  T.near(g:item(), 12, 1e-12)
+  T.eq(g:requires_grad(), true)
+  local gg = mf.autograd.grad(mf.sum(g), x)[1]
+  T.near(gg:item(), 12, 1e-12)  -- 6x
+  local t = f64({0.3})
+  local g1 = mf.autograd.grad(mf.sum(mf.tanh(t)), t, nil, {create_graph = true})[1]
+  mf.sum(g1):backward()
+  local th = math.tanh(0.3)
+  T.near(t.grad:item(), -2 * th * (1 - th * th), 1e-12)
+  -- a gradient penalty: d/dw of |d(w.x)/dx|^2 = d/dw |w|^2 = 2w
+  local w, xx = f64({1, -2}), f64({0.5, 0.5})
+  local gx = mf.autograd.grad(mf.sum(w * xx), xx, nil, {create_graph = true})[1]
+  mf.sum(gx * gx):backward()
+  T.tensor_eq(w.grad, {2, -4}, 1e-12)
+end)
+
+T.test('an unrecorded call after a recorded one keeps no flag on its outputs', function()
+  local x = f64({1, 2})
+  local v = mf.narrow(x, 1, 1, 1)  -- a view op bound with a flagged input
+  T.eq(v:requires_grad(), true)
+  local p = c64({1, 2})
+  T.eq(mf.narrow(p, 1, 1, 1):requires_grad(), false)
+  T.eq(mf.no_grad(mf.narrow, x, 1, 1, 1):requires_grad(), false)
+end)
+
+T.finish()
