@@ -11,22 +11,6 @@ local input = L.input
 
 -- reductions ---------------------------------------------------------------------------------------
 -- folds of the reduced values, in row-major order of the reduced dims
-local function fmax(v)
-  local m = -huge
-  for i = 1, #v do
-    if v[i] ~= v[i] then return nan end  -- NaN wins
-    if v[i] > m then m = v[i] end
-  end
-  return m
-end
-local function fmin(v)
-  local m = huge
-  for i = 1, #v do
-    if v[i] ~= v[i] then return nan end
-    if v[i] < m then m = v[i] end
-  end
-  return m
-end
 local function fprod(v)
   local p = 1
   for i = 1, #v do p = p * v[i] end
