@@ -167,11 +167,152 @@ local function check(c)
   return worst
 end
 
+-- a Lua-registered op with a gradient rule: checked in both modes like the built-in ops
+mf.register_op{name = 'grad_test_cube', num_inputs = 1, doc = 'x^3 (test op)', infer_shape = 'same',
+  gradient = 'function(x, y, gy) return {gy * x * x * 3} end',
+  lua_compute = [[ function(ins, outs, p)
+    return function()
+      local n, xp, yp = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+      for i = 0, n - 1 do local v = xp[i]; yp[i] = v * v * v end
+    end end ]]}
+case('a Lua-registered op', 'grad_test_cube', {{{2, 3}}}, function(x) return mf.grad_test_cube(x) end)
+
+-- Tape mode (eager autograd, lua/moonflow/tape.lua): the same cases on tensors that require grad,
+-- L:backward() against central differences of L computed eagerly. strided: each input of 2 or more
+-- dims is fed as the transposed view of a leaf (a non-contiguous input, its gradient reaching the
+-- base through the view). A second forward and backward checks that .grad accumulates.
+local function tape_loss(c, leaves, feeds, ws)
+  local args = {}
+  for i = 1, #leaves do args[i] = feeds[i](leaves[i]) end
+  local outs = c.call(unpack(args, 1, #leaves))
+  if mf.is_tensor(outs) then outs = {outs} end
+  local L
+  for k, o in ipairs(outs) do
+    if o:dtype() == 'float64' then
+      ws[k] = ws[k] or make(o:size(), -1, 1)
+      local term = mf.sum(o * ws[k])
+      L = L and L + term or term
+    end
+  end
+  return L
+end
+
+local function check_tape(c, strided)
+  local leaves, feeds = {}, {}
+  local any_strided = false
+  for i, spec in ipairs(c.ins) do
+    local shape = spec[1]
+    if strided and #shape >= 2 then
+      local rs = {unpack(shape)}
+      rs[#rs], rs[#rs - 1] = rs[#rs - 1], rs[#rs]
+      leaves[i] = make(rs, spec[2], spec[3])
+      feeds[i] = function(l) return mf.transpose(l, #rs - 1, #rs) end
+      any_strided = true
+    else
+      leaves[i] = make(shape, spec[2], spec[3])
+      feeds[i] = function(l) return l end
+    end
+    if not spec.const then leaves[i]:requires_grad_() end
+  end
+  if strided and not any_strided then return end
+  local ws = {}
+  tape_loss(c, leaves, feeds, ws):backward()
+  local analytic = {}
+  for i, spec in ipairs(c.ins) do
+    if not spec.const then
+      assert(leaves[i].grad, ('no tape gradient for input %d'):format(i))
+      analytic[i] = leaves[i].grad:contiguous():reshape(leaves[i]:numel())
+    end
+  end
+  tape_loss(c, leaves, feeds, ws):backward()
+  local h = 1e-6
+  mf.no_grad(function()
+    for i, spec in ipairs(c.ins) do
+      if not spec.const then
+        local x, a = leaves[i], analytic[i]
+        local twice = x.grad:contiguous():reshape(x:numel())
+        local flat = x:reshape(x:numel())
+        for j = 1, x:numel() do
+          local v = flat:get(j)
+          flat:set(j, v + h)
+          local lp = tape_loss(c, leaves, feeds, ws):item()
+          flat:set(j, v - h)
+          local lm = tape_loss(c, leaves, feeds, ws):item()
+          flat:set(j, v)
+          local num = (lp - lm) / (2 * h)
+          local err = math.abs(a:get(j) - num) / math.max(1, math.abs(num))
+          if err > 1e-6 then
+            error(('%s (tape%s): d/dx%d[%d]: analytic %.12g, numeric %.12g (error %.3g)'):format(c.name,
+              strided and ', strided' or '', i, j, a:get(j), num, err))
+          end
+          if math.abs(twice:get(j) - 2 * a:get(j)) > 1e-12 * math.max(1, math.abs(a:get(j))) then
+            error(('%s (tape): d/dx%d[%d] after two backward calls is %.17g; expected twice %.17g'):format(c.name,
+              i, j, twice:get(j), a:get(j)))
+          end
+        end
+      end
+    end
+  end)
+end
+
+-- Grad of grad: G(x) = sum(dL/dx * V) with dL/dx from autograd.grad{create_graph = true}; G's
+-- tape gradient against central differences of G (each evaluated with a first-order autograd.grad).
+local function check_grad_of_grad(c)
+  local leaves, feeds = {}, {}
+  for i, spec in ipairs(c.ins) do
+    leaves[i] = make(spec[1], spec[2], spec[3])
+    feeds[i] = function(l) return l end
+    if not spec.const then leaves[i]:requires_grad_() end
+  end
+  local ws, vs = {}, {}
+  local function G(create)
+    local wrt = {}
+    for i, spec in ipairs(c.ins) do if not spec.const then wrt[#wrt + 1] = leaves[i] end end
+    local gs = mf.autograd.grad(tape_loss(c, leaves, feeds, ws), wrt, nil, {create_graph = create})
+    local s
+    for k, g in ipairs(gs) do
+      vs[k] = vs[k] or make(g:size(), -1, 1)
+      local term = mf.sum(g * vs[k])
+      s = s and s + term or term
+    end
+    return s
+  end
+  G(true):backward()
+  local h = 1e-5
+  for i, spec in ipairs(c.ins) do
+    if not spec.const then
+      local x = leaves[i]
+      assert(x.grad, ('no second-order gradient for input %d'):format(i))
+      local a = x.grad:contiguous():reshape(x:numel())
+      local flat = mf.no_grad(function() return x:reshape(x:numel()) end)
+      for j = 1, x:numel() do
+        local v = flat:get(j)
+        flat:set(j, v + h)
+        local gp = G(false):item()
+        flat:set(j, v - h)
+        local gm = G(false):item()
+        flat:set(j, v)
+        local num = (gp - gm) / (2 * h)
+        local err = math.abs(a:get(j) - num) / math.max(1, math.abs(num))
+        if err > 1e-5 then
+          error(('%s (grad of grad): d/dx%d[%d]: analytic %.12g, numeric %.12g (error %.3g)'):format(c.name, i, j,
+            a:get(j), num, err))
+        end
+      end
+    end
+  end
+end
+local GRAD_OF_GRAD = {tanh = true, ['mul broadcast'] = true, matmul = true, ['matmul batched broadcast'] = true,
+                      softmax = true, ['log_softmax dim 1'] = true, exp = true, sigmoid = true, ['div broadcast'] = true}
+
 local covered = {}
 for _, c in ipairs(cases) do
   covered[c.op] = true
   if not only or c.op == only or c.name == only then
     T.test('gradient of ' .. c.name, function() check(c) end)
+    T.test('tape gradient of ' .. c.name, function() check_tape(c, false) end)
+    T.test('tape gradient of ' .. c.name .. ' (strided inputs)', function() check_tape(c, true) end)
+    if GRAD_OF_GRAD[c.name] then T.test('grad of grad of ' .. c.name, function() check_grad_of_grad(c) end) end
   end
 end
 
