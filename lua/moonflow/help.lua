@@ -28,6 +28,19 @@ return function(mf)
     constant = 'mf.constant(value[, name]): a tensor (or number, or nested table) baked into the graph.',
     Session = "mf.Session{device = 'cpu', fuse = true}: runs graphs; sess:run(fetches, feeds), sess:stats(), sess:close() (a closed session is an error to use). fuse = false turns elementwise fusion off.",
     gradients = 'mf.gradients(ys, xs[, grad_ys]): symbols for d(sum ys)/dx per x (nil where x does not reach ys).',
+    -- eager autograd (lua/moonflow/tape.lua)
+    backward = 'loss:backward([grad][, {retain_graph = false, create_graph = false}]): eager autograd: adds d(loss)/d(leaf) to the .grad of every leaf tensor that requires grad and that loss was computed from. grad (the gradient of loss, of its shape) may be left out for a 1-element loss. The tape is freed afterwards unless retain_graph; create_graph records the backward pass itself (grad of grad) and implies retain_graph.',
+    requires_grad = "t:requires_grad(): true when t is a leaf that requires grad or was computed by recorded ops from one. Factories take the option too: mf.tensor(data, {requires_grad = true}), mf.zeros(2, 3, {requires_grad = true}) (ones, full, rand, randn, arange, eye ...).",
+    requires_grad_ = 't:requires_grad_([flag = true]): makes the leaf t record the ops that use it (or stop); returns t. Floating dtypes only (float32, float64); a tensor computed from others cannot stop (use t:detach()).',
+    grad = 't.grad: the gradient backward accumulated into the leaf t (nil before the first backward); t.grad = nil clears it.',
+    detach = 't:detach(): a tensor sharing t\'s storage with no autograd history (it does not require grad).',
+    is_leaf = 't:is_leaf(): false when t was computed by recorded ops (it has a node on the tape), else true.',
+    no_grad = 'mf.no_grad(fn, ...): runs fn(...) with grad mode off (no op is recorded) and returns its results; the mode is restored even when fn fails.',
+    enable_grad = 'mf.enable_grad(fn, ...): runs fn(...) with grad mode on (inside mf.no_grad, say) and returns its results.',
+    is_grad_enabled = 'mf.is_grad_enabled(): true while eager ops on tensors that require grad are recorded for backward.',
+    set_grad_enabled = 'mf.set_grad_enabled(flag): turns grad mode on or off; returns the previous mode.',
+    ['autograd.grad'] = 'mf.autograd.grad(outputs, inputs[, grad_outputs[, {retain_graph, create_graph}]]): the gradients of sum(outputs) (each weighted by its grad_output; implicit for 1-element outputs) with respect to each input tensor, as a list (nil for an input the outputs do not depend on); .grad is not touched. create_graph = true records the computation, so the results can be differentiated again (gradient penalties, meta-learning).',
+    ['autograd.backward'] = 'mf.autograd.backward(t[, grad[, opts]]): the same as t:backward(grad, opts).',
     global_variables_initializer = 'mf.global_variables_initializer(): an operation that assigns every variable its initial value.',
     group = 'mf.group{...}: one operation that runs every listed symbol or operation.',
     assign = 'mf.assign(v, value): writes value into variable v when run; returns v.',
@@ -110,7 +123,7 @@ return function(mf)
   mf._docs = DOCS
 
   -- help() finds functions and classes inside these tables as 'ns.name'
-  local NAMESPACES = {'nn', 'optim', 'data', 'train'}
+  local NAMESPACES = {'nn', 'optim', 'data', 'train', 'autograd'}
 
   function mf.list_ops()
     mf._load_new_ops()  -- ops other engines registered since this one loaded

@@ -412,4 +412,6 @@ return function(mf)
     return out
   end
   mf.autograd.backward = function(t, grad, opts) return methods.backward(t, grad, opts) end
+  -- help(t.backward) and the like find their docs (help.lua) under these names
+  for _, k in ipairs{'backward', 'requires_grad', 'requires_grad_', 'detach', 'is_leaf'} do mf._fn_names[methods[k]] = k end
 end
