@@ -29,10 +29,7 @@ local CASES = {
   {'matmul_128', function(a, b, m, d, s1, s2) return mf.matmul(s1, s2) end},
 }
 
-local function median(t)
-  table.sort(t)
-  return t[math.floor((#t + 1) / 2)]
-end
+local T = dofile((debug.getinfo(1, 'S').source:match('^@(.*)[/\\]') or '.') .. '/timing.lua')
 
 mf.manual_seed(1)
 local s1, s2 = mf.randn(128, 128), mf.randn(128, 128)
@@ -43,18 +40,9 @@ for _, sz in ipairs(SIZES) do
   for _, case in ipairs(CASES) do
     local name, f = case[1], case[2]
     if not only or only == name then
-      for _ = 1, 3 do f(a, b, m, d, s1, s2) end
-      -- calls per batch: about 20 ms of work at the measured cost
-      local t0, n = mf.clock(), 0
-      repeat f(a, b, m, d, s1, s2); n = n + 1 until mf.clock() - t0 > 0.02
-      local times = {}
-      for k = 1, 7 do
-        collectgarbage()
-        local t = mf.clock()
-        for _ = 1, n do f(a, b, m, d, s1, s2) end
-        times[k] = (mf.clock() - t) / n * 1e6
-      end
-      print(('{"op":"%s","size":"%s","us":%.4g}'):format(name, label, median(times)))
+      -- calls per batch: about 20 ms of work at the measured cost; the median of 7 batches
+      local us = T.per_call_us(f, nil, a, b, m, d, s1, s2)
+      print(('{"op":"%s","size":"%s","us":%.4g}'):format(name, label, us))
       io.stdout:flush()
     end
   end
