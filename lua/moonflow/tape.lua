@@ -171,7 +171,10 @@ return function(mf)
           shape_str(ins[1]), s.node.op.name))
       end
       if nin > 0 then bump(ins[1], op.name) end
-      return finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin))
+      for i = 1, nin do  -- an output's header may have copied a flagged input's: cleaned in finish
+        if ins[i].pad_ ~= 0 then return finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin)) end
+      end
+      return run(op, rec, e, ins, nin)
     end
     local record = false
     if enabled then
