@@ -141,14 +141,13 @@ local function add_routines(Kd, tbl)
   function Kd.pad_like(y, g, dim0, start0, step) check(k_pad_like(y, g, dim0, start0, step)) end
   -- values and indices along a dim, running sums and products (src/kernels/cpu/sort.cc)
   local k_max_dim, k_sort, k_topk, k_kthvalue = tbl.max_dim, tbl.sort, tbl.topk, tbl.kthvalue
-  local k_cumulate, k_cumprod_grad, k_along = tbl.cumulate, tbl.cumprod_grad, tbl.along
+  local k_cumulate, k_cumprod_grad = tbl.cumulate, tbl.cumprod_grad
   function Kd.max_dim(v, i, x, dim0, is_min) check(k_max_dim(v, i, x, dim0, is_min)) end
   function Kd.sort(v, i, x, dim0, descending) check(k_sort(v, i, x, dim0, descending)) end
   function Kd.topk(v, i, x, dim0, k, largest, sorted) check(k_topk(v, i, x, dim0, k, largest, sorted)) end
   function Kd.kthvalue(v, i, x, dim0, k) check(k_kthvalue(v, i, x, dim0, k)) end
   function Kd.cumulate(y, x, dim0, prod, reverse) check(k_cumulate(y, x, dim0, prod, reverse)) end
   function Kd.cumprod_grad(gx, x, gy, dim0, reverse) check(k_cumprod_grad(gx, x, gy, dim0, reverse)) end
-  function Kd.along(put, out, src, idx, dim0) check(k_along(put, out, src, idx, dim0)) end
   function Kd.sgd_update(var, g, lr, wd) check(k_sgd_update(var, g, lr, wd)) end
   function Kd.momentum_update(var, acc, g, lr, mu, damp, wd, nesterov)
     check(k_momentum_update(var, acc, g, lr, mu, damp, wd, nesterov))

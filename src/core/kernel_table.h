@@ -66,7 +66,6 @@ typedef struct mf_fused mf_fused;
   X(kthvalue, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int64_t k))                     \
   X(cumulate, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t prod, int32_t reverse))                          \
   X(cumprod_grad, (mf_tensor *gx, const mf_tensor *x, const mf_tensor *gy, int32_t dim, int32_t reverse))              \
-  X(along, (int32_t put, mf_tensor *out, const mf_tensor *src, const mf_tensor *idx, int32_t dim))                     \
   X(pad_like, (mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step))                          \
   X(sgd_update, (mf_tensor *var, const mf_tensor *grad, double lr, double weight_decay))                               \
   X(momentum_update, (mf_tensor *var, mf_tensor *accum, const mf_tensor *grad, double lr, double momentum,             \

@@ -469,9 +469,6 @@ int mf_k_cumulate(mf_tensor* y, const mf_tensor* x, int32_t dim, int32_t prod, i
 int mf_k_cumprod_grad(mf_tensor* gx, const mf_tensor* x, const mf_tensor* gy, int32_t dim, int32_t reverse) {
   return guard(__func__, [&] { cumprod_grad_cpu(*gx, *x, *gy, dim, reverse != 0); });
 }
-int mf_k_along(int32_t put, mf_tensor* out, const mf_tensor* src, const mf_tensor* idx, int32_t dim) {
-  return guard(__func__, [&] { along_cpu(put, *out, *src, *idx, dim); });
-}
 int mf_k_index_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, int32_t dim) {
   return guard(__func__, [&] { index_select_cpu(*out, *x, *idx, dim); });
 }

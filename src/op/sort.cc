@@ -1,7 +1,7 @@
-// Values and 1-based indices along a dim (max / min over one dim, sort, topk, kthvalue), running sums
-// and products (cumsum, cumprod), and the gather / scatter-add along a dim their gradients use.
-// Kernels: src/kernels/cpu/sort.cc.
+// Values and 1-based indices along a dim (max / min over one dim, sort, topk, kthvalue), and running
+// sums and products (cumsum, cumprod). Kernels: src/kernels/cpu/sort.cc.
 #include <cstdio>
+#include <string>
 
 #include "registry.h"
 
@@ -115,32 +115,17 @@ void cumprod_grad_shape(InferCtx& c) {
   c.set_out(0, c.in_shape(0));
 }
 
-// take_along(x, indices): indices has x's rank and sizes but along dim; the output has indices' shape.
-// put_along_like(g, indices, like): g has indices' shape, which is like's but along dim; the output
-// has like's shape.
-void check_along(InferCtx& c, const mf_tensor& big, const char* big_name, const mf_tensor& idx,
-                 const mf_tensor& small, const char* small_name) {
-  int d = dim_of(c.name(), c.p.get_int("dim"), big);
-  if (idx.dtype_id != MF_INT64)
-    fail(c.name(), ": indices are ", dtype_name(idx.dtype_id), "; expected int64 (1-based)");
-  bool ok = idx.ndim == big.ndim && small.ndim == big.ndim;
-  for (int k = 0; k < big.ndim && ok; ++k)
-    ok = dims_match(small.shape[k], idx.shape[k]) && (k == d || dims_match(idx.shape[k], big.shape[k]));
-  if (!ok)
-    fail(c.name(), ": ", big_name, " is ", shape_str(big), ", indices ", shape_str(idx), ", ", small_name, " ",
-         shape_str(small), "; expected indices and ", small_name, " of ", big_name, "'s shape but along dim ", d + 1);
-}
-
-void take_along_shape(InferCtx& c) {
-  const mf_tensor &x = c.input(0), &idx = c.input(1);
-  check_along(c, x, "x", idx, idx, "indices");
-  c.set_out(0, c.in_shape(1));
-}
-
-void put_along_like_shape(InferCtx& c) {
-  const mf_tensor &g = c.input(0), &idx = c.input(1), &like = c.input(2);
-  check_along(c, like, "like", idx, g, "g");
-  c.set_out(0, c.in_shape(2));
+// The gradient of picking x's elements at 1-based indices i along dim (sort, topk, kthvalue, max / min
+// over one dim): g added at i into zeros of x's shape, by the public scatter_add. A 0-dim x, which
+// scatter_add refuses, is one element picked once (or never: topk with k = 0), so it gets g's sum.
+// The rules are function(x, y, gy, p) with pick a local of theirs: a rule is one Lua chunk.
+std::string pick_gradient(const char* body) {
+  return std::string("function(x, y, gy, p)") + R"lua(
+  local function pick(i, g, dim)
+    if x:dim() == 0 then return mf.sum(g) end
+    return mf.scatter_add(mf.zeros_like(x), i, g, dim)
+  end
+)lua" + body + "\nend";
 }
 
 }  // namespace
@@ -150,16 +135,14 @@ void register_sort_ops() {
   // max(dim)); over all dims or several, to every element equal to the extreme, shared evenly, and a
   // NaN extreme shares it among the NaNs (PyTorch's evenly_distribute_backward)
   static const char* kExtremeGrad = R"lua(
-function(x, y, gy, p)
   if #p.dim == 1 then
     local _, i = mf.%s(x, p.dim, true)
-    return {mf.put_along_like(mf.reshape_as(gy, i), i, x, p.dim[1])}
+    return {pick(i, mf.reshape_as(gy, i), p.dim[1])}
   end
   local yu = mf.unreduce_like(y, x, p.dim, p.keepdim)
   local m = mf.cast(mf.eq(x, yu) + mf.ne(x, x) * mf.ne(yu, yu), x:dtype())
   local share = mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.unreduce_like(mf.sum(m, p.dim, true), x, p.dim, true)
-  return {m * share}
-end)lua";
+  return {m * share})lua";
   static const char* kExtremeKernel = R"lua(
 function(ins, outs, p, K)
   local y, i, x = outs[1], outs[2], ins[1]
@@ -218,7 +201,7 @@ end)lua";
     char grad[1200], kernel[600], adapter[1400];
     const char* full = e.is_min ? "minimum" : "maximum";
     std::snprintf(adapter, sizeof adapter, kExtremeAdapter, full, full);
-    std::snprintf(grad, sizeof grad, kExtremeGrad, e.name);
+    std::snprintf(grad, sizeof grad, kExtremeGrad, e.name);  // the rule's body, after pick
     std::snprintf(kernel, sizeof kernel, kExtremeKernel, e.is_min, e.code);
     Registry::get()
         .add(e.name)
@@ -232,7 +215,7 @@ end)lua";
         .infer_shape(extreme_shape)
         .infer_type(values_indices_type)
         .lua_compute(MF_CPU, kernel)
-        .gradient(grad)
+        .gradient(pick_gradient(grad))
         .alias(e.alias);
   }
 
@@ -252,11 +235,9 @@ function(ins, outs, p, K)
   local dim, desc = K.dim0(p.dim, x.ndim), p.descending and 1 or 0
   return function() K.sort(y, i, x, dim, desc) end
 end)lua")
-      .gradient(R"lua(
-function(x, y, gy, p)
+      .gradient(pick_gradient(R"lua(
   local _, i = mf.sort(x, p.dim, p.descending)
-  return {mf.put_along_like(gy, i, x, p.dim)}
-end)lua");
+  return {pick(i, gy, p.dim)})lua"));
 
   MF_REGISTER_OP(topk)
       .describe("The k largest (or smallest) elements of x along dim and their 1-based int64 indices, largest "
@@ -276,11 +257,9 @@ function(ins, outs, p, K)
   local dim, k, largest, sorted = K.dim0(p.dim, x.ndim), p.k, p.largest and 1 or 0, p.sorted and 1 or 0
   return function() K.topk(y, i, x, dim, k, largest, sorted) end
 end)lua")
-      .gradient(R"lua(
-function(x, y, gy, p)
+      .gradient(pick_gradient(R"lua(
   local _, i = mf.topk(x, p.k, p.dim, p.largest, p.sorted)
-  return {mf.put_along_like(gy, i, x, p.dim)}
-end)lua");
+  return {pick(i, gy, p.dim)})lua"));
 
   MF_REGISTER_OP(kthvalue)
       .describe("The k-th smallest element of x along dim and its 1-based int64 index. Equal values count in "
@@ -298,11 +277,9 @@ function(ins, outs, p, K)
   local dim, k = K.dim0(p.dim, x.ndim), p.k
   return function() K.kthvalue(y, i, x, dim, k) end
 end)lua")
-      .gradient(R"lua(
-function(x, y, gy, p)
+      .gradient(pick_gradient(R"lua(
   local _, i = mf.kthvalue(x, p.k, p.dim, true)
-  return {mf.put_along_like(mf.reshape_as(gy, i), i, x, p.dim)}
-end)lua");
+  return {pick(i, mf.reshape_as(gy, i), p.dim)})lua"));
 
   MF_REGISTER_OP(cumsum)
       .describe("Running sum along dim: y[j] = x[1] + ... + x[j] (reverse: x[j] + ... + x[n]). Integers and "
@@ -353,38 +330,6 @@ function(ins, outs, p, K)
   local dim, rev = K.dim0(p.dim, x.ndim), p.reverse and 1 or 0
   return function() K.cumprod_grad(gx, x, gy, dim, rev) end
 end)lua");
-
-  MF_REGISTER_OP(take_along)
-      .describe("out[..., j, ...] = x[..., indices[..., j, ...], ...] along dim: the elements of x at 1-based int64 "
-                "indices of x's rank and sizes but along dim (the gradients of sort, topk and kthvalue use it).")
-      .inputs({"x", "indices"})
-      .strided()
-      .param(Field::integer("dim", 1, "Dim the indices address, 1-based (negative counts from the end).").mandatory())
-      .infer_shape(take_along_shape)
-      .infer_type(same_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, x, idx = outs[1], ins[1], ins[2]
-  local dim = K.dim0(p.dim, x.ndim)
-  return function() K.along(0, y, x, idx, dim) end
-end)lua")
-      .gradient("function(x, idx, y, gy, p) return {mf.put_along_like(gy, idx, x, p.dim)} end");
-
-  MF_REGISTER_OP(put_along_like)
-      .describe("Zeros of like's shape with g[..., j, ...] added at 1-based int64 indices[..., j, ...] along dim "
-                "(repeats add up): the gradient of take_along, sort, topk, kthvalue and max / min over a dim.")
-      .inputs({"g", "indices", "like"})
-      .strided()
-      .param(Field::integer("dim", 1, "Dim the indices address, 1-based (negative counts from the end).").mandatory())
-      .infer_shape(put_along_like_shape)
-      .infer_type(same_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, g, idx = outs[1], ins[1], ins[2]
-  local dim = K.dim0(p.dim, y.ndim)
-  return function() K.along(1, y, g, idx, dim) end
-end)lua")
-      .gradient("function(g, idx, like, y, gy, p) return {mf.take_along(gy, idx, p.dim)} end");
 }
 
 }  // namespace mf

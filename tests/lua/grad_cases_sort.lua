@@ -1,12 +1,13 @@
 -- Gradient cases of the values-and-indices ops (max / min over one dim or several, sort, topk,
--- kthvalue), the running sums and products and the gather / scatter-add along a dim (loaded by
--- test_gradients.lua). Inputs are distinct, so no line holds a tie; a mask puts exact zeros into
--- cumprod's input, where a gradient by division would fail.
+-- kthvalue) and the running sums and products (loaded by test_gradients.lua). Inputs are distinct,
+-- so no line holds a tie; a mask puts exact zeros into cumprod's input, where a gradient by division
+-- would fail.
 return function(case)
-  local i64 = function(t) return mf.tensor(t, 'int64') end
   case('max over all', 'max', {{{3, 4}}}, function(x) return mf.max(x) end)
   case('max over dims 1,3 keepdim', 'max', {{{2, 3, 4}}}, function(x) return mf.max(x, {1, 3}, true) end)
   case('min over dim -1', 'min', {{{2, 3, 4}}}, function(x) return mf.min(x, -1) end)
+  case('max over dim 1 keepdim', 'max', {{{3, 4}}}, function(x) return mf.max(x, 1, true) end)
+  case('max over the one dim of a 0-dim x', 'max', {{{}}}, function(x) return mf.max(x, 1) end)
   case('sort', 'sort', {{{3, 5}}}, function(x) return mf.sort(x) end)
   case('sort descending dim 1', 'sort', {{{4, 3}}}, function(x) return mf.sort(x, 1, true) end)
   case('topk', 'topk', {{{3, 5}}}, function(x) return mf.topk(x, 2) end)
@@ -19,11 +20,5 @@ return function(case)
   case('cumprod reverse dim 1', 'cumprod', {{{4, 3}}}, function(x) return mf.cumprod(x, 1, true) end)
   case('cumprod through zeros', 'cumprod', {{{2, 5}}}, function(x)
     return mf.cumprod(x * mf.tensor({{1, 0, 1, 1, 0}, {1, 1, 0, 1, 1}}, 'float64'), 2)
-  end)
-  case('take_along', 'take_along', {{{3, 4}}}, function(x)
-    return mf.take_along(x, i64({{4, 1, 4}, {2, 2, 3}, {1, 3, 4}}), 2)
-  end)
-  case('put_along_like', 'put_along_like', {{{2, 3}}, {{4, 3}, const = true}}, function(g, like)
-    return mf.put_along_like(g, i64({{4, 1, 4}, {4, 2, 1}}), like, 1)
   end)
 end

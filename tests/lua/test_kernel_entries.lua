@@ -296,18 +296,6 @@ local cases = {
                     T.errors(function() K.cumprod_grad(z(3), mf.tensor{2, 0, 3}, mf.tensor{1, 2}, 0, 0) end,
                              'cumprod_grad: gy is 2, x is 3')
                   end},
-  along = {ok = function()
-             local y = z(2, 2); K.along(0, y, mf.tensor{{1, 2, 3}, {4, 5, 6}}, mf.tensor({{3, 1}, {2, 2}}, 'int64'), 1)
-             T.tensor_eq(y, {{3, 1}, {5, 5}})
-             local g = z(2, 3); K.along(1, g, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{3, 1}, {2, 2}}, 'int64'), 1)
-             T.tensor_eq(g, {{2, 0, 1}, {0, 7, 0}})
-           end,
-           bad = function()
-             T.errors(function() K.along(0, z(2, 2), mf.tensor{{1, 2, 3}, {4, 5, 6}}, mf.tensor({{4, 1}, {2, 2}}, 'int64'), 1) end,
-                      'take_along: index 4 is out of range 1..3 along dim 2')
-             T.errors(function() K.along(1, z(2, 3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({{3, 1}, {2, 2}}, 'int32'), 1) end,
-                      'put_along_like: indices is int32; expected int64')
-           end},
   batch_norm = {ok = function()
                   local y = z(2, 1); K.batch_norm(y, mf.tensor{{1}, {3}}, mf.tensor{1}, mf.tensor{0}, 0); T.tensor_eq(y, {{-1}, {1}}, 1e-6)
                 end,

@@ -1,7 +1,6 @@
 -- Cases of the ops that return values and 1-based indices along a dim (max and min over one dim or
--- more, sort, topk, kthvalue), the running sums and products (cumsum, cumprod, cumprod_grad) and
--- the gather / scatter-add along a dim their gradients use (take_along, put_along_like). The
--- references order each line in plain Lua: NaN above every number, equal values by position.
+-- more, sort, topk, kthvalue) and the running sums and products (cumsum, cumprod, cumprod_grad).
+-- The references order each line in plain Lua: NaN above every number, equal values by position.
 local L = ...
 local cases = {}
 local function add(c) cases[#cases + 1] = c end
@@ -314,52 +313,5 @@ add{name = 'cumprod_grad_dim1_reverse', op = 'cumprod_grad', inputs = {input({4,
     args = {1, true}, params = {dim = 1, reverse = true}, ref = cumprod_grad_ref}
 add{name = 'cumprod_grad_shapes', op = 'cumprod_grad', inputs = {input({3, 4}), input({4, 3})}, args = {1},
     error = 'cumprod_grad: x is 3x4, gy 4x3; expected one shape'}
-
--- take_along / put_along_like ----------------------------------------------------------------------
-local function take_along_ref(ins, p)
-  local x, idx = ins[1], ins[2]
-  local d = L.dim(p.dim, #x.shape)
-  local out = {}
-  for i = 1, #idx.data do
-    local at = L.unravel(i, idx.shape)
-    at[d] = idx.data[i]
-    out[i] = L.at(x, at)
-  end
-  return L.array(L.copy(idx.shape), out)
-end
-local function put_along_ref(ins, p)
-  local g, idx, like = ins[1], ins[2], ins[3]
-  local d = L.dim(p.dim, #like.shape)
-  local out = {}
-  for i = 1, L.numel(like.shape) do out[i] = 0 end
-  for i = 1, #idx.data do
-    local at = L.unravel(i, idx.shape)
-    at[d] = idx.data[i]
-    local k = L.ravel(at, like.shape)
-    out[k] = out[k] + g.data[i]
-  end
-  return L.array(L.copy(like.shape), out)
-end
-local function idx_input(shape, n) return input(shape, {dtype = 'int64', ilo = 1, ihi = n}) end
-add{name = 'take_along', op = 'take_along', inputs = {input({3, 4}), idx_input({3, 6}, 4)}, args = {2},
-    params = {dim = 2}, dtypes = ALL, exact = true, ref = take_along_ref, empty = {{{0, 4}, {0, 6}}, {{3, 4}, {3, 0}}}}
-add{name = 'take_along_dim1', op = 'take_along', inputs = {input({4, 3, 2}), idx_input({2, 3, 2}, 4)}, args = {1},
-    params = {dim = 1}, exact = true, ref = take_along_ref}
-add{name = 'take_along_neg_dim', op = 'take_along', inputs = {input({2, 3, 5}), idx_input({2, 3, 2}, 5)}, args = {-1},
-    params = {dim = -1}, exact = true, ref = take_along_ref}
-add{name = 'take_along_out_of_range', op = 'take_along',
-    inputs = {input({2, 3}), input({2, 2}, {dtype = 'int64', ilo = 4, ihi = 4})}, args = {2}, error = 'take_along: index 4 is out of range 1..3 along dim 2'}
-add{name = 'take_along_shapes', op = 'take_along', inputs = {input({2, 3}), idx_input({3, 2}, 2)}, args = {2},
-    error = 'take_along: x is 2x3, indices 3x2'}
-add{name = 'take_along_int32_indices', op = 'take_along', inputs = {input({2, 3}), input({2, 3}, {dtype = 'int32'})},
-    args = {2}, error = 'take_along: indices are int32; expected int64'}
--- repeated indices add up
-add{name = 'put_along_like', op = 'put_along_like', inputs = {input({3, 6}), idx_input({3, 6}, 4), input({3, 4})},
-    args = {2}, params = {dim = 2}, dtypes = {'float32', 'float64', 'int32', 'int64'}, ref = put_along_ref,
-    empty = {{{3, 0}, {3, 0}, {3, 4}}}}
-add{name = 'put_along_like_dim1', op = 'put_along_like', inputs = {input({2, 3}), idx_input({2, 3}, 5), input({5, 3})},
-    args = {1}, params = {dim = 1}, ref = put_along_ref}
-add{name = 'put_along_like_out_of_range', op = 'put_along_like',
-    inputs = {input({2, 2}), input({2, 2}, {dtype = 'int64', ilo = 0, ihi = 0}), input({2, 3})}, args = {2}, error = 'put_along_like: index 0 is out of range 1..3 along dim 2'}
 
 return cases

@@ -86,14 +86,12 @@ void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, in
 // whole line (k ignored), kSortTop the first k (in position order unless sorted), kSortKth the k-th
 // (1-based) only, shaped as max_dim's. cumulate: running sum or product (reverse: from the end),
 // integers into int64. cumprod_grad: the gradient of cumprod given gy, exact with zeros in x.
-// along_cpu: put 0 takes out = x at idx along dim (gather); put 1 makes out = 0, then adds src at idx.
 enum { kSortAll = 0, kSortTop = 1, kSortKth = 2 };
 void max_dim_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min);
 void sort_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, int64_t k, int mode, bool descending,
               bool sorted);
 void cumulate_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool prod, bool reverse);
 void cumprod_grad_cpu(mf_tensor& gx, const mf_tensor& x, const mf_tensor& gy, int dim, bool reverse);
-void along_cpu(int put, mf_tensor& out, const mf_tensor& src, const mf_tensor& idx, int dim);
 // Fused optimizer updates, one pass over var and its slots; grad broadcasts to var.
 // sgd: g = grad + weight_decay * var; var -= lr * g.
 void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr, double weight_decay);

@@ -1,6 +1,6 @@
 // Values-and-indices along one dim (max / min over a dim, sort, topk, kthvalue), running sums and
-// products along a dim (cumsum, cumprod and cumprod's gradient), and the gather / scatter-add along a
-// dim that their gradients use. Indices are 1-based int64, Torch7's convention.
+// products along a dim (cumsum, cumprod and cumprod's gradient). Indices are 1-based int64, Torch7's
+// convention.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -369,72 +369,6 @@ void cumprod_grad_cpu(mf_tensor& gx, const mf_tensor& x, const mf_tensor& gy, in
   kcheck::dtype(op, "gx", gx, x.dtype_id, " like x");
   if (x.count == 0) return;
   MF_DISPATCH_FLOAT(x.dtype_id, T, op, cumprod_grad_typed<T>(gx, x, gy, dim, reverse));
-}
-
-// -- take_along / put_along_like ------------------------------------------------------------------
-// take: out[.., j, ..] = x[.., idx[.., j, ..], ..] along dim; put: out = 0, then out[.., idx[.., j,
-// ..], ..] += g[.., j, ..]. idx has x's (out's) rank and sizes except along dim. Every index is
-// checked before the parallel loop, so no error is raised inside it.
-template <typename T>
-static void along_typed(bool put, mf_tensor& out, const mf_tensor& src, const mf_tensor& idx, int dim) {
-  const mf_tensor& big = put ? out : src;  // the tensor the indices address
-  Lines lb_(big, dim), li(idx, dim), ls(src, dim);
-  const int64_t m = li.n;
-  int64_t inner = 1;
-  for (int d = dim + 1; d < out.ndim; ++d) inner *= out.shape[d];
-  const int64_t* ip = (const int64_t*)idx.ptr;
-  const T* sp = (const T*)src.ptr;
-  T* op = (T*)out.ptr;
-  const int64_t on = put ? lb_.n : m;  // out's size along dim
-  parallel_for(li.count, m, [&](int64_t lb, int64_t le) {
-    for (int64_t l = lb; l < le; ++l) {
-      const int64_t* il = ip + li.offset(l);
-      T* ol = op + (l / inner) * on * inner + l % inner;
-      if (put) {
-        const T* gl = sp + ls.offset(l);
-        for (int64_t j = 0; j < on; ++j) ol[j * inner] = T(0);
-        for (int64_t j = 0; j < m; ++j) ol[(il[j * li.stride] - 1) * inner] += gl[j * ls.stride];
-      } else {
-        const T* xl = sp + lb_.offset(l);
-        for (int64_t j = 0; j < m; ++j) ol[j * inner] = xl[(il[j * li.stride] - 1) * lb_.stride];
-      }
-    }
-  });
-}
-
-void along_cpu(int put, mf_tensor& out, const mf_tensor& src, const mf_tensor& idx, int dim) {
-  const char* op = put ? "put_along_like" : "take_along";
-  const char* sname = put ? "g" : "x";
-  kcheck::meta(op, sname, src);
-  kcheck::meta(op, "indices", idx);
-  kcheck::meta(op, "output", out);
-  kcheck::contiguous(op, "output", out);
-  kcheck::dtype(op, "indices", idx, MF_INT64);
-  kcheck::dtype(op, "output", out, src.dtype_id, put ? " like g" : " like x");
-  const mf_tensor& big = put ? out : src;
-  const mf_tensor& small = put ? src : out;
-  check_dim(op, big, dim);
-  bool ok = idx.ndim == big.ndim && small.ndim == big.ndim;
-  for (int d = 0; d < big.ndim && ok; ++d)
-    ok = small.shape[d] == idx.shape[d] && (d == dim || idx.shape[d] == big.shape[d]);
-  if (!ok)
-    fail(op, ": ", put ? "output" : "x", " is ", shape_str(big), ", indices ", shape_str(idx), ", ",
-         put ? "g" : "output", " ", shape_str(small), "; expected indices and ", put ? "g" : "output",
-         " of one shape, the ", put ? "output's" : "x's", " but along dim ", dim + 1);
-  int64_t limit = big.ndim ? big.shape[dim] : 1;
-  {  // every index in 1..limit (read through idx's strides)
-    Lines li(idx, dim);
-    const int64_t* ip = (const int64_t*)idx.ptr;
-    for (int64_t l = 0; l < li.count; ++l) {
-      const int64_t* il = ip + li.offset(l);
-      for (int64_t j = 0; j < li.n; ++j) {
-        int64_t v = il[j * li.stride];
-        if (v < 1 || v > limit) fail(op, ": index ", v, " is out of range 1..", limit, " along dim ", dim + 1);
-      }
-    }
-  }
-  if (out.count == 0) return;
-  MF_DISPATCH(src.dtype_id, T, along_typed<T>(put != 0, out, src, idx, dim));
 }
 
 }  // namespace mf
