@@ -55,7 +55,7 @@ local SIZES = {
 local function shape_of(S, key)
   local i = S.img
   local shapes = {
-    M = {S.r, S.c}, V = {S.n}, ROW = {1, S.c}, COL = {S.r, 1}, R = {S.r}, C = {S.c}, K = {S.r, 8},
+    M = {S.r, S.c}, V = {S.n}, ROW = {1, S.c}, COL = {S.r, 1}, R = {S.r}, C = {S.c},
     M3 = {S.r, S.c, 1}, IMG = i, POOL = {i[1], i[2], i[3] / 2, i[4] / 2}, POOL1 = {i[1], i[2], 1, 1},
     W = {i[2], i[2], 3, 3}, CH = {i[2]}, B3 = S.b3, ONE = {1},
   }
@@ -199,8 +199,6 @@ local INDEX = {
   {'index_select', ins = {'n:M', 'i:R@r'}, mf = function(_, a, i) return mf.index_select(a, i, 1) end,
    pt = 'torch.index_select(a, 0, b)'},
   {'gather', ins = {'n:M', 'i:M@c'}, mf = function(_, a, i) return mf.gather(a, i, 2) end, pt = 'torch.gather(a, 1, b)'},
-  {'take_along', ins = {'n:M', 'i:K@c'}, mf = function(_, a, i) return mf.take_along(a, i, 2) end,
-   pt = 'torch.take_along_dim(a, b, 1)'},
   {'scatter', ins = {'n:M', 'i:M@c', 'n:M'}, mf = function(_, a, i, s) return mf.scatter(a, i, s, 2) end,
    pt = 'torch.scatter(a, 1, b, c)'},
   {'scatter_add', ins = {'n:M', 'i:M@c', 'n:M'}, mf = function(_, a, i, s) return mf.scatter_add(a, i, s, 2) end,
@@ -307,7 +305,6 @@ local EXEMPT = {
   fused_elementwise = 'not user-facing: built by graph fusion (lua/moonflow/fusion.lua) from chains of elementwise ops; eager calls run those ops',
   fused_assign = 'not user-facing: built by graph fusion, an assign of a fused_elementwise program',
   pad_like = 'not user-facing: the gradient of narrow, slice and select, built by autodiff',
-  put_along_like = 'not user-facing: the gradient of take_along, sort, topk, kthvalue, max/min over a dim, built by autodiff',
   index_add_like = 'not user-facing: the gradient of index_select, built by autodiff',
   reduced_count = "not user-facing: a 0-dim element count for mean's gradient, moves no data",
   cumprod_grad = 'not user-facing: the gradient of cumprod, built by autodiff',
