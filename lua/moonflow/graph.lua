@@ -324,7 +324,10 @@ return function(mf)
       if op.multi then
         raise(('%s: the number of outputs depends on sizes that are unknown when the graph is built'):format(op.name))
       end
-      nout = 1
+      -- shapes unknown until run time: the count the op block declares for these params (sort: 2),
+      -- or one where it declares none
+      nout = C.mf_op_num_outputs(op.index, rec.h)
+      if nout < 0 then nout = 1 end
     end
     local text = ffi.string(C.mf_params_canonical(rec.h))
     local name = g:unique_name(op.name)

@@ -77,6 +77,9 @@ int mf_op_flags(int op);
 /* 1-based index of the input that is a selection mask (where's cond; a Lua number among the operands
    never takes its dtype), or 0 */
 int mf_op_mask_input(int op);
+/* how many outputs the op returns for params p (NULL: the defaults) when the params alone decide it
+   (sort: 2; max: 2 over one dim, else 1), else -1 (the shape rule decides: split, or undeclared) */
+int mf_op_num_outputs(int op, const mf_params *p);
 /* Lua source of the op's call syntax when the default (inputs, then params in order, then a table of
    named params) does not fit, else "" */
 const char *mf_op_lua_adapter(int op);

@@ -192,6 +192,15 @@ int mf_op_pointwise(int op, int32_t* arity, int32_t* fusable) {
   }(), -1)
 }
 int mf_op_mask_input(int op) { MF_OP_FIELD(op_at(op).mask_input_, -1) }
+int mf_op_num_outputs(int op, const mf_params* p) {
+  return guard_value(__func__, -1, [&] {
+    const OpDef& def = op_at(op);
+    if (p) return def.declared_outputs(p->values);
+    return Registry::get().read(op, [&](const OpDef& d) {
+      return d.declared_outputs(ParamValues::parse(d.name_, d.params_, ""));
+    });
+  });
+}
 const char* mf_op_lua_adapter(int op) { MF_OP_FIELD(cstr(op_at(op).lua_adapter_), nullptr) }
 const char* mf_op_lua_shape(int op) { MF_OP_FIELD(cstr(op_at(op).lua_shape_), nullptr) }
 int mf_op_num_aliases(int op) { MF_OP_FIELD(int(op_at(op).aliases_.size()), -1) }
@@ -353,6 +362,10 @@ int mf_op_infer_partial(int op, const mf_params* p, int n_in, const mf_tensor* c
     for (int i = 0; i < n_in; ++i) ctx.in.push_back(in_meta[i]);
     def.infer_shape_(ctx);
     (def.infer_type_ ? def.infer_type_ : same_type)(ctx);
+    int declared = def.declared_outputs(ctx.p);  // what a graph built on unknown shapes took it to be
+    if (declared >= 0 && size_t(declared) != ctx.out.size())
+      fail(def.name_, ": its shape rule gave ", ctx.out.size(), " outputs, its block declares ", declared,
+           " (an error in the op)");
     if (int(ctx.out.size()) > max_out) fail(def.name_, ": ", ctx.out.size(), " outputs exceed the caller's ", max_out);
     for (size_t i = 0; i < ctx.out.size(); ++i) {
       mf_tensor& o = ctx.out[i];

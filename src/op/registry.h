@@ -59,6 +59,8 @@ struct OpDef {
   };
   std::vector<Fold> folds_;
   std::vector<std::string> aliases_;  // other names of its function and method (alias)
+  int num_outputs_ = -1;              // outputs(n), or -1: the shape rule decides
+  int (*count_outputs_)(const ParamValues&) = nullptr;  // outputs(f)
 
   // Builder used by MF_REGISTER_OP blocks.
   OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }
@@ -86,6 +88,14 @@ struct OpDef {
   // Input i (1-based) is a selection mask (where's cond): a Lua number among the operands never
   // takes its dtype.
   OpDef& mask_input(int i) { mask_input_ = i; return *this; }
+  // Its number of outputs where the params alone decide it: n always (sort's values and indices), or
+  // f(params) (max: two over exactly one dim, else one). A graph reads it (mf_op_num_outputs) where
+  // input shapes are unknown until run time; the shape rule must agree (checked at every inference).
+  // Undeclared, such a graph node gets one output. list_output ops (split) cannot declare one.
+  OpDef& outputs(int n) { num_outputs_ = n; return *this; }
+  OpDef& outputs(int (*f)(const ParamValues&)) { count_outputs_ = f; return *this; }
+  // The declared count for params p, or -1 when the shape rule alone knows it.
+  int declared_outputs(const ParamValues& p) const { return count_outputs_ ? count_outputs_(p) : num_outputs_; }
   // The Lua call syntax, for an op where inputs, then params in declared order, then a table of
   // named params does not fit: the source of function(op, ...) returning the inputs list and the
   // params table (or nil). Compiled once per engine, like a kernel string.

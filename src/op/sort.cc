@@ -57,6 +57,9 @@ void extreme_shape(InferCtx& c) {
   c.set_out(0, out);
 }
 
+// max / min return the indices too over exactly one dim
+int extreme_outputs(const ParamValues& p) { return p.get_list("dim").size() == 1 ? 2 : 1; }
+
 // values keep x's dtype; indices (output 2, when there is one) are int64
 void values_indices_type(InferCtx& c) {
   c.out[0].dtype_id = c.input(0).dtype_id;
@@ -212,6 +215,7 @@ end)lua";
                                           "Exactly one dim also returns the indices."))
         .param(Field::boolean("keepdim", false, "Keep reduced dims with size 1."))
         .lua_adapter(adapter)
+        .outputs(extreme_outputs)
         .infer_shape(extreme_shape)
         .infer_type(values_indices_type)
         .lua_compute(MF_CPU, kernel)
@@ -227,6 +231,7 @@ end)lua";
       .strided()
       .param(Field::integer("dim", -1, "Dim to sort along, 1-based (negative counts from the end)."))
       .param(Field::boolean("descending", false, "Largest first."))
+      .outputs(2)
       .infer_shape(sort_shape)
       .infer_type(values_indices_type)
       .lua_compute(MF_CPU, R"lua(
@@ -249,6 +254,7 @@ end)lua")
       .param(Field::integer("dim", -1, "Dim to select along, 1-based (negative counts from the end)."))
       .param(Field::boolean("largest", true, "The largest elements; false: the smallest."))
       .param(Field::boolean("sorted", true, "In order of value; false: in their order along dim."))
+      .outputs(2)
       .infer_shape(topk_shape)
       .infer_type(values_indices_type)
       .lua_compute(MF_CPU, R"lua(
@@ -269,6 +275,7 @@ end)lua")
       .param(Field::integer("k", 1, "Which element, 1 (the smallest) to the size of dim.").mandatory())
       .param(Field::integer("dim", -1, "Dim to select along, 1-based (negative counts from the end)."))
       .param(Field::boolean("keepdim", false, "Keep dim with size 1."))
+      .outputs(2)
       .infer_shape(kthvalue_shape)
       .infer_type(values_indices_type)
       .lua_compute(MF_CPU, R"lua(
