@@ -182,6 +182,9 @@ void register_inplace_ops();
 // Kernel factory of view ops: alias input 1 when the shape rule made the output a view (set_view),
 // else copy input 1 into the output's shape, row-major (src/op/shape.cc).
 extern const char* const kViewKernel;
+// Kernel factory of ops whose outputs are all views of input 1 at the offsets their shape rule set
+// (split, chunk, unbind; src/op/shape.cc).
+extern const char* const kListViewKernel;
 
 // Kernel factory of ops that write input 2 into input 1 and return input 1 (copy, assign): the
 // device's copy routine, then output 1 aliases input 1 (src/op/transfer.cc).

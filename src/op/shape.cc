@@ -23,6 +23,16 @@ function(ins, outs, p, K)
   return function() yv.ptr = y.ptr; K.copy(yv, x) end
 end)lua";
 
+const char* const kListViewKernel = R"lua(
+function(ins, outs, p, K)
+  local x, n = ins[1], #outs
+  local offs = {}
+  for i = 1, n do offs[i] = outs[i].offset end
+  return function()
+    for i = 1, n do K.alias(outs[i], x, offs[i]) end
+  end
+end)lua";
+
 namespace {
 
 Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
@@ -474,15 +484,7 @@ end)lua");
       .view()
       .list_output()
       .infer_shape(split_shape)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local x, n = ins[1], #outs
-  local offs = {}
-  for i = 1, n do offs[i] = outs[i].offset end
-  return function()
-    for i = 1, n do K.alias(outs[i], x, offs[i]) end
-  end
-end)lua")
+      .lua_compute(MF_CPU, kListViewKernel)
       .gradient("function(x, ys, gys, p) return {mf.concat(gys, p.dim)} end");
 
   MF_REGISTER_OP(concat)

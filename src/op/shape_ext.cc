@@ -10,17 +10,6 @@ namespace {
 
 Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
 
-// Kernel of ops whose outputs are all views of input 1 at offsets the shape rule set (chunk, unbind).
-const char* const kListViewKernel = R"lua(
-function(ins, outs, p, K)
-  local x, n = ins[1], #outs
-  local offs = {}
-  for i = 1, n do offs[i] = outs[i].offset end
-  return function()
-    for i = 1, n do K.alias(outs[i], x, offs[i]) end
-  end
-end)lua";
-
 constexpr int64_t kMaxParts = 64;  // outputs a list-output op may return (ops.lua's MAXOUT)
 
 void stack_shape(InferCtx& c) {

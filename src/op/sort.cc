@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "reduce.h"
 #include "registry.h"
 
 namespace mf {
@@ -41,20 +42,7 @@ void extreme_shape(InferCtx& c) {
     c.set_out(1, s);
     return;
   }
-  uint32_t mask = dims.empty() && x.ndim ? (1u << x.ndim) - 1 : 0;
-  for (int64_t dd : dims) {
-    int nd = normalize_dim(c.name(), dd, x.ndim);
-    if (mask & (1u << nd)) fail(c.name(), ": dim ", dd, " is listed twice");
-    mask |= 1u << nd;
-  }
-  Shape out;
-  for (int d = 0; d < x.ndim; ++d) {
-    if (!(mask & (1u << d))) out.push_back(x.shape[d]);
-    else if (keep) out.push_back(1);
-    if ((mask & (1u << d)) && x.shape[d] == 0)
-      fail(c.name(), ": cannot reduce over dim ", d + 1, " of size 0 (x is ", shape_str(x), ")");
-  }
-  c.set_out(0, out);
+  reduce_out_shape(c, false);  // all dims or several: the reductions' rule (reduce.h)
 }
 
 // max / min return the indices too over exactly one dim
