@@ -143,7 +143,7 @@ return function(mf)
         local n = #args
         if op.multi then args[n + 1], args[n + 2] = outs, gouts
         else args[n + 1], args[n + 2] = outs[1], gouts[1] end
-        args[n + 3] = info.params
+        args[n + 3] = info.rec and info.rec.p or info.params
         local ok, res = pcall(rule, unpack(args, 1, n + 3))
         if not ok then raise(('gradients: the rule of %s (node %s) failed: %s'):format(op.name, info.name, tostring(res))) end
         check_result(op, info, res)

@@ -331,7 +331,12 @@ return function(mf)
     end
     local text = ffi.string(C.mf_params_canonical(rec.h))
     local name = g:unique_name(op.name)
-    local id = g:add_node(KIND_OP, op, text, syms, nout, name, {params = rec.p, rec = rec, outs = outs})
+    -- every field add_node and the lines below set, named here: the table is made at its final
+    -- size (eight fields; a ninth, or growing one field at a time, doubles it). The params are
+    -- rec.p (autodiff reads them there).
+    local info = {kind = false, op = false, name = false, inputs = false, nout = false, rec = rec, outs = outs or false,
+                  out_syms = false}
+    local id = g:add_node(KIND_OP, op, text, syms, nout, name, info)
     local res = {}
     for i = 1, nout do
       res[i] = new_symbol(g, id, i, outs and outs[i].shape or nil, outs and outs[i].dtype or syms[1].dtype_id)
