@@ -267,47 +267,68 @@ function(ins, outs, p, K)
 end)lua")
       .gradient("function(x, idx, y, gy, p) return {mf.scatter_add(mf.zeros_like(x), idx, gy, p.dim)} end");
 
-  MF_REGISTER_OP(scatter)
-      .describe("A copy of x with src written at the 1-based int64 index along dim: out[index[i][j]][j] = src[i][j] "
-                "along dim 1. src is a tensor no smaller than the index, or a number. Where the index repeats a "
-                "destination the last write in the index's row-major order wins (PyTorch leaves it unspecified). "
-                "Spellings: x:scatter(dim, index, src), mf.scatter(x, index, src, dim).")
-      .inputs({"x", "index", "src"})
-      .strided()
-      .mask_input(2)  // the index never decides a number src's dtype, nor is it cast with x
-      .param(dim_field())
-      .lua_adapter(kDimFirstAdapter)
-      .infer_shape(scatter_shape)
-      .infer_type(scatter_type)
-      .lua_compute(MF_CPU, R"lua(
+  // scatter and scatter_add, and their in-place forms scatter_ and scatter_add_: one rule, but for
+  // whether src replaces or adds (the kernel's add flag)
+  struct Scatter {
+    const char *name, *doc, *inplace_doc;
+    bool add;
+  };
+  static const Scatter scatters[] = {
+      {"scatter",
+       "A copy of x with src written at the 1-based int64 index along dim: out[index[i][j]][j] = src[i][j] along dim "
+       "1. src is a tensor no smaller than the index, or a number. Where the index repeats a destination the last "
+       "write in the index's row-major order wins (PyTorch leaves it unspecified). Spellings: x:scatter(dim, index, "
+       "src), mf.scatter(x, index, src, dim).",
+       "scatter written into x in place; returns x. Spellings: x:scatter_(dim, index, src), "
+       "mf.scatter_(x, index, src, dim). Not differentiable: it writes x (scatter is).",
+       false},
+      {"scatter_add",
+       "A copy of x with src added at the 1-based int64 index along dim: out[index[i][j]][j] += src[i][j] along dim "
+       "1; repeated destinations accumulate, in the index's row-major order. src is a tensor no smaller than the "
+       "index, or a number. Spellings: x:scatter_add(dim, index, src), mf.scatter_add(x, index, src, dim).",
+       "scatter_add written into x in place; returns x. Spellings: x:scatter_add_(dim, index, src), "
+       "mf.scatter_add_(x, index, src, dim). Not differentiable: it writes x (scatter_add is).",
+       true},
+  };
+  for (const Scatter& s : scatters) {
+    const std::string add = s.add ? "1" : "0";  // the kernel's flag
+    Registry::get()
+        .add(s.name)
+        .describe(s.doc)
+        .inputs({"x", "index", "src"})
+        .strided()
+        .mask_input(2)  // the index never decides a number src's dtype, nor is it cast with x
+        .param(dim_field())
+        .lua_adapter(kDimFirstAdapter)
+        .infer_shape(scatter_shape)
+        .infer_type(scatter_type)
+        .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
   local dim = K.dim0(p.dim, x.ndim)
-  return function() K.scatter(y, x, idx, src, dim, 0) end
+  return function() K.scatter(y, x, idx, src, dim, )lua" + add + R"lua() end
 end)lua")
-      .gradient(std::string("function(x, idx, src, y, gy, p) return ") + kScatterGradient +
-                "(x, idx, src, y, gy, p, false) end");
-
-  MF_REGISTER_OP(scatter_add)
-      .describe("A copy of x with src added at the 1-based int64 index along dim: out[index[i][j]][j] += src[i][j] "
-                "along dim 1; repeated destinations accumulate, in the index's row-major order. src is a tensor "
-                "no smaller than the index, or a number. Spellings: x:scatter_add(dim, index, src), "
-                "mf.scatter_add(x, index, src, dim).")
-      .inputs({"x", "index", "src"})
-      .strided()
-      .mask_input(2)
-      .param(dim_field())
-      .lua_adapter(kDimFirstAdapter)
-      .infer_shape(scatter_shape)
-      .infer_type(scatter_type)
-      .lua_compute(MF_CPU, R"lua(
+        .gradient(std::string("function(x, idx, src, y, gy, p) return ") + kScatterGradient +
+                  "(x, idx, src, y, gy, p, " + (s.add ? "true" : "false") + ") end");
+    // in place: x is written and returned (no gradient: it writes x; the form without _ has one)
+    Registry::get()
+        .add(std::string(s.name) + "_")
+        .describe(s.inplace_doc)
+        .inputs({"x", "index", "src"})
+        .mask_input(2)
+        .param(dim_field())
+        .lua_adapter(kDimFirstAdapter)
+        .view()
+        .writes()
+        .infer_shape(scatter_inplace_shape)
+        .infer_type(scatter_type)
+        .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
   local dim = K.dim0(p.dim, x.ndim)
-  return function() K.scatter(y, x, idx, src, dim, 1) end
-end)lua")
-      .gradient(std::string("function(x, idx, src, y, gy, p) return ") + kScatterGradient +
-                "(x, idx, src, y, gy, p, true) end");
+  return function() K.scatter(x, x, idx, src, dim, )lua" + add + R"lua(); K.alias(y, x, 0) end
+end)lua");
+  }
 
   MF_REGISTER_OP(index_add)
       .describe("A copy of x with slice j of src (along dim) added at slice index[j], a 1-D 1-based int64 index; "
@@ -350,42 +371,6 @@ end)lua");
 
   // In-place forms, PyTorch's trailing underscore: x is written and returned (no gradient: they
   // write x; the forms without _ have one).
-  MF_REGISTER_OP(scatter_)
-      .describe("scatter written into x in place; returns x. Spellings: x:scatter_(dim, index, src), "
-                "mf.scatter_(x, index, src, dim). Not differentiable: it writes x (scatter is).")
-      .inputs({"x", "index", "src"})
-      .mask_input(2)
-      .param(dim_field())
-      .lua_adapter(kDimFirstAdapter)
-      .view()
-      .writes()
-      .infer_shape(scatter_inplace_shape)
-      .infer_type(scatter_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
-  local dim = K.dim0(p.dim, x.ndim)
-  return function() K.scatter(x, x, idx, src, dim, 0); K.alias(y, x, 0) end
-end)lua");
-
-  MF_REGISTER_OP(scatter_add_)
-      .describe("scatter_add written into x in place; returns x. Spellings: x:scatter_add_(dim, index, src), "
-                "mf.scatter_add_(x, index, src, dim). Not differentiable: it writes x (scatter_add is).")
-      .inputs({"x", "index", "src"})
-      .mask_input(2)
-      .param(dim_field())
-      .lua_adapter(kDimFirstAdapter)
-      .view()
-      .writes()
-      .infer_shape(scatter_inplace_shape)
-      .infer_type(scatter_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
-  local dim = K.dim0(p.dim, x.ndim)
-  return function() K.scatter(x, x, idx, src, dim, 1); K.alias(y, x, 0) end
-end)lua");
-
   MF_REGISTER_OP(index_add_)
       .describe("index_add written into x in place; returns x. Spellings: x:index_add_(dim, index, src), "
                 "mf.index_add_(x, index, src, dim), Torch7's x:indexAdd(dim, index, src). Not differentiable: it "
