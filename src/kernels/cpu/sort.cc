@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../../core/error.h"
@@ -52,24 +53,15 @@ inline bool is_nan(T v) {
 // The total orders every routine here sorts by: by value, NaN above every number (PyTorch's
 // order: last ascending, first descending), equal values by their position along the dim, so the
 // result is the one a stable sort gives.
-template <typename T>
-struct Ascending {
+template <typename T, bool Descending>
+struct ByValue {
   const T* v;
   bool operator()(int64_t a, int64_t b) const {
     T x = v[a], y = v[b];
     bool nx = is_nan(x), ny = is_nan(y);
-    if (nx || ny) return nx == ny ? a < b : ny;
+    if (nx || ny) return nx == ny ? a < b : (Descending ? nx : ny);
+    if (Descending) std::swap(x, y);  // the values' order reverses, the positions' never does
     return x < y || (!(y < x) && a < b);
-  }
-};
-template <typename T>
-struct Descending {
-  const T* v;
-  bool operator()(int64_t a, int64_t b) const {
-    T x = v[a], y = v[b];
-    bool nx = is_nan(x), ny = is_nan(y);
-    if (nx || ny) return nx == ny ? a < b : nx;
-    return x > y || (!(x < y) && a < b);
   }
 };
 
@@ -214,8 +206,8 @@ static void sort_typed(mf_tensor& values, mf_tensor& indices, const mf_tensor& x
           std::partial_sort(pos.begin(), pos.begin() + k, pos.begin() + n, cmp);
         }
       };
-      if (descending) order(Descending<T>{v.data()});
-      else order(Ascending<T>{v.data()});
+      if (descending) order(ByValue<T, true>{v.data()});
+      else order(ByValue<T, false>{v.data()});
       // output line l: row-major over the other dims, so (outer, inner) split around dim
       int64_t o = (l / inner) * olen * inner + l % inner;
       if (kth) {
