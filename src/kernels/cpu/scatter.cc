@@ -47,6 +47,15 @@ struct Walk {
 
 int64_t index_at(const mf_tensor& idx, const Walk& w) { return ((const int64_t*)idx.ptr)[w.offset(idx.strides)]; }
 
+// gather's source and scatter's destination: the element offset, in a tensor of these strides and
+// ndim dims, of the index walk's position with its coordinate along dim replaced by the index there
+// (a 0-dim tensor has its one element).
+int64_t indexed_offset(const Walk& w, const mf_tensor& idx, const int64_t* strides, int ndim, int dim) {
+  int64_t off = w.offset(strides);
+  if (ndim) off += (index_at(idx, w) - 1 - w.at[dim]) * strides[dim];
+  return off;
+}
+
 void index_dtype(const char* op, const mf_tensor& idx) {
   if (idx.dtype_id != MF_INT64) fail(op, ": index is ", dtype_name(idx.dtype_id), "; expected int64 (1-based)");
 }
@@ -129,11 +138,7 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
     const T* xp = (const T*)x.ptr;
     T* o = (T*)out.ptr;
     Walk w(idx);
-    for (int64_t i = 0; i < idx.count; ++i, w.next()) {
-      int64_t v = index_at(idx, w) - 1, off = w.offset(x.strides);
-      if (x.ndim) off += (v - w.at[dim]) * x.strides[dim];
-      o[i] = xp[off];
-    }
+    for (int64_t i = 0; i < idx.count; ++i, w.next()) o[i] = xp[indexed_offset(w, idx, x.strides, x.ndim, dim)];
   });
 }
 
@@ -162,8 +167,7 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
     T* o = (T*)out.ptr;
     Walk w(idx);
     for (int64_t i = 0; i < idx.count; ++i, w.next()) {
-      int64_t v = index_at(idx, w) - 1, off = w.offset(out.strides);
-      if (x.ndim) off += (v - w.at[dim]) * out.strides[dim];
+      int64_t off = indexed_offset(w, idx, out.strides, x.ndim, dim);
       T s = scalar ? sp[0] : sp[w.offset(src.strides)];
       if (add) o[off] = T(o[off] + s);
       else o[off] = s;
