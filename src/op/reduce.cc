@@ -3,17 +3,21 @@
 
 namespace mf {
 
+uint32_t dims_mask(const char* op, const std::vector<int64_t>& dims, int ndim) {
+  uint32_t mask = 0;
+  for (int64_t d : dims) {
+    int nd = normalize_dim(op, d, ndim);
+    if (mask & (1u << nd)) fail(op, ": dim ", d, " is listed twice");
+    mask |= 1u << nd;
+  }
+  return mask;
+}
+
 uint32_t reduce_mask(InferCtx& c) {
   const mf_tensor& x = c.input(0);
   const auto& dims = c.p.get_list("dim");
   if (dims.empty()) return x.ndim ? (1u << x.ndim) - 1 : 0;
-  uint32_t mask = 0;
-  for (int64_t d : dims) {
-    int nd = normalize_dim(c.name(), d, x.ndim);
-    if (mask & (1u << nd)) fail(c.name(), ": dim ", d, " is listed twice");
-    mask |= 1u << nd;
-  }
-  return mask;
+  return dims_mask(c.name(), dims, x.ndim);
 }
 
 void reduce_out_shape(InferCtx& c, bool allow_empty) {

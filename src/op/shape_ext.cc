@@ -2,6 +2,7 @@
 // PyTorch), repeat (Torch7's repeatTensor), flip, roll, tril and triu (copies, by native routines).
 #include <algorithm>
 
+#include "reduce.h"
 #include "registry.h"
 
 namespace mf {
@@ -81,17 +82,6 @@ void repeat_shape(InferCtx& c) {
   }
   checked_numel(s, c.name());
   c.set_out(0, s);
-}
-
-// Validates a dims list (each once) and returns it as a bit mask of 0-based dims.
-uint32_t dims_mask(const char* op, const std::vector<int64_t>& dims, int ndim) {
-  uint32_t mask = 0;
-  for (int64_t d : dims) {
-    int nd = normalize_dim(op, d, ndim);
-    if (mask & (1u << nd)) fail(op, ": dim ", d, " is listed twice");
-    mask |= 1u << nd;
-  }
-  return mask;
 }
 
 void flip_shape(InferCtx& c) {
