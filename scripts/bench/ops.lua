@@ -6,6 +6,8 @@
 -- usage: moonflow scripts/bench/ops.lua [--rounds 5] [--sizes small,large] [--only PATTERN]
 --          [--json FILE] [--no-torch] [--quick]
 --   --rounds N    rounds over every case (default 5); figures are medians over rounds
+--   --batches N   timed batches of about 20 ms per case and round (default 3; their median is the
+--                 round's figure)
 --   --sizes       small: about 64 KB of input (16K float32, cache-resident); large: 16 MB or more
 --                 (4M float32, memory-bound); both by default
 --   --only P      only cases whose op or name matches the Lua pattern P (the coverage check
@@ -198,7 +200,8 @@ local SHAPE = {
 local INDEX = {
   {'index_select', ins = {'n:M', 'i:R@r'}, mf = function(_, a, i) return mf.index_select(a, i, 1) end,
    pt = 'torch.index_select(a, 0, b)'},
-  {'gather', ins = {'n:M', 'i:M@c'}, mf = function(_, a, i) return mf.gather(a, i, 2) end, pt = 'torch.gather(a, 1, b)'},
+  {'gather', ins = {'n:M', 'i:M@c'}, mf = function(_, a, i) return mf.gather(a, i, 2) end,
+   pt = 'torch.gather(a, 1, b)'},
   {'scatter', ins = {'n:M', 'i:M@c', 'n:M'}, mf = function(_, a, i, s) return mf.scatter(a, i, s, 2) end,
    pt = 'torch.scatter(a, 1, b, c)'},
   {'scatter_add', ins = {'n:M', 'i:M@c', 'n:M'}, mf = function(_, a, i, s) return mf.scatter_add(a, i, s, 2) end,
@@ -256,11 +259,13 @@ local NN = {
    pt = 'torch.ops.aten.convolution_backward(a, b, c, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, '
      .. '[False, True, False])[1]', limit = 'gemm', gemm = CONV_GEMM},
   {'max_pool2d', ins = {'n:IMG'}, mf = function(_, x) return mf.max_pool2d(x, 2) end, pt = 'F.max_pool2d(a, 2)'},
-  {'max_pool2d_backward', ins = {'n:POOL', 'n:IMG'}, mf = function(_, gy, x) return mf.max_pool2d_backward(gy, x, 2) end,
+  {'max_pool2d_backward', ins = {'n:POOL', 'n:IMG'},
+   mf = function(_, gy, x) return mf.max_pool2d_backward(gy, x, 2) end,
    pt_setup = 'F.max_pool2d(b, 2, return_indices=True)[1]',
    pt = 'torch.ops.aten.max_pool2d_with_indices_backward(a, b, [2, 2], [2, 2], [0, 0], [1, 1], False, P)'},
   {'avg_pool2d', ins = {'n:IMG'}, mf = function(_, x) return mf.avg_pool2d(x, 2) end, pt = 'F.avg_pool2d(a, 2)'},
-  {'avg_pool2d_backward', ins = {'n:POOL', 'n:IMG'}, mf = function(_, gy, x) return mf.avg_pool2d_backward(gy, x, 2) end,
+  {'avg_pool2d_backward', ins = {'n:POOL', 'n:IMG'},
+   mf = function(_, gy, x) return mf.avg_pool2d_backward(gy, x, 2) end,
    pt = 'torch.ops.aten.avg_pool2d_backward(a, b, [2, 2], [2, 2], [0, 0], False, True, None)'},
   {'adaptive_avg_pool2d', ins = {'n:IMG'}, mf = function(_, x) return mf.adaptive_avg_pool2d(x, 1) end,
    pt = 'F.adaptive_avg_pool2d(a, 1)'},
@@ -302,7 +307,8 @@ local FAMILIES = {MATH, ELEMWISE, INPLACE, REDUCE, STATS, SORT, SHAPE, INDEX, IN
 -- runs this one's code) or 'not user-facing: <why>'.
 local EXEMPT = {
   no_op = 'not user-facing: a graph control node, computes nothing',
-  fused_elementwise = 'not user-facing: built by graph fusion (lua/moonflow/fusion.lua) from chains of elementwise ops; eager calls run those ops',
+  fused_elementwise = 'not user-facing: built by graph fusion (lua/moonflow/fusion.lua) from chains of '
+    .. 'elementwise ops; eager calls run those ops',
   fused_assign = 'not user-facing: built by graph fusion, an assign of a fused_elementwise program',
   pad_like = 'not user-facing: the gradient of narrow, slice and select, built by autodiff',
   index_add_like = 'not user-facing: the gradient of index_select, built by autodiff',
@@ -311,16 +317,17 @@ local EXEMPT = {
 }
 
 -- options -----------------------------------------------------------------------------------------
-local opts = {rounds = 5, sizes = 'small,large', json = nil, only = nil, torch = true, quick = false}
+local opts = {rounds = 5, batches = 3, sizes = 'small,large', json = nil, only = nil, torch = true, quick = false}
+local argv = select('#', ...) > 0 and {...} or arg or {}  -- loadfile(...)('--lib') passes its own
 do
   local i = 1
-  while arg and arg[i] do
-    local a = arg[i]
+  while argv[i] do
+    local a = argv[i]
     if a == '--no-torch' then opts.torch = false
     elseif a == '--quick' then opts.quick = true
     elseif a == '--lib' then opts.lib = true
     elseif a:match('^%-%-') and opts[a:sub(3)] ~= nil or a == '--json' or a == '--only' then
-      local v = arg[i + 1] or error('ops.lua: ' .. a .. ' needs a value')
+      local v = argv[i + 1] or error('ops.lua: ' .. a .. ' needs a value')
       opts[a:sub(3)] = tonumber(v) or v
       i = i + 1
     else
@@ -480,19 +487,22 @@ local function copy_bw_mf(tim)
   return 2 * bytes / (us * 1e-6) / 1e9
 end
 
-local gemm_cache = {}
--- µs of raw OpenBLAS gemm (C = A B, row-major) on fresh buffers for each {m, n, k[, count]}
-local function gemm_us(list, dtype, tim)
+-- µs of raw OpenBLAS gemm (C = A B, row-major, on fresh buffers) for each {m, n, k[, count]},
+-- summed; cache (one per round) keeps a product measured once when several cases share it
+local function gemm_us(list, dtype, tim, cache)
   local total = 0
   for _, g in ipairs(list) do
     local m, n, k, count = g[1], g[2], g[3], g[4] or 1
     local key = table.concat({dtype, m, n, k}, 'x')
-    if not gemm_cache[key] then
-      local a, b, c = mf.randn({m, k}, {dtype = dtype}), mf.randn({k, n}, {dtype = dtype}), mf.zeros({m, n}, {dtype = dtype})
+    if not cache[key] then
+      local a, b = mf.randn({m, k}, {dtype = dtype}), mf.randn({k, n}, {dtype = dtype})
+      local c = mf.zeros({m, n}, {dtype = dtype})
       local f = dtype == 'float64' and ffi.C.cblas_dgemm or ffi.C.cblas_sgemm
-      gemm_cache[key] = T.per_call_us(function() f(101, 111, 111, m, n, k, 1, a:data(), k, b:data(), n, 0, c:data(), n) end, tim)
+      cache[key] = T.per_call_us(function()
+        f(101, 111, 111, m, n, k, 1, a:data(), k, b:data(), n, 0, c:data(), n)
+      end, tim)
     end
-    total = total + gemm_cache[key] * count
+    total = total + cache[key] * count
   end
   return total
 end
@@ -512,13 +522,15 @@ local function main()
   if opts.quick then
     opts.rounds, size_list = 1, {SIZES.quick}
   else
-    for s in tostring(opts.sizes):gmatch('[^,]+') do size_list[#size_list + 1] = assert(SIZES[s], 'unknown size ' .. s) end
+    for s in tostring(opts.sizes):gmatch('[^,]+') do
+      size_list[#size_list + 1] = SIZES[s] or error('ops.lua: --sizes takes small and large, not ' .. s)
+    end
   end
-  local tim = opts.quick and {calls = 1, batches = 1, warmup = 1} or {}
+  local tim = opts.quick and {calls = 1, batches = 1, warmup = 1} or {batches = opts.batches}
   local torch = opts.torch and Torch.start() or nil
 
   -- one instance per (case, dtype, size)
-  local inst = {}
+  local inst = {}  -- {case, S, dtype, mf = {µs per round}, pt = {...}, gemm = {...}, bytes, errors}
   for _, S in ipairs(size_list) do
     for _, c in ipairs(cases) do
       if not opts.only or c[1]:match(opts.only) or c.name:match(opts.only) then
@@ -534,6 +546,7 @@ local function main()
     io.stderr:write(('round %d/%d: %d cases\n'):format(round, opts.rounds, #inst))
     bw_mf[round] = copy_bw_mf(tim)
     if torch then bw_pt[round] = torch:call({cmd = 'copy_bw', quick = opts.quick}).gbps end
+    local gemm_cache = {}
     for _, it in ipairs(inst) do
       local c, S = it.case, it.S
       local specs = {}
@@ -558,6 +571,10 @@ local function main()
         if res.error then it.pt_error = res.error else it.pt[#it.pt + 1] = res.us end
       end
       if round % 2 == 1 then run_mf(); run_pt() else run_pt(); run_mf() end
+      if c.limit == 'gemm' then
+        it.gemm = it.gemm or {}
+        it.gemm[#it.gemm + 1] = gemm_us(c.gemm(S), it.dtype, tim, gemm_cache)
+      end
       collectgarbage()
     end
   end
@@ -580,7 +597,7 @@ local function main()
       if row.ratio > 1.2 then slow = slow + 1; slow_ops[c[1]] = true end
     end
     if c.limit == 'gemm' then
-      row.limit_kind, row.limit_us = 'gemm', gemm_us(c.gemm(S), it.dtype, tim)
+      row.limit_kind, row.limit_us = 'gemm', T.median({unpack(it.gemm)})
     elseif c.limit == 'view' then
       row.limit_kind = 'view'
     elseif S.label ~= 'small' and it.bytes then
@@ -615,8 +632,13 @@ local function main()
     print(('slower than 1.2x PyTorch: %d figures, %d ops'):format(slow, nslow_ops))
   end
   for _, it in ipairs(inst) do
-    if it.mf_error then io.stderr:write(('FAIL %s %s %s (moonflow): %s\n'):format(it.case.name, it.dtype, it.S.label, it.mf_error)) end
-    if it.pt_error then io.stderr:write(('FAIL %s %s %s (pytorch): %s\n'):format(it.case.name, it.dtype, it.S.label, it.pt_error)) end
+    for _, side in ipairs{'mf', 'pt'} do
+      local e = it[side .. '_error']
+      if e then
+        io.stderr:write(('FAIL %s %s %s (%s): %s\n'):format(it.case.name, it.dtype, it.S.label,
+          side == 'mf' and 'moonflow' or 'pytorch', e))
+      end
+    end
   end
   local covered = {}
   for _, c in ipairs(cases) do covered[c[1]] = true end
