@@ -31,9 +31,10 @@
 -- with newlines is a function body. Options: name (a variant, default the op), f64 (also timed in
 -- float64: the math ops), limit ('view': no data moved, no limit; 'gemm': gemm(S) lists
 -- {m, n, k[, count]} products timed on raw OpenBLAS), pt_setup (a Python expression computed
--- once per input set, passed to pt as P). Elsewhere the limit is bandwidth-bound: the bytes of
--- every tensor input and output once, over the copy bandwidth measured in the same run (large
--- size only; a small input lives in the caches).
+-- once per input set, passed to pt as P), dynamic (output sizes follow the values: only ranks are
+-- compared). The PyTorch code must give outputs of moonflow's shapes, or the case fails.
+-- Elsewhere the limit is bandwidth-bound: the bytes of every tensor input and output once, over the
+-- copy bandwidth measured in the same run (large size only; a small input lives in the caches).
 local ffi = require 'ffi'
 local json = require 'moonflow.json'
 local here = debug.getinfo(1, 'S').source:match('^@(.*)[/\\]') or '.'
@@ -211,8 +212,8 @@ local INDEX = {
   {'masked_fill', ins = {'n:M', 'm:M'}, mf = function(_, a, m) return mf.masked_fill(a, m, 0) end,
    pt = 'torch.masked_fill(a, b, 0.0)'},
   {'masked_select', ins = {'n:M', 'm:M'}, mf = function(_, a, m) return mf.masked_select(a, m) end,
-   pt = 'torch.masked_select(a, b)'},
-  {'nonzero', ins = {'m:M'}, mf = function(_, m) return mf.nonzero(m) end, pt = 'torch.nonzero(a)'},
+   pt = 'torch.masked_select(a, b)', dynamic = true},
+  {'nonzero', ins = {'m:M'}, mf = function(_, m) return mf.nonzero(m) end, pt = 'torch.nonzero(a)', dynamic = true},
   {'one_hot', ins = {'i:R@c'}, mf = function(S, i) return mf.one_hot(i, S.c) end, pt = 'F.one_hot(a, S.c)'},
 }
 
@@ -410,6 +411,18 @@ local function make_input(d)
   error('ops.lua: unknown input kind ' .. k)
 end
 
+-- the shapes of every tensor in v (a tensor or a list of them), as strings 'AxB' ('' for 0-dim)
+local function shapes_of(v, acc)
+  if mf.is_tensor(v) then
+    local s = {}
+    for d = 1, v:dim() do s[d] = v:size(d) end
+    acc[#acc + 1] = table.concat(s, 'x')
+  elseif type(v) == 'table' then
+    for _, x in ipairs(v) do shapes_of(x, acc) end
+  end
+  return acc
+end
+
 local ELEM_SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
 -- bytes the op must move at least: every tensor input read once, every tensor output written once
 local function tensor_bytes(v, acc)
@@ -428,14 +441,24 @@ Torch.__index = Torch
 function Torch.start()
   local fifo = os.tmpname()
   os.remove(fifo)
-  assert(os.execute('mkfifo ' .. fifo) == 0 or true)
+  local made = os.execute('mkfifo ' .. fifo)
+  if made ~= 0 and made ~= true then error('ops.lua: mkfifo ' .. fifo .. ' failed') end
   local py = os.getenv('PYTHON') or '/usr/bin/python3'
+  -- the twin's stdout goes to stderr (the table is ours); if it cannot start (no python, no torch),
+  -- the shell writes the answer that ops.lua would otherwise wait for forever
   local cmd = ('LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} '
-    .. 'OMP_NUM_THREADS=2 %s %s/ops_torch.py %s'):format(py, here, fifo)
+    .. 'OMP_NUM_THREADS=2 %s %s/ops_torch.py %s 1>&2 || echo \'{"fatal":"the PyTorch twin (%s %s/ops_torch.py) '
+    .. 'could not start: python3 with torch is needed; --no-torch runs moonflow alone"}\' > %s')
+    :format(py, here, fifo, py, here, fifo)
   local w = assert(io.popen(cmd, 'w'))
-  local r = assert(io.open(fifo, 'r'))  -- blocks until the twin opens it for writing
+  local r = assert(io.open(fifo, 'r'))  -- blocks until the twin (or the shell) opens it for writing
   local self = setmetatable({w = w, r = r, fifo = fifo}, Torch)
-  local hello = self:call({cmd = 'hello'})
+  local line = r:read('*l')  -- the twin says hello first, unasked
+  local hello = line and json.decode(line) or {fatal = 'the PyTorch twin stopped before saying hello'}
+  if hello.fatal then
+    r:close(); w:close(); os.remove(fifo)
+    error('ops.lua: ' .. hello.fatal, 0)
+  end
   self.version = hello.torch
   return self
 end
@@ -478,12 +501,14 @@ function Torch:close()
 end
 
 -- machine limits ---------------------------------------------------------------------------------------
--- copy bandwidth: memcpy of 64 MB (2 units moved: read + write), µs per call, the lowest figure
+-- copy bandwidth: 64 MB copied (2 units moved: read + write) by memcpy
+-- (one thread), and moonflow's own copy op (its threads): the better of the two, in GB/s
 local function copy_bw_mf(tim)
   local n = opts.quick and 1024 or 16 * 1024 * 1024
   local a, b = mf.ones(n), mf.zeros(n)
   local bytes = n * 4
-  local us = T.per_call_us(function() ffi.C.memcpy(b:data(), a:data(), bytes) end, tim)
+  local us = math.min(T.per_call_us(function() ffi.C.memcpy(b:data(), a:data(), bytes) end, tim),
+    T.per_call_us(function() b:copy(a) end, tim))
   return 2 * bytes / (us * 1e-6) / 1e9
 end
 
@@ -556,8 +581,8 @@ local function main()
         local ok, e = pcall(function()
           local ins = {}
           for i, d in ipairs(specs) do ins[i] = make_input(d) end
-          local out = c.mf(S, unpack(ins, 1, #specs))
-          if not it.bytes then it.bytes = tensor_bytes(ins, tensor_bytes(out, 0)) end
+          local out = {c.mf(S, unpack(ins, 1, #specs))}  -- every result (max over a dim: values, indices)
+          if not it.bytes then it.bytes, it.shapes = tensor_bytes(ins, tensor_bytes(out, 0)), shapes_of(out, {}) end
           out = nil
           it.mf[#it.mf + 1] = T.per_call_us(c.mf, tim, S, unpack(ins, 1, #specs))
         end)
@@ -568,7 +593,15 @@ local function main()
         local Sx = {n = S.n, r = S.r, c = S.c, img = S.img, b3 = S.b3, dtype = it.dtype}
         local res = torch:call({cmd = 'time', expr = c.pt, setup = c.pt_setup, ins = specs, S = Sx,
           calls = tim.calls, batches = tim.batches, warmup = tim.warmup})
-        if res.error then it.pt_error = res.error else it.pt[#it.pt + 1] = res.us end
+        if res.error then it.pt_error = res.error; return end
+        it.pt[#it.pt + 1] = res.us
+        -- the twin must compute the same thing: at least its outputs have moonflow's shapes
+        local want, got = table.concat(it.shapes or {}, ' '), table.concat(res.shapes, ' ')
+        if c.dynamic then want, got = want:gsub('%d+', 'N'), got:gsub('%d+', 'N') end  -- sizes follow the values
+        if it.shapes and got ~= want then
+          it.pt_error = ('the PyTorch code gives outputs of shapes [%s], moonflow [%s]'):format(
+            table.concat(res.shapes, ' '), want)
+        end
       end
       if round % 2 == 1 then run_mf(); run_pt() else run_pt(); run_mf() end
       if c.limit == 'gemm' then
@@ -609,8 +642,8 @@ local function main()
 
   local function f(v, fmt) return v and (fmt or '%.4g'):format(v) or '-' end
   print(('moonflow per-op bench: %d rounds, %s, medians over rounds; torch %s; MF threads %d; '
-    .. 'copy bandwidth %.3g GB/s (memcpy %.3g%s)'):format(opts.rounds, opts.quick and 'QUICK (smoke, not timings)'
-    or 'sizes ' .. opts.sizes, torch and torch.version or '-', mf.get_num_threads(), bw, T.median(bw_mf),
+    .. 'copy bandwidth %.3g GB/s (moonflow memcpy or copy %.3g%s)'):format(opts.rounds,
+    opts.quick and 'QUICK (smoke, not timings)' or 'sizes ' .. opts.sizes, torch and torch.version or '-', mf.get_num_threads(), bw, T.median(bw_mf),
     #bw_pt > 0 and (', torch copy_ %.3g'):format(T.median(bw_pt)) or ''))
   print(('| %-30s | %-7s | %-5s | %10s | %10s | %6s | %10s | %-5s | %6s |'):format('case', 'dtype', 'size',
     'mf us', 'pt us', 'mf/pt', 'limit us', 'limit', 'lim/mf'))

@@ -7,8 +7,13 @@ batch calibrated to about 20 ms, the median of 7 batches, a collection before ea
 usage (ops.lua does it): python3 scripts/bench/ops_torch.py FIFO
 Run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp; 2 threads."""
 import gc, json, sys, time, traceback
-import torch
-import torch.nn.functional as F
+out = open(sys.argv[1], 'w')  # first: ops.lua waits on this FIFO, and should hear why torch is missing
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:
+    out.write(json.dumps({'fatal': 'PyTorch twin: %s (install python3-torch, or run ops.lua --no-torch)' % e}) + '\n')
+    sys.exit(0)  # 0: ops.lua's fallback answer (for a python that cannot start at all) must not follow
 
 torch.set_num_threads(2)
 clock = time.perf_counter
@@ -77,10 +82,18 @@ def per_call_us(f, args, calls=None, batches=7, warmup=3, target=0.02):
     return times[(len(times) - 1) // 2]
 
 
+def shapes_of(v, acc):
+    """ops.lua's shapes_of: every tensor's shape as 'AxB' ('' for 0-dim), lists and tuples flattened"""
+    if isinstance(v, torch.Tensor):
+        acc.append('x'.join(str(d) for d in v.shape))
+    elif isinstance(v, (list, tuple)):
+        for x in v:
+            shapes_of(x, acc)
+    return acc
+
+
 def handle(req):
     cmd = req['cmd']
-    if cmd == 'hello':
-        return {'torch': torch.__version__}
     if cmd == 'copy_bw':  # dst.copy_(src) of 64 MB: 2 units moved
         n = 1024 if req.get('quick') else 16 * 1024 * 1024
         a, b = torch.ones(n), torch.zeros(n)
@@ -95,14 +108,16 @@ def handle(req):
             P = eval(req['setup'], {'torch': torch, 'F': F, 'S': S, 'a': ins[0] if ins else None,
                                     'b': ins[1] if len(ins) > 1 else None})
         f = compile_case(req['expr'], len(ins))
+        shapes = shapes_of(f(S, P, *ins), [])
         us = per_call_us(f, [S, P] + ins, calls=req.get('calls'), batches=req.get('batches') or 7,
                          warmup=req.get('warmup') or 3)
-        return {'us': us}
+        return {'us': us, 'shapes': shapes}
     raise ValueError('unknown request ' + cmd)
 
 
 def main():
-    out = open(sys.argv[1], 'w')
+    out.write(json.dumps({'torch': torch.__version__}) + '\n')
+    out.flush()
     for line in iter(sys.stdin.readline, ''):
         req = json.loads(line)
         if req.get('cmd') == 'quit':
