@@ -40,6 +40,17 @@ return function(mf)
       g.nodes[v.node].bound = t
       g.version = g.version + 1   -- sessions rebind their executors to the new storage
     end
+    -- the eager autograd state (tape.lua) lives on the tensor: the new one requires grad and keeps
+    -- the gradient as the old one did
+    local old = rawget(h, '_data')
+    if old ~= nil and old ~= t then
+      if old:requires_grad() and mf._IS_FLOAT[t.dtype_id] then
+        if not t:is_leaf() then t = t:detach() end
+        t:requires_grad_()
+      end
+      local g = old.grad
+      if g ~= nil and t.grad == nil and g:shape_str() == t:shape_str() then t.grad = g end
+    end
     rawset(h, '_data', t)
   end
 
@@ -55,6 +66,7 @@ return function(mf)
     local forwarders = {}
     mt.__index = function(h, k)
       if k == 'data' then return rawget(h, '_data') end
+      if k == 'grad' then return rawget(h, '_data').grad end  -- the tensor's (eager autograd, tape.lua)
       local m = methods[k]
       if m ~= nil then return m end
       -- a tensor method: called on the tensor (or, while a module builds a graph, the Variable)
@@ -76,8 +88,12 @@ return function(mf)
     mt.__unm = function(a) return mf.neg(a) end
     mt.__newindex = function(h, k, v)
       if k == 'data' then return rebind(h, v, what) end
-      if k == 'grad' and v ~= nil and not is_tensor(v) then
-        raise(('%s.grad = value: value is a %s; expected a tensor or nil'):format(what, type(v)))
+      if k == 'grad' then
+        if v ~= nil and not is_tensor(v) then
+          raise(('%s.grad = value: value is a %s; expected a tensor or nil'):format(what, type(v)))
+        end
+        rawget(h, '_data').grad = v
+        return
       end
       rawset(h, k, v)
     end
@@ -93,6 +109,11 @@ return function(mf)
   Parameter.__tostring = function(p) return ('Parameter(%s, %s)'):format(p.data:shape_str(), p.data:dtype()) end
   function nn.Parameter(t)
     if not is_tensor(t) then raise(('Parameter: expected a tensor, got %s'):format(shape_of(t))) end
+    -- a floating parameter is a leaf that requires grad (eager autograd): loss:backward() fills .grad
+    if mf._IS_FLOAT[t.dtype_id] then
+      if not t:is_leaf() then t = t:detach() end
+      t:requires_grad_()
+    end
     return new_parameter(t)
   end
   function nn.is_parameter(x) return getmetatable(x) == Parameter end
@@ -338,7 +359,7 @@ return function(mf)
       for _, nh in ipairs(named(self, kind[1], kind[2], false)) do
         local h = nh[2]
         h.data = h.data:to(device)
-        if rawget(h, 'grad') ~= nil then h.grad = h.grad:to(device) end
+        if h.grad ~= nil then h.grad = h.grad:to(device) end
       end
     end
     return self
@@ -426,6 +447,52 @@ return function(mf)
   end
   Module.zero_grad = Module.zeroGradParameters
 
+  -- Converts every floating parameter and buffer to dtype in place: the holders stay the same (so
+  -- optimizers and graphs holding them follow), parameters keep requiring grad, gradients convert too.
+  function Module:type(dtype)
+    if dtype == nil then
+      local p = self:parameters()[1]
+      return p and p.data:dtype() or nil
+    end
+    mf._dtype_code(dtype, self.__name .. ':type')
+    if not mf._IS_FLOAT[mf._dtype_code(dtype)] then
+      raise(('%s:type(%s): parameters convert to a floating dtype only (float32, float64)'):format(self.__name, dtype))
+    end
+    mf.no_grad(function()
+      for _, kind in ipairs{{'_params', '_param_order'}, {'_buffers', '_buffer_order'}} do
+        for _, nh in ipairs(named(self, kind[1], kind[2], false)) do
+          local h = nh[2]
+          if mf._IS_FLOAT[h.data.dtype_id] and h.data:dtype() ~= dtype then
+            local g = h.grad
+            h.data = mf.cast(h.data, dtype)
+            if g ~= nil then h.grad = mf.cast(g, dtype) end
+          end
+        end
+      end
+    end)
+    return self
+  end
+  function Module:double() return self:type('float64') end
+  function Module:float() return self:type('float32') end
+
+  -- Torch7's backward: the gradient of the module's output (for input) with respect to input, given
+  -- grad_output, through the tape; parameter gradients accumulate into their .grad. The forward is
+  -- run again on input (a module that draws random numbers, like Dropout, draws new ones).
+  function Module:backward(input, grad_output)
+    if not is_tensor(input) then raise(('%s:backward(input, grad_output): input is %s; expected a tensor'):format(self.__name, shape_of(input))) end
+    local x = mf.no_grad(input.detach, input)
+    if mf._IS_FLOAT[x.dtype_id] then x:requires_grad_() end
+    local y = mf.enable_grad(self.forward, self, x)
+    if not is_tensor(y) then raise(('%s:backward: forward returned %s; expected one tensor'):format(self.__name, shape_of(y))) end
+    if not y:requires_grad() then return nil end
+    y:backward(grad_output)
+    return x.grad
+  end
+  Module.updateGradInput = function(self, input, grad_output)
+    local x = mf.no_grad(input.detach, input):requires_grad_()
+    return mf.autograd.grad(mf.enable_grad(self.forward, self, x), x, grad_output)[1]
+  end
+
   -- A deep copy (Torch7's clone, PyTorch's copy.deepcopy): new parameters, gradients and buffers
   -- with equal values and their own storage, new child modules, copied option tables. Sharing
   -- inside the module (a child used twice, a tied parameter) is kept in the copy.
@@ -433,7 +500,12 @@ return function(mf)
     local memo = {}
     local function copy(v)
       if is_tensor(v) then
-        if memo[v] == nil then memo[v] = v:clone() end
+        if memo[v] == nil then  -- a copy with no history, requiring grad and holding a gradient as v does
+          local c = mf.no_grad(v.clone, v)
+          if v:requires_grad() then c:requires_grad_() end
+          if v.grad ~= nil then c.grad = mf.no_grad(v.grad.clone, v.grad) end
+          memo[v] = c
+        end
         return memo[v]
       end
       if type(v) ~= 'table' then return v end
@@ -484,7 +556,7 @@ return function(mf)
       local view = mf.reshape(mf.narrow(flat, 1, off, n), shape)
       local gview = mf.reshape(mf.narrow(gflat, 1, off, n), shape)
       if n > 0 then mf.copy(view, d) end
-      if is_tensor(rawget(p, 'grad')) and n > 0 then mf.copy(gview, p.grad) end
+      if is_tensor(p.grad) and n > 0 then mf.copy(gview, p.grad) end
       p.data = view       -- rebinds: graphs the parameter is bound into follow the view
       p.grad = gview
       off = off + n

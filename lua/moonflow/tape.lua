@@ -93,11 +93,12 @@ return function(mf)
       raise(('requires_grad: only floating-point tensors (float32, float64) can require gradients; this %s tensor is '
         .. '%s (convert it with :double() or :float() first)'):format(shape_str(t), DTYPE_NAME[t.dtype_id]))
     end
+    -- the state table is kept (nodes recorded from t refer to it), only its flag changes
     if flag then
-      AG[t] = {leaf = true, grad = s and s.grad}
+      if s then s.leaf = true else AG[t] = {leaf = true} end
       t.pad_ = 1
     else
-      if s then AG[t] = {grad = s.grad} end  -- keeps .grad; no longer a leaf that requires grad
+      if s then s.leaf = false end  -- keeps .grad; no longer a leaf that requires grad
       t.pad_ = 0
     end
     return t
@@ -128,33 +129,72 @@ return function(mf)
   end
 
   -- recording ------------------------------------------------------------------------------------
-  local function outputs_of(op, first, ...)
-    if op.multi then return first end
-    return {first, ...}
+  -- A node: op, p (params), seq, nout; ins: the inputs' data; sins: their states (false for none);
+  -- ys: a data header per output; v: the versions of ins then ys when recorded. A node never refers
+  -- to a tensor computed by recorded ops (a key of AG whose value is a node): LuaJIT's weak tables
+  -- are not ephemerons, so a chain of such keys held by values would take a collection per link.
+  -- Leaves (their state holds no node) are referred to as they are.
+  local function new_node(op, rec, ins, nin, outs, nout)
+    seq = seq + 1
+    local xs, ss, ys, v = {}, {}, {}, {}
+    for i = 1, nin do
+      local x = ins[i]
+      local sx = state(x)
+      if sx and sx.node then
+        ss[i], xs[i] = sx, data_of(x)
+      else
+        ss[i], xs[i] = sx and sx.leaf == true and sx or false, x
+      end
+      v[i] = version(x)
+    end
+    for k = 1, nout do
+      ys[k] = data_of(outs[k])
+      v[nin + k] = v[1] ~= nil and ys[k].store == ins[1].store and v[1] or version(ys[k])
+    end
+    return {op = op, p = rec.p, seq = seq, nout = nout, ins = xs, sins = ss, ys = ys, v = v}
+  end
+
+  local function attach(y, node, k)
+    AG[y] = {node = node, index = k}
+    y.pad_ = 1
   end
 
   -- the result of a call whose inputs have pad_ set: outputs get a clean flag (a view's header may
   -- have copied its input's), then a node when recording
-  local function finish(op, rec, ins, nin, record, ...)
-    local outs = outputs_of(op, ...)
+  local function finish_list(op, rec, ins, nin, record, outs)
     local node
     for k = 1, #outs do
       local y = outs[k]
-      local own = true
+      local own = is_tensor(y)
       for i = 1, nin do if ins[i] == y then own = false end end  -- an in-place op returns its input
-      if own and is_tensor(y) then
+      if own then
         y.pad_ = 0
         if record and IS_FLOAT[y.dtype_id] then
-          if not node then
-            seq = seq + 1
-            node = {op = op, p = rec.p, seq = seq, ins = {}, vin = {}, ys = {}, vout = {}, nout = #outs}
-            for i = 1, nin do node.ins[i], node.vin[i] = ins[i], version(ins[i]) end
-            for j = 1, #outs do node.ys[j], node.vout[j] = data_of(outs[j]), version(outs[j]) end
-          end
-          AG[y] = {node = node, index = k}
-          y.pad_ = 1
+          node = node or new_node(op, rec, ins, nin, outs, #outs)
+          attach(y, node, k)
         end
       end
+    end
+  end
+  local one = {}
+  local function finish(op, rec, ins, nin, record, ...)
+    local y, n = ..., select('#', ...)
+    if op.multi then
+      finish_list(op, rec, ins, nin, record, y)
+    elseif n == 1 and is_tensor(y) then  -- the common case: one output, no list
+      local own = true
+      for i = 1, nin do if ins[i] == y then own = false end end
+      if own then
+        y.pad_ = 0
+        if record and IS_FLOAT[y.dtype_id] then
+          one[1] = y
+          local node = new_node(op, rec, ins, nin, one, 1)
+          one[1] = nil
+          attach(y, node, 1)
+        end
+      end
+    elseif n > 0 then
+      finish_list(op, rec, ins, nin, record, {...})
     end
     return ...
   end
@@ -177,7 +217,12 @@ return function(mf)
       return run(op, rec, e, ins, nin)
     end
     local record = false
-    if enabled then
+    local shape_only = op.shape_only  -- zeros_like, rand_like ...: outputs independent of input values
+    if shape_only == nil then
+      shape_only = op.gradient_src == 'function() return {} end'
+      op.shape_only = shape_only
+    end
+    if enabled and not shape_only then
       for i = 1, nin do
         local s = state(ins[i])
         if s and (s.node or s.leaf) then record = true break end
@@ -213,10 +258,11 @@ return function(mf)
           :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer[skey(t)] or '?', now, v))
       end
     end
+    local nin = #node.ins
     for i, x in ipairs(node.ins) do
-      check(x, node.vin[i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
+      check(x, node.v[i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
     end
-    for k, y in ipairs(node.ys) do check(y, node.vout[k], ('output %d'):format(k)) end
+    for k, y in ipairs(node.ys) do check(y, node.v[nin + k], ('output %d'):format(k)) end
   end
 
   -- roots, seeds: lists; targets: nil (backward: accumulate into every leaf's .grad) or a list of
@@ -241,8 +287,7 @@ return function(mf)
           raise(("%s: the tape through op '%s' was freed by an earlier backward; pass {retain_graph = true} to the "
             .. 'first backward (or autograd.grad) to go through it twice'):format(what, n.op.name))
         end
-        for _, x in ipairs(n.ins) do
-          local s = state(x)
+        for _, s in ipairs(n.sins) do
           if s and s.node and not seen[s.node] then stack[#stack + 1] = s.node end
         end
       end
@@ -264,8 +309,7 @@ return function(mf)
       useful = {}
       for j = #nodes, 1, -1 do
         local n = nodes[j]
-        for _, x in ipairs(n.ins) do
-          local s = state(x)
+        for _, s in ipairs(n.sins) do
           if s and (tleaf[s] or s.node and (useful[s.node] or tout[s.node] and tout[s.node][s.index])) then
             useful[n] = true
             break
@@ -308,8 +352,20 @@ return function(mf)
             ys[k] = y
             gys[k] = gl[k] or mf.zeros_like(n.ys[k])
           end
-          local args, nin = {}, #n.ins
-          if op.variadic then args[1] = n.ins else for i = 1, nin do args[i] = n.ins[i] end end
+          local args, nin, xs = {}, #n.ins, n.ins
+          if create then  -- inputs with their history, so the rule's ops are recorded
+            xs = {}
+            for i = 1, nin do
+              local x, sx = n.ins[i], n.sins[i]
+              if sx then
+                x = data_of(x)
+                x.pad_ = 1
+                AG[x] = sx
+              end
+              xs[i] = x
+            end
+          end
+          if op.variadic then args[1] = xs else for i = 1, nin do args[i] = xs[i] end end
           local na = #args
           if op.multi then args[na + 1], args[na + 2] = ys, gys
           else args[na + 1], args[na + 2] = ys[1], gys[1] end
@@ -321,8 +377,7 @@ return function(mf)
               op.name, type(res)))
           end
           for i = 1, nin do
-            local x, g = n.ins[i], res[i]
-            local s = state(x)
+            local x, g, s = n.ins[i], res[i], n.sins[i]
             if g ~= nil and s and (s.node or s.leaf) then
               if not is_tensor(g) or not same_shape(g, x) then
                 raise(("%s: the gradient rule of op '%s' gave input %d (%s) a gradient of %s; expected %s")
@@ -333,7 +388,7 @@ return function(mf)
             end
           end
           if not (tout and tout[n]) then gnode[n] = nil end  -- a target's gradient is returned
-          if not retain then n.freed, n.ins, n.ys = true, {}, {} end
+          if not retain then n.freed, n.ins, n.sins, n.ys = true, {}, {}, {} end
         end
       end
     end)

@@ -615,6 +615,7 @@ return function(mf)
   end
   function mf.empty_cache(device)
     collectgarbage('collect')
+    collectgarbage('collect')  -- the tape's state of a tensor freed by the first (tape.lua) goes in the second
     K.check(C.mf_memory_empty_cache(device == nil and HOST or K.find_device(device, 'empty_cache')))
   end
   function mf.set_num_threads(n)

@@ -393,7 +393,12 @@ void Engine::register_function(const std::string& name, Function fn) {
 
 void Engine::collect_garbage() {
   Entry entry(impl_.get(), "collect_garbage");
-  protected_run(impl_->L, [](lua_State* L) { lua_gc(L, LUA_GCCOLLECT, 0); });
+  // twice: LuaJIT's weak tables are not ephemerons, so the eager autograd state of a tensor that
+  // died in one collection (lua/moonflow/tape.lua) becomes garbage only in the next
+  protected_run(impl_->L, [](lua_State* L) {
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    lua_gc(L, LUA_GCCOLLECT, 0);
+  });
 }
 
 const char* version() noexcept { return MF_VERSION; }
