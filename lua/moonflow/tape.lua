@@ -440,8 +440,10 @@ return function(mf)
         if s.grad == nil then
           -- a gradient may be a tensor the rules share (add passes gy on): .grad gets its own
           s.grad = mf.cast(g, DTYPE_NAME[g.dtype_id])
-        else
+        elseif create then
           s.grad = mf.add(s.grad, g)
+        else  -- in place, as PyTorch: a gradient that is a view (getParameters' flat one) stays one
+          mf.add_(s.grad, g)
         end
       end
     end

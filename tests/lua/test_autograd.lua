@@ -238,6 +238,17 @@ T.test('model:double()/float()/type() convert in place, keeping each Parameter a
   T.errors(function() m:type('int32') end, 'floating dtype only')
 end)
 
+T.test('getParameters: backward accumulates into the flat gradient', function()
+  local l = mf.nn.Linear(2, 1):double()
+  local flat, gflat = l:getParameters()
+  flat:copy(c64({1, 2, 0.5}))
+  l:zeroGradParameters()
+  mf.sum(l(c64({{1, 1}, {2, 3}}))):backward()
+  T.tensor_eq(gflat, {3, 4, 2})
+  mf.sum(l(c64({{1, 0}}))):backward()
+  T.tensor_eq(gflat, {4, 4, 3})
+end)
+
 T.test('module:backward(input, grad_output) returns the input gradient (Torch7)', function()
   local l = mf.nn.Linear(2, 3, {bias = false}):double()
   l.weight.data:copy(c64({{1, 2}, {3, 4}, {5, 6}}))
