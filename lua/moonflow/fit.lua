@@ -83,13 +83,15 @@ return function(mf)
   local FIT_ARGS = {model = {type = 'table', doc = 'an nn module'}, loss = {type = 'table', doc = 'an nn criterion'},
     optimizer = {type = 'table', doc = 'an mf.optim optimizer'}, data = 'any', epochs = O.posint,
     validate = 'any', on_epoch = 'callable', on_step = 'callable', log = 'string', scheduler = 'table',
-    start_epoch = O.posint, quiet = 'boolean', max_steps = O.posint, history = 'table',
+    start_epoch = O.posint, quiet = 'boolean', max_steps = O.posint, history = 'table', mode = 'string',
     _hints = {criterion = 'loss', optim = 'optimizer', opt = 'optimizer', loader = 'data', train = 'data',
               val = 'validate', validation = 'validate', epoch = 'epochs', n_epochs = 'epochs', verbose = 'quiet'}, _noun = 'argument'}
 
   -- mf.fit{model =, loss =, optimizer =, data = loader, epochs = 1, validate = loader,
   --        on_epoch = f(epoch, record, history), on_step = f(step, loss), log = 'history.csv',
-  --        scheduler = s, start_epoch = 1, quiet = false, max_steps = n} -> history
+  --        scheduler = s, start_epoch = 1, quiet = false, max_steps = n, mode = 'graph' | 'eager'} -> history
+  -- mode 'eager' trains with the tape (forward on tensors, loss:backward(), opt:step()) instead of
+  -- one training graph
   function mf.fit(args)
     if type(args) ~= 'table' then raise(('fit: expected a table of arguments {model =, loss =, optimizer =, data =}, got %s'):format(O.show(args))) end
     O.check('fit', args, FIT_ARGS)
@@ -104,6 +106,10 @@ return function(mf)
     end
     if args.start_epoch and args.start_epoch > (args.epochs or 1) + 1 then
       raise(('fit: start_epoch %d is after the last epoch (epochs = %d)'):format(args.start_epoch, args.epochs or 1))
+    end
+    local mode = args.mode or 'graph'
+    if mode ~= 'graph' and mode ~= 'eager' then
+      raise(("fit: mode is '%s'; expected 'graph' (one training graph) or 'eager' (the tape)"):format(mode))
     end
     local epochs, first = args.epochs or 1, args.start_epoch or 1
     local tty = ffi.C.isatty(1) == 1 and not args.quiet
@@ -121,7 +127,13 @@ return function(mf)
       local t0, seen, loss_sum, nb = mf.clock(), 0, 0, #data
       local step = 0
       for bx, by in data:iter() do
-        if not train then  -- the graph, built once from the first batch's shapes
+        local l
+        if mode == 'eager' then
+          opt:zero_grad()
+          l = loss(model(bx), by)
+          l:backward()
+          opt:step()
+        elseif not train then  -- the graph, built once from the first batch's shapes
           local g = mf.Graph()
           train = with_graph(g, function()
             local x, y = placeholder_like(bx, 'x'), placeholder_like(by, 'y')
@@ -129,7 +141,7 @@ return function(mf)
             return {x = x, y = y, loss = l, op = opt:minimize(l), sess = mf.Session{graph = g}}
           end)
         end
-        local _, l = train.sess:run({train.op, train.loss}, {[train.x] = bx, [train.y] = by})
+        if mode == 'graph' then l = select(2, train.sess:run({train.op, train.loss}, {[train.x] = bx, [train.y] = by})) end
         local lv, b = l:item(), bx:size(1)
         step, seen, loss_sum = step + 1, seen + b, loss_sum + lv * b
         steps_done = steps_done + 1

@@ -357,7 +357,7 @@ return function(mf)
             xs = {}
             for i = 1, nin do
               local x, sx = n.ins[i], n.sins[i]
-              if sx then
+              if sx and sx.node then  -- a leaf is kept as itself (new_node)
                 x = data_of(x)
                 x.pad_ = 1
                 AG[x] = sx

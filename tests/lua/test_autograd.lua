@@ -282,4 +282,26 @@ T.test('10,000 forward+backward steps of a small MLP keep memory flat', function
   assert(step():item() < 0.05, 'the MLP fits its 4 samples')
 end)
 
+T.test("mf.fit mode = 'eager' gives the losses of mode = 'graph'", function()
+  mf.manual_seed(11)
+  local xs = mf.randn(64, 6)
+  local ys = mf.argmax(mf.narrow(xs, 2, 1, 3), 2)  -- learnable labels 1..3
+  local function run(mode)
+    mf.manual_seed(3)
+    local m = mf.nn.Sequential{mf.nn.Linear(6, 8), mf.nn.Tanh(), mf.nn.Linear(8, 3)}
+    local opt = mf.optim.SGD(m:parameters(), {lr = 0.1, momentum = 0.9})
+    local losses = {}
+    mf.fit{model = m, loss = mf.nn.CrossEntropyLoss(), optimizer = opt, epochs = 2, quiet = true, mode = mode,
+           data = mf.data.TensorDataset(xs, ys):loader{batch = 16}, on_step = function(_, l) losses[#losses + 1] = l end}
+    return losses
+  end
+  local g, e = run('graph'), run('eager')
+  T.eq(#e, 8)
+  for i = 1, #g do T.near(e[i], g[i], 1e-5, 'loss at step ' .. i) end
+  assert(e[5] + e[6] + e[7] + e[8] < e[1] + e[2] + e[3] + e[4], 'the loss goes down')
+  local m = mf.nn.Linear(1, 1)
+  T.errors(function() mf.fit{model = m, loss = mf.nn.MSELoss(), optimizer = mf.optim.SGD(m:parameters(), 0.1),
+    data = mf.data.TensorDataset(mf.zeros(2, 1), mf.zeros(2, 1)):loader{batch = 1}, mode = 'tape'} end, "mode is 'tape'")
+end)
+
 T.finish()
