@@ -221,7 +221,7 @@ local function check_tape(c, strided)
   for i, spec in ipairs(c.ins) do
     if not spec.const then
       assert(leaves[i].grad, ('no tape gradient for input %d'):format(i))
-      analytic[i] = leaves[i].grad:contiguous():reshape(leaves[i]:numel())
+      analytic[i] = leaves[i].grad:clone():reshape(leaves[i]:numel())  -- a copy: backward accumulates in place
     end
   end
   tape_loss(c, leaves, feeds, ws):backward()
