@@ -601,7 +601,8 @@ return function(mf)
     function(name) return ('m:%s(...)'):format(name) end)
   -- help(m.clone) finds these by value (docs in help.lua)
   if mf._fn_names then
-    for _, name in ipairs{'add', 'get', 'size', 'clone', 'getParameters', 'train', 'evaluate'} do
+    for _, name in ipairs{'add', 'get', 'size', 'clone', 'getParameters', 'train', 'evaluate', 'type', 'double', 'float',
+                          'backward'} do
       mf._fn_names[Module[name]] = 'nn.Module:' .. name
     end
     mf._fn_names[Module.eval] = 'nn.Module:evaluate'
