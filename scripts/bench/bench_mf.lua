@@ -131,6 +131,25 @@ local function time_steps(model, xshape, b, name)
   emit(name, 'moonflow', (clock() - t0) / opts.steps * 1e3, 'ms/step')
 end
 
+-- the same step eagerly, through the tape (eager autograd): zero_grad, forward, backward, step
+local function time_eager_steps(model, xshape, b, name)
+  local x, y = mf.randn(unpack(xshape)), random_labels(b)
+  local crit = mf.nn.CrossEntropyLoss()
+  local opt = mf.optim.SGD(model:parameters(), {lr = 0.01, momentum = 0.9})
+  local function step()
+    opt:zero_grad()
+    local loss = crit(model(x), y)
+    loss:backward()
+    opt:step()
+    return loss
+  end
+  for _ = 1, opts.warmup do step() end
+  collectgarbage()
+  local t0 = clock()
+  for _ = 1, opts.steps do step() end
+  emit(name, 'moonflow', (clock() - t0) / opts.steps * 1e3, 'ms/step')
+end
+
 local function mlp()
   return mf.nn.Sequential{mf.nn.Linear(784, 512), mf.nn.ReLU(), mf.nn.Linear(512, 256), mf.nn.ReLU(),
     mf.nn.Linear(256, 10)}
@@ -143,6 +162,8 @@ local function bench_mlp()
     mf.reset_default_graph()
     time_steps(mlp(), {b, 784}, b, 'e_mlp_step_b' .. b)
   end
+  mf.reset_default_graph()
+  time_eager_steps(mlp(), {64, 784}, 64, 'e_mlp_eager_step_b64')
 end
 
 -- (f) LeNet-style CNN step, batch 64

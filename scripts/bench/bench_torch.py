@@ -109,6 +109,8 @@ def bench_mlp():  # (e)
     torch.manual_seed(1)
     for b in (64, 256):
         time_steps(mlp(), (b, 784), 'e_mlp_step_b%d' % b)
+    # the row moonflow's eager (tape) step is compared with: PyTorch's step is eager in both rows
+    time_steps(mlp(), (64, 784), 'e_mlp_eager_step_b64')
 
 
 def bench_cnn():  # (f)
