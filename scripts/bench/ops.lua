@@ -14,8 +14,8 @@
 --                 still runs)
 --   --json FILE   also write every figure (per-round times, limits, summary) as JSON
 --   --no-torch    moonflow alone (no python)
---   --quick       smoke run: 1 round, 1 call per timing, tiny sizes (8 x 8); checks that every
---                 case runs, times nothing meaningful
+--   --quick       smoke run: 1 round, 1 call per timing, tiny sizes (8 x 8) unless --sizes names
+--                 others; checks that every case runs, times nothing meaningful
 -- Env: PYTHON (default /usr/bin/python3). The PyTorch twin (ops_torch.py) runs as a co-process with
 -- LD_LIBRARY_PATH on the OpenMP OpenBLAS and 2 threads; run moonflow with MF_NUM_THREADS=2
 -- (run.sh does both). In each round every case is timed on both sides back to back, the side
@@ -32,7 +32,7 @@
 -- float64: the math ops), limit ('view': no data moved, no limit; 'gemm': gemm(S) lists
 -- {m, n, k[, count]} products timed on raw OpenBLAS), pt_setup (a Python expression computed
 -- once per input set, passed to pt as P), dynamic (output sizes follow the values: only ranks are
--- compared). The PyTorch code must give outputs of moonflow's shapes, or the case fails.
+-- compared). The PyTorch code must give outputs of moonflow's dtypes and shapes, or the case fails.
 -- Elsewhere the limit is bandwidth-bound: the bytes of every tensor input and output once, over the
 -- copy bandwidth measured in the same run (large size only; a small input lives in the caches).
 local ffi = require 'ffi'
@@ -49,7 +49,7 @@ void cblas_dgemm(int order, int transa, int transb, int m, int n, int k, double 
 
 -- sizes ------------------------------------------------------------------------------------------
 -- n elements in the main input; M = r x c; IMG = N x C x H x W (a ResNet-style 3x3 layer at the
--- large size); B3 = batch x r x c for bmm.
+-- large size); B3 = batch x r x c for bmm; U = 8 x n/8 (unbind makes at most 64 views).
 local SIZES = {
   small = {label = 'small', n = 16384, r = 128, c = 128, img = {4, 16, 16, 16}, b3 = {4, 64, 64}},
   large = {label = 'large', n = 4194304, r = 2048, c = 2048, img = {32, 64, 56, 56}, b3 = {16, 512, 512}},
@@ -60,7 +60,7 @@ local function shape_of(S, key)
   local shapes = {
     M = {S.r, S.c}, V = {S.n}, ROW = {1, S.c}, COL = {S.r, 1}, R = {S.r}, C = {S.c},
     M3 = {S.r, S.c, 1}, IMG = i, POOL = {i[1], i[2], i[3] / 2, i[4] / 2}, POOL1 = {i[1], i[2], 1, 1},
-    W = {i[2], i[2], 3, 3}, CH = {i[2]}, B3 = S.b3, ONE = {1},
+    W = {i[2], i[2], 3, 3}, CH = {i[2]}, B3 = S.b3, ONE = {1}, U = {8, S.n / 8},
   }
   return assert(shapes[key], 'ops.lua: unknown shape key ' .. key)
 end
@@ -184,7 +184,7 @@ local SHAPE = {
     'a.expand_as(b)'),
   view('split', {'n:M'}, function(S, a) return mf.split(a, S.r / 4, 1) end, 'torch.split(a, S.r // 4, 0)'),
   view('chunk', {'n:M'}, function(_, a) return mf.chunk(a, 4, 1) end, 'torch.chunk(a, 4, 0)'),
-  view('unbind', {'n:M'}, function(_, a) return mf.unbind(a, 1) end, 'torch.unbind(a, 0)'),
+  view('unbind', {'n:U'}, function(_, a) return mf.unbind(a, 1) end, 'torch.unbind(a, 0)'),
   view('to', {'n:M'}, function(_, a) return a:to('cpu') end, "a.to('cpu')"),
   {'contiguous', ins = {'n:M'}, mf = function(_, a) return a:t():contiguous() end, pt = 'a.t().contiguous()'},
   {'flip', ins = {'n:M'}, mf = function(_, a) return a:flip({2}) end, pt = 'torch.flip(a, (1,))'},
@@ -214,7 +214,8 @@ local INDEX = {
   {'masked_select', ins = {'n:M', 'm:M'}, mf = function(_, a, m) return mf.masked_select(a, m) end,
    pt = 'torch.masked_select(a, b)', dynamic = true},
   {'nonzero', ins = {'m:M'}, mf = function(_, m) return mf.nonzero(m) end, pt = 'torch.nonzero(a)', dynamic = true},
-  {'one_hot', ins = {'i:R@c'}, mf = function(S, i) return mf.one_hot(i, S.c) end, pt = 'F.one_hot(a, S.c)'},
+  {'one_hot', ins = {'i:R@c'}, mf = function(S, i) return mf.one_hot(i, S.c, 'int64') end,  -- PyTorch's only dtype
+   pt = 'F.one_hot(a, S.c)'},
 }
 
 local INIT = {  -- factories and random numbers (no inputs but the size)
@@ -223,7 +224,7 @@ local INIT = {  -- factories and random numbers (no inputs but the size)
   {'full', mf = function(S) return mf.full({S.r, S.c}, 1.5) end, pt = 'torch.full((S.r, S.c), 1.5)'},
   {'empty', mf = function(S) return mf.empty(S.r, S.c) end, pt = 'torch.empty(S.r, S.c)'},
   {'eye', mf = function(S) return mf.eye(S.r) end, pt = 'torch.eye(S.r)'},
-  {'arange', mf = function(S) return mf.arange(0, S.n) end, pt = 'torch.arange(0, S.n)'},
+  {'arange', mf = function(S) return mf.arange(0, S.n) end, pt = 'torch.arange(0, S.n, dtype=torch.float32)'},
   {'linspace', mf = function(S) return mf.linspace(0, 1, S.n) end, pt = 'torch.linspace(0, 1, S.n)'},
   {'logspace', mf = function(S) return mf.logspace(0, 1, S.n) end, pt = 'torch.logspace(0, 1, S.n)'},
   {'zeros_like', ins = {'n:M'}, mf = function(_, a) return mf.zeros_like(a) end, pt = 'torch.zeros_like(a)'},
@@ -318,7 +319,7 @@ local EXEMPT = {
 }
 
 -- options -----------------------------------------------------------------------------------------
-local opts = {rounds = 5, batches = 3, sizes = 'small,large', json = nil, only = nil, torch = true, quick = false}
+local opts = {rounds = 5, batches = 3, sizes = nil, json = nil, only = nil, torch = true, quick = false}
 local argv = select('#', ...) > 0 and {...} or arg or {}  -- loadfile(...)('--lib') passes its own
 do
   local i = 1
@@ -327,7 +328,7 @@ do
     if a == '--no-torch' then opts.torch = false
     elseif a == '--quick' then opts.quick = true
     elseif a == '--lib' then opts.lib = true
-    elseif a:match('^%-%-') and opts[a:sub(3)] ~= nil or a == '--json' or a == '--only' then
+    elseif ({['--rounds'] = 1, ['--batches'] = 1, ['--sizes'] = 1, ['--json'] = 1, ['--only'] = 1})[a] then
       local v = argv[i + 1] or error('ops.lua: ' .. a .. ' needs a value')
       opts[a:sub(3)] = tonumber(v) or v
       i = i + 1
@@ -411,12 +412,12 @@ local function make_input(d)
   error('ops.lua: unknown input kind ' .. k)
 end
 
--- the shapes of every tensor in v (a tensor or a list of them), as strings 'AxB' ('' for 0-dim)
+-- the dtypes and shapes of every tensor in v (a tensor or a list of them), as 'float32:AxB'
 local function shapes_of(v, acc)
   if mf.is_tensor(v) then
     local s = {}
     for d = 1, v:dim() do s[d] = v:size(d) end
-    acc[#acc + 1] = table.concat(s, 'x')
+    acc[#acc + 1] = v:dtype() .. ':' .. table.concat(s, 'x')
   elseif type(v) == 'table' then
     for _, x in ipairs(v) do shapes_of(x, acc) end
   end
@@ -468,6 +469,7 @@ local function encode(v)
   local t = type(v)
   if t == 'number' then
     if v ~= v or v == math.huge or v == -math.huge then return 'null' end
+    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ('%d'):format(v) end  -- sizes stay ints
     return ('%.6g'):format(v)
   end
   if t == 'string' then return json.string(v) end
@@ -544,9 +546,11 @@ local function main()
   local err = check_coverage(cases)
   if err then io.stderr:write(err, '\n'); os.exit(1) end
   local size_list = {}
-  if opts.quick then
-    opts.rounds, size_list = 1, {SIZES.quick}
+  if opts.quick then opts.rounds = 1 end
+  if opts.quick and not opts.sizes then
+    size_list = {SIZES.quick}
   else
+    opts.sizes = opts.sizes or 'small,large'
     for s in tostring(opts.sizes):gmatch('[^,]+') do
       size_list[#size_list + 1] = SIZES[s] or error('ops.lua: --sizes takes small and large, not ' .. s)
     end
@@ -597,9 +601,9 @@ local function main()
         it.pt[#it.pt + 1] = res.us
         -- the twin must compute the same thing: at least its outputs have moonflow's shapes
         local want, got = table.concat(it.shapes or {}, ' '), table.concat(res.shapes, ' ')
-        if c.dynamic then want, got = want:gsub('%d+', 'N'), got:gsub('%d+', 'N') end  -- sizes follow the values
+        if c.dynamic then want, got = want:gsub('%d+%f[x%s%z]', 'N'), got:gsub('%d+%f[x%s%z]', 'N') end
         if it.shapes and got ~= want then
-          it.pt_error = ('the PyTorch code gives outputs of shapes [%s], moonflow [%s]'):format(
+          it.pt_error = ('the PyTorch code gives outputs [%s], moonflow [%s]'):format(
             table.concat(res.shapes, ' '), want)
         end
       end
@@ -643,7 +647,8 @@ local function main()
   local function f(v, fmt) return v and (fmt or '%.4g'):format(v) or '-' end
   print(('moonflow per-op bench: %d rounds, %s, medians over rounds; torch %s; MF threads %d; '
     .. 'copy bandwidth %.3g GB/s (moonflow memcpy or copy %.3g%s)'):format(opts.rounds,
-    opts.quick and 'QUICK (smoke, not timings)' or 'sizes ' .. opts.sizes, torch and torch.version or '-', mf.get_num_threads(), bw, T.median(bw_mf),
+    opts.quick and 'QUICK (smoke, not timings)' or 'sizes ' .. opts.sizes, torch and torch.version or '-',
+    mf.get_num_threads(), bw, T.median(bw_mf),
     #bw_pt > 0 and (', torch copy_ %.3g'):format(T.median(bw_pt)) or ''))
   print(('| %-30s | %-7s | %-5s | %10s | %10s | %6s | %10s | %-5s | %6s |'):format('case', 'dtype', 'size',
     'mf us', 'pt us', 'mf/pt', 'limit us', 'limit', 'lim/mf'))

@@ -53,7 +53,8 @@ def compile_case(expr, nargs):
     """The case's code as a function of S, P and the inputs a, b, c, ..."""
     names = ', '.join('abcdefgh'[:nargs])
     body = expr if '\n' in expr else 'return (' + expr + ')'
-    src = 'def _case(S, P%s):\n' % (', ' + names if names else '') + ''.join('    ' + l + '\n' for l in body.split('\n'))
+    src = 'def _case(S, P%s):\n' % (', ' + names if names else '')
+    src += ''.join('    ' + line + '\n' for line in body.split('\n'))
     ns = {'torch': torch, 'F': F}
     exec(src, ns)
     return ns['_case']
@@ -61,8 +62,11 @@ def compile_case(expr, nargs):
 
 def per_call_us(f, args, calls=None, batches=7, warmup=3, target=0.02):
     """timing.lua's per_call_us: µs per call, the median of batches."""
+    w0 = clock()
     for _ in range(warmup):
         f(*args)
+        if clock() - w0 > target:
+            break
     n = calls
     if not n:
         t0, n = clock(), 0
@@ -83,9 +87,11 @@ def per_call_us(f, args, calls=None, batches=7, warmup=3, target=0.02):
 
 
 def shapes_of(v, acc):
-    """ops.lua's shapes_of: every tensor's shape as 'AxB' ('' for 0-dim), lists and tuples flattened"""
+    """ops.lua's shapes_of: every tensor's dtype and shape as 'float32:AxB', lists and tuples flattened;
+    bool is moonflow's uint8"""
     if isinstance(v, torch.Tensor):
-        acc.append('x'.join(str(d) for d in v.shape))
+        dt = 'uint8' if v.dtype == torch.bool else str(v.dtype).replace('torch.', '')
+        acc.append(dt + ':' + 'x'.join(str(d) for d in v.shape))
     elif isinstance(v, (list, tuple)):
         for x in v:
             shapes_of(x, acc)

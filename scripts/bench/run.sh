@@ -5,7 +5,7 @@
 # workload, a STREAM triad built here), writes JSON lines to the results file and prints a table
 # of medians, spreads (max - min) and ratios (summarize.py). Env: REPS, STEPS, WARMUP, MOONFLOW,
 # PYTHON, BLAS_CORETYPE, OPS_ROUNDS, GRAPH_SIZES. Takes about 2.5 minutes (REPS=5) on the 2-core development
-# machine, plus about 10 for ops.lua (every op against PyTorch) and about 3 for graph_build.lua
+# machine, plus about 12 for ops.lua (every op against PyTorch) and about 3 for graph_build.lua
 # (moonflow alone: graph build and bind time against size).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -58,10 +58,10 @@ echo "results: $OUT"
 
 # Every registered op, eager, against PyTorch at 64 KB and 16 MB (ops.lua, which runs its PyTorch
 # twin ops_torch.py as a co-process and interleaves the two per case): OPS_ROUNDS rounds (default
-# 5, about 10 minutes); OPS_ROUNDS=0 skips it. Table and JSON beside the results file.
+# 5, about 12 minutes); OPS_ROUNDS=0 skips it. Table and JSON beside the results file.
 OPS_ROUNDS=${OPS_ROUNDS:-5}
 if [ "$OPS_ROUNDS" != 0 ]; then
-  echo "per-op bench, $OPS_ROUNDS rounds (about 2 minutes a round)..." >&2
+  echo "per-op bench, $OPS_ROUNDS rounds (2 to 3 minutes a round)..." >&2
   PYTHON=$PYTHON "$MOONFLOW" scripts/bench/ops.lua --rounds "$OPS_ROUNDS" --json "${OUT%.jsonl}.ops.json" \
     | tee "${OUT%.jsonl}.ops.txt"
 fi

@@ -10,17 +10,22 @@ function T.median(t)
   return t[math.floor((#t + 1) / 2)]
 end
 
--- µs per call of f(...): warm-up calls, calibration to about target seconds a batch (default
--- 0.02), the median of `batches` (default 7) batches. opts.calls fixes the calls per batch (1 in a
--- smoke run) and skips the calibration.
+-- µs per call of f(...): warm-up calls (`warmup`, default 3, but none past `target` seconds: a
+-- 100 ms call is warm after one), calibration to about target seconds a batch (default 0.02), the
+-- median of `batches` (default 7) batches. opts.calls fixes the calls per batch (1 in a smoke run)
+-- and skips the calibration.
 function T.per_call_us(f, opts, ...)
   opts = opts or {}
-  local clock, n = mf.clock, opts.calls
-  for _ = 1, opts.warmup or 3 do f(...) end
+  local clock, n, target = mf.clock, opts.calls, opts.target or 0.02
+  local w0 = clock()
+  for _ = 1, opts.warmup or 3 do
+    f(...)
+    if clock() - w0 > target then break end
+  end
   if not n then
     local t0 = clock()
     n = 0
-    repeat f(...); n = n + 1 until clock() - t0 > (opts.target or 0.02)
+    repeat f(...); n = n + 1 until clock() - t0 > target
   end
   local times = {}
   for k = 1, opts.batches or 7 do
