@@ -32,9 +32,12 @@
 -- float64: the math ops), limit ('view': no data moved, no limit; 'gemm': gemm(S) lists
 -- {m, n, k[, count]} products timed on raw OpenBLAS), pt_setup (a Python expression computed
 -- once per input set, passed to pt as P), dynamic (output sizes follow the values: only ranks are
--- compared). The PyTorch code must give outputs of moonflow's dtypes and shapes, or the case fails.
--- Elsewhere the limit is bandwidth-bound: the bytes of every tensor input and output once, over the
--- copy bandwidth measured in the same run (large size only; a small input lives in the caches).
+-- compared), unread (a set of input positions the op does not read: a destination it only writes,
+-- a tensor whose shape alone is used; left out of the bytes moved). The PyTorch code must give
+-- outputs of moonflow's dtypes and shapes, or the case fails. Elsewhere than views and gemm cases,
+-- the limit is bandwidth-bound: the bytes of every tensor input read and output written once,
+-- over the copy bandwidth measured in the same run (large size only; a small input lives in the
+-- caches).
 local ffi = require 'ffi'
 local json = require 'moonflow.json'
 local here = debug.getinfo(1, 'S').source:match('^@(.*)[/\\]') or '.'
@@ -119,15 +122,17 @@ local INPLACE = {  -- ops that write their first input
   {'clamp_', ins = {'n:M'}, mf = function(_, a) return a:clamp_(-0.5, 0.5) end, pt = 'a.clamp_(-0.5, 0.5)'},
   {'masked_fill_', ins = {'n:M', 'm:M'}, mf = function(_, a, m) return a:masked_fill_(m, 0) end,
    pt = 'a.masked_fill_(b, 0.0)'},
-  {'zero_', ins = {'n:M'}, mf = function(_, a) return a:zero_() end, pt = 'a.zero_()'},
-  {'fill', ins = {'n:M'}, mf = function(_, a) return mf.fill(a, 1.5) end, pt = 'a.fill_(1.5)'},
-  {'copy', ins = {'n:M', 'n:M'}, mf = function(_, a, b) return mf.copy(a, b) end, pt = 'a.copy_(b)'},
+  {'zero_', ins = {'n:M'}, mf = function(_, a) return a:zero_() end, pt = 'a.zero_()', unread = {true}},
+  {'fill', ins = {'n:M'}, mf = function(_, a) return mf.fill(a, 1.5) end, pt = 'a.fill_(1.5)', unread = {true}},
+  {'copy', ins = {'n:M', 'n:M'}, mf = function(_, a, b) return mf.copy(a, b) end, pt = 'a.copy_(b)',
+   unread = {true}},
   {'copy', name = 'copy_t', ins = {'n:M', 'n:M'}, mf = function(_, a, b) return mf.copy(a, b:t()) end,
-   pt = 'a.copy_(b.t())'},
-  {'assign', ins = {'n:M', 'n:M'}, mf = function(_, a, b) return mf.assign(a, b) end, pt = 'a.copy_(b)'},
+   pt = 'a.copy_(b.t())', unread = {true}},
+  {'assign', ins = {'n:M', 'n:M'}, mf = function(_, a, b) return mf.assign(a, b) end, pt = 'a.copy_(b)',
+   unread = {true}},
   {'assign_add', ins = {'n:M', 'n:M'}, mf = function(_, a, b) return mf.assign_add(a, b) end, pt = 'a.add_(b)'},
-  {'uniform_', ins = {'n:M'}, mf = function(_, a) return mf.uniform_(a) end, pt = 'a.uniform_()'},
-  {'normal_', ins = {'n:M'}, mf = function(_, a) return mf.normal_(a) end, pt = 'a.normal_()'},
+  {'uniform_', ins = {'n:M'}, mf = function(_, a) return mf.uniform_(a) end, pt = 'a.uniform_()', unread = {true}},
+  {'normal_', ins = {'n:M'}, mf = function(_, a) return mf.normal_(a) end, pt = 'a.normal_()', unread = {true}},
   {'scatter_', ins = {'n:M', 'i:M@c', 'n:M'}, mf = function(_, a, i, s) return mf.scatter_(a, i, s, 2) end,
    pt = 'a.scatter_(1, b, c)'},
   {'scatter_add_', ins = {'n:M', 'i:M@c', 'n:M'}, mf = function(_, a, i, s) return mf.scatter_add_(a, i, s, 2) end,
@@ -154,7 +159,7 @@ local REDUCE = {
   {'all', ins = {'m:M'}, mf = function(_, m) return mf.all(m, 2) end, pt = 'torch.all(a, 1)'},
   {'any', ins = {'m:M'}, mf = function(_, m) return mf.any(m, 2) end, pt = 'torch.any(a, 1)'},
   {'sum_to', ins = {'n:M', 'n:ROW'}, mf = function(_, a, b) return mf.sum_to(a, b) end,
-   pt = 'torch.sum(a, 0, keepdim=True)'},
+   pt = 'torch.sum(a, 0, keepdim=True)', unread = {[2] = true}},
 }
 
 local STATS = {
@@ -227,19 +232,24 @@ local INIT = {  -- factories and random numbers (no inputs but the size)
   {'arange', mf = function(S) return mf.arange(0, S.n) end, pt = 'torch.arange(0, S.n, dtype=torch.float32)'},
   {'linspace', mf = function(S) return mf.linspace(0, 1, S.n) end, pt = 'torch.linspace(0, 1, S.n)'},
   {'logspace', mf = function(S) return mf.logspace(0, 1, S.n) end, pt = 'torch.logspace(0, 1, S.n)'},
-  {'zeros_like', ins = {'n:M'}, mf = function(_, a) return mf.zeros_like(a) end, pt = 'torch.zeros_like(a)'},
-  {'ones_like', ins = {'n:M'}, mf = function(_, a) return mf.ones_like(a) end, pt = 'torch.ones_like(a)'},
-  {'full_like', ins = {'n:M'}, mf = function(_, a) return mf.full_like(a, 2) end, pt = 'torch.full_like(a, 2)'},
+  {'zeros_like', ins = {'n:M'}, mf = function(_, a) return mf.zeros_like(a) end,
+   pt = 'torch.zeros_like(a)', unread = {true}},
+  {'ones_like', ins = {'n:M'}, mf = function(_, a) return mf.ones_like(a) end,
+   pt = 'torch.ones_like(a)', unread = {true}},
+  {'full_like', ins = {'n:M'}, mf = function(_, a) return mf.full_like(a, 2) end,
+   pt = 'torch.full_like(a, 2)', unread = {true}},
   {'rand', mf = function(S) return mf.rand(S.r, S.c) end, pt = 'torch.rand(S.r, S.c)'},
   {'randn', mf = function(S) return mf.randn(S.r, S.c) end, pt = 'torch.randn(S.r, S.c)'},
   {'randint', mf = function(S) return mf.randint(1, 101, {S.r, S.c}) end, pt = 'torch.randint(0, 100, (S.r, S.c))'},
   {'randperm', mf = function(S) return mf.randperm(S.n) end, pt = 'torch.randperm(S.n)'},
-  {'rand_like', ins = {'n:M'}, mf = function(_, a) return mf.rand_like(a) end, pt = 'torch.rand_like(a)'},
-  {'randn_like', ins = {'n:M'}, mf = function(_, a) return mf.randn_like(a) end, pt = 'torch.randn_like(a)'},
+  {'rand_like', ins = {'n:M'}, mf = function(_, a) return mf.rand_like(a) end,
+   pt = 'torch.rand_like(a)', unread = {true}},
+  {'randn_like', ins = {'n:M'}, mf = function(_, a) return mf.randn_like(a) end,
+   pt = 'torch.randn_like(a)', unread = {true}},
   {'multinomial', ins = {'u:M'}, mf = function(_, a) return mf.multinomial(a, 8, true) end,
    pt = 'torch.multinomial(a, 8, True)'},
   {'dropout_mask', ins = {'n:M'}, mf = function(_, a) return mf.dropout_mask(a, 0.5) end,
-   pt = 'torch.empty_like(a).bernoulli_(0.5).mul_(2.0)'},
+   pt = 'torch.empty_like(a).bernoulli_(0.5).mul_(2.0)', unread = {true}},
 }
 
 local CONV_GEMM = function(S) local i = S.img return {{i[2], i[1] * i[3] * i[4], i[2] * 9}} end
@@ -255,11 +265,11 @@ local NN = {
   {'conv2d_backward_input', ins = {'n:IMG', 'n:W', 'n:IMG'},
    mf = function(_, gy, w, x) return mf.conv2d_backward_input(gy, w, x, 1, 1) end,
    pt = 'torch.ops.aten.convolution_backward(a, c, b, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, '
-     .. '[True, False, False])[0]', limit = 'gemm', gemm = CONV_GEMM},
+     .. '[True, False, False])[0]', limit = 'gemm', gemm = CONV_GEMM, unread = {[3] = true}},
   {'conv2d_backward_weight', ins = {'n:IMG', 'n:IMG', 'n:W'},
    mf = function(_, gy, x, w) return mf.conv2d_backward_weight(gy, x, w, 1, 1) end,
    pt = 'torch.ops.aten.convolution_backward(a, b, c, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, '
-     .. '[False, True, False])[1]', limit = 'gemm', gemm = CONV_GEMM},
+     .. '[False, True, False])[1]', limit = 'gemm', gemm = CONV_GEMM, unread = {[3] = true}},
   {'max_pool2d', ins = {'n:IMG'}, mf = function(_, x) return mf.max_pool2d(x, 2) end, pt = 'F.max_pool2d(a, 2)'},
   {'max_pool2d_backward', ins = {'n:POOL', 'n:IMG'},
    mf = function(_, gy, x) return mf.max_pool2d_backward(gy, x, 2) end,
@@ -268,12 +278,12 @@ local NN = {
   {'avg_pool2d', ins = {'n:IMG'}, mf = function(_, x) return mf.avg_pool2d(x, 2) end, pt = 'F.avg_pool2d(a, 2)'},
   {'avg_pool2d_backward', ins = {'n:POOL', 'n:IMG'},
    mf = function(_, gy, x) return mf.avg_pool2d_backward(gy, x, 2) end,
-   pt = 'torch.ops.aten.avg_pool2d_backward(a, b, [2, 2], [2, 2], [0, 0], False, True, None)'},
+   pt = 'torch.ops.aten.avg_pool2d_backward(a, b, [2, 2], [2, 2], [0, 0], False, True, None)', unread = {[2] = true}},
   {'adaptive_avg_pool2d', ins = {'n:IMG'}, mf = function(_, x) return mf.adaptive_avg_pool2d(x, 1) end,
    pt = 'F.adaptive_avg_pool2d(a, 1)'},
   {'adaptive_avg_pool2d_backward', ins = {'n:POOL1', 'n:IMG'},
    mf = function(_, gy, x) return mf.adaptive_avg_pool2d_backward(gy, x, 1) end,
-   pt = 'torch.ops.aten._adaptive_avg_pool2d_backward(a, b)'},
+   pt = 'torch.ops.aten._adaptive_avg_pool2d_backward(a, b)', unread = {[2] = true}},
 }
 
 local MM_GEMM = function(S) return {{S.r, S.c, S.c}} end
@@ -586,7 +596,11 @@ local function main()
           local ins = {}
           for i, d in ipairs(specs) do ins[i] = make_input(d) end
           local out = {c.mf(S, unpack(ins, 1, #specs))}  -- every result (max over a dim: values, indices)
-          if not it.bytes then it.bytes, it.shapes = tensor_bytes(ins, tensor_bytes(out, 0)), shapes_of(out, {}) end
+          if not it.bytes then
+            local read = {}  -- inputs the op reads (unread: only written, or only their shape is used)
+            for i = 1, #ins do if not (c.unread and c.unread[i]) then read[#read + 1] = ins[i] end end
+            it.bytes, it.shapes = tensor_bytes(read, tensor_bytes(out, 0)), shapes_of(out, {})
+          end
           out = nil
           it.mf[#it.mf + 1] = T.per_call_us(c.mf, tim, S, unpack(ins, 1, #specs))
         end)
