@@ -14,6 +14,8 @@
 --                 still runs)
 --   --json FILE   also write every figure (per-round times, limits, summary) as JSON
 --   --no-torch    moonflow alone (no python)
+--   --diff OLD NEW  compare two --json files (two builds, or before and after a change): per
+--                 case moonflow new/old and both runs' mf/pt, and the geomean of new/old
 --   --quick       smoke run: 1 round, 1 call per timing, tiny sizes (8 x 8) unless --sizes names
 --                 others; checks that every case runs, times nothing meaningful
 -- Env: PYTHON (default /usr/bin/python3). The PyTorch twin (ops_torch.py) runs as a co-process with
@@ -338,6 +340,10 @@ do
     if a == '--no-torch' then opts.torch = false
     elseif a == '--quick' then opts.quick = true
     elseif a == '--lib' then opts.lib = true
+    elseif a == '--diff' then
+      opts.diff = {argv[i + 1], argv[i + 2]}
+      if not (argv[i + 1] and argv[i + 2]) then error('ops.lua: --diff needs two JSON files') end
+      i = i + 2
     elseif ({['--rounds'] = 1, ['--batches'] = 1, ['--sizes'] = 1, ['--json'] = 1, ['--only'] = 1})[a] then
       local v = argv[i + 1] or error('ops.lua: ' .. a .. ' needs a value')
       opts[a:sub(3)] = tonumber(v) or v
@@ -551,7 +557,44 @@ local function geomean(t)
   return math.exp(s / #t)
 end
 
+-- --diff OLD NEW: two --json results compared case by case
+local function diff(old_path, new_path)
+  local function load(path)
+    local f = assert(io.open(path), 'ops.lua: cannot open ' .. path)
+    local d = json.decode(f:read('*a'))
+    f:close()
+    local by = {}
+    for _, r in ipairs(d.rows) do by[r.case .. ' ' .. r.dtype .. ' ' .. r.size] = r end
+    return d, by
+  end
+  local old, old_by = load(old_path)
+  local new = load(new_path)
+  local function num(v) return type(v) == 'number' and v or nil end
+  local function f(v, fmt) return v and (fmt or '%.4g'):format(v) or '-' end
+  print(('| %-40s | %10s | %10s | %7s | %9s | %9s |'):format('case dtype size', 'old mf us', 'new mf us',
+    'new/old', 'old mf/pt', 'new mf/pt'))
+  local ratios = {}
+  for _, r in ipairs(new.rows) do
+    local key = r.case .. ' ' .. r.dtype .. ' ' .. r.size
+    local o = old_by[key] or {}
+    local a, b = num(o.mf_us), num(r.mf_us)
+    local q = a and b and b / a or nil
+    if q then ratios[#ratios + 1] = q end
+    print(('| %-40s | %10s | %10s | %7s | %9s | %9s |'):format(key, f(a), f(b), f(q, '%.2f'), f(num(o.ratio), '%.2f'),
+      f(num(r.ratio), '%.2f')))
+  end
+  local function gm(t)
+    local s = 0
+    for _, v in ipairs(t) do s = s + math.log(v) end
+    return math.exp(s / #t)
+  end
+  if #ratios > 0 then print(('geomean moonflow new/old over %d figures: %.3f'):format(#ratios, gm(ratios))) end
+  local og, ng = num(old.summary.geomean), num(new.summary.geomean)
+  if og and ng then print(('geomean mf/pt: old %.3f, new %.3f'):format(og, ng)) end
+end
+
 local function main()
+  if opts.diff then return diff(opts.diff[1], opts.diff[2]) end
   local cases = all_cases()
   local err = check_coverage(cases)
   if err then io.stderr:write(err, '\n'); os.exit(1) end

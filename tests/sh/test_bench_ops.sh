@@ -37,6 +37,10 @@ if d.summary.cases ~= #d.rows or d.summary.failures ~= 0 then bad[#bad + 1] = 's
 if #bad > 0 then print('FAIL: ' .. table.concat(bad, '; ')); os.exit(1) end
 " || fail=1
 
+# --diff of a result with itself: every figure unchanged
+d=$("$MF" scripts/bench/ops.lua --diff "$tmp/ops.json" "$tmp/ops.json" 2>&1)
+grep -qE '^geomean moonflow new/old over [0-9]+ figures: 1\.000$' <<<"$d" || { echo "FAIL: --diff: $d" | tail -3; fail=1; }
+
 # the coverage check fails, naming the op, for an op registered without a case; and it refuses an
 # exemption whose reason is neither 'timed through <op>' nor 'not user-facing: <why>'
 "$MF" -e "
