@@ -376,14 +376,18 @@ local function check_coverage(cases)
     registered[op] = true
     local why = EXEMPT[op]
     if not has[op] then
+      local through = why and why:match('^timed through ([%w_]+)')
       if not why then missing[#missing + 1] = op
-      elseif not (why:match('^timed through %S') or why:match('^not user%-facing: %S')) then
+      elseif through and not has[through] then
+        bad[#bad + 1] = op .. " ('" .. why .. "': " .. through .. ' has no case)'
+      elseif not (through or why:match('^not user%-facing: %S')) then
         bad[#bad + 1] = op .. " ('" .. why .. "')"
       end
     end
   end
   local stale = {}
   for op in pairs(has) do if not registered[op] then stale[#stale + 1] = op end end
+  for op in pairs(EXEMPT) do if not registered[op] then stale[#stale + 1] = op .. ' (EXEMPT)' end end
   table.sort(stale)
   local msg = {}
   if #missing > 0 then
@@ -392,10 +396,10 @@ local function check_coverage(cases)
       :format(#missing, table.concat(missing, ' '))
   end
   if #bad > 0 then
-    msg[#msg + 1] = 'ops.lua: EXEMPT reasons must start "timed through <op>" or "not user-facing: ": '
+    msg[#msg + 1] = 'ops.lua: EXEMPT reasons must start "timed through <op with a case>" or "not user-facing: ": '
       .. table.concat(bad, ', ')
   end
-  if #stale > 0 then msg[#msg + 1] = 'ops.lua: cases for ops that are not registered: ' .. table.concat(stale, ' ') end
+  if #stale > 0 then msg[#msg + 1] = 'ops.lua: cases for ops that are not registered: ' .. table.concat(stale, ', ') end
   if #msg > 0 then return table.concat(msg, '\n') end
 end
 

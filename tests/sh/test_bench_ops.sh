@@ -39,10 +39,13 @@ if #bad > 0 then print('FAIL: ' .. table.concat(bad, '; ')); os.exit(1) end
 
 # --diff of a result with itself: every figure unchanged
 d=$("$MF" scripts/bench/ops.lua --diff "$tmp/ops.json" "$tmp/ops.json" 2>&1)
-grep -qE '^geomean moonflow new/old over [0-9]+ figures: 1\.000$' <<<"$d" || { echo "FAIL: --diff: $d" | tail -3; fail=1; }
+if ! grep -qE '^geomean moonflow new/old over [0-9]+ figures: 1\.000$' <<<"$d"; then
+  echo "FAIL: --diff of a result with itself:"; tail -3 <<<"$d"; fail=1
+fi
 
 # the coverage check fails, naming the op, for an op registered without a case; and it refuses an
-# exemption whose reason is neither 'timed through <op>' nor 'not user-facing: <why>'
+# exemption whose reason is neither 'timed through <op with a case>' nor 'not user-facing: <why>',
+# and one of an op that is not registered
 "$MF" -e "
 local B = assert(loadfile('scripts/bench/ops.lua'))('--lib')
 local e = B.check_coverage(B.cases())
@@ -58,9 +61,21 @@ e = B.check_coverage(B.cases())
 if not (e and e:find('bench_probe_op', 1, true) and e:find('must start', 1, true)) then
   print('FAIL: an exemption without an allowed reason passed: ' .. tostring(e)); os.exit(1)
 end
-B.EXEMPT.bench_probe_op = 'not user-facing: a probe of this test'
+B.EXEMPT.bench_probe_op = 'timed through no_such_op'
 e = B.check_coverage(B.cases())
-if e then print('FAIL: a valid exemption was refused: ' .. e); os.exit(1) end
+if not (e and e:find('no_such_op has no case', 1, true)) then
+  print('FAIL: timed through an op without a case passed: ' .. tostring(e)); os.exit(1)
+end
+for _, why in ipairs{'not user-facing: a probe of this test', 'timed through matmul'} do
+  B.EXEMPT.bench_probe_op = why
+  e = B.check_coverage(B.cases())
+  if e then print('FAIL: a valid exemption was refused: ' .. e); os.exit(1) end
+end
+B.EXEMPT.bench_gone_op = 'not user-facing: not registered at all'
+e = B.check_coverage(B.cases())
+if not (e and e:find('bench_gone_op (EXEMPT)', 1, true)) then
+  print('FAIL: an exemption of an op that is not registered passed: ' .. tostring(e)); os.exit(1)
+end
 " || fail=1
 
 [ $fail -eq 0 ] && echo "test_bench_ops: ok"
