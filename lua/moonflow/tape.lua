@@ -46,6 +46,10 @@ return function(mf)
   end
 
   local function state(t) return t.pad_ ~= 0 and AG[t] or nil end
+  -- the finalizer of a flagged tensor (tensor.lua's __gc) drops its state at once: a key being
+  -- finalized counts as alive for that collection, so the weak table alone would keep the state
+  -- (and the tape behind it) one collection longer
+  function mf._ag_release(t) AG[t] = nil end
 
   function mf.is_grad_enabled() return enabled end
   function mf.set_grad_enabled(flag)
@@ -115,7 +119,9 @@ return function(mf)
     return s and s.grad
   end
   function mf._set_grad(t, g)
-    if g ~= nil and not is_tensor(g) then raise(('t.grad = value: value is a %s; expected a tensor or nil'):format(type(g))) end
+    if g ~= nil and not is_tensor(g) then
+      raise(('t.grad = value: value is a %s; expected a tensor or nil'):format(type(g)))
+    end
     if g ~= nil and (g.ndim ~= t.ndim or g.count ~= t.count) then
       raise(('t.grad = value: value is %s; expected the tensor\'s shape %s'):format(shape_str(g), shape_str(t)))
     end
@@ -199,6 +205,12 @@ return function(mf)
     return ...
   end
 
+  -- counts the write after the op has run (a failed op wrote nothing)
+  local function bumped(t, what, ...)
+    bump(t, what)
+    return ...
+  end
+
   -- The dispatcher (ops.lua's call) comes here for a write op, or when an input has pad_ set.
   function mf._tape_call(op, rec, e, ins, nin, run)
     if op.writes then
@@ -210,11 +222,13 @@ return function(mf)
           .. 'record in-place ops: use the out-of-place op, or write under mf.no_grad'):format(op.name,
           shape_str(ins[1]), s.node.op.name))
       end
-      if nin > 0 then bump(ins[1], op.name) end
+      if nin == 0 then return run(op, rec, e, ins, nin) end
       for i = 1, nin do  -- an output's header may have copied a flagged input's: cleaned in finish
-        if ins[i].pad_ ~= 0 then return finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin)) end
+        if ins[i].pad_ ~= 0 then
+          return bumped(ins[1], op.name, finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin)))
+        end
       end
-      return run(op, rec, e, ins, nin)
+      return bumped(ins[1], op.name, run(op, rec, e, ins, nin))
     end
     local record = false
     local shape_only = op.shape_only  -- zeros_like, rand_like ...: outputs independent of input values
@@ -371,7 +385,9 @@ return function(mf)
           else args[na + 1], args[na + 2] = ys[1], gys[1] end
           args[na + 3] = n.p
           local ok2, res = pcall(rule, unpack(args, 1, na + 3))
-          if not ok2 then raise(('%s: the gradient rule of op \'%s\' failed: %s'):format(what, op.name, tostring(res))) end
+          if not ok2 then
+            raise(("%s: the gradient rule of op '%s' failed: %s"):format(what, op.name, tostring(res)))
+          end
           if type(res) ~= 'table' or is_tensor(res) then
             raise(("%s: the gradient rule of op '%s' returned a %s; expected a list {g1, ..., gn}"):format(what,
               op.name, type(res)))
@@ -473,5 +489,7 @@ return function(mf)
   end
   mf.autograd.backward = function(t, grad, opts) return methods.backward(t, grad, opts) end
   -- help(t.backward) and the like find their docs (help.lua) under these names
-  for _, k in ipairs{'backward', 'requires_grad', 'requires_grad_', 'detach', 'is_leaf'} do mf._fn_names[methods[k]] = k end
+  for _, k in ipairs{'backward', 'requires_grad', 'requires_grad_', 'detach', 'is_leaf'} do
+    mf._fn_names[methods[k]] = k
+  end
 end

@@ -596,7 +596,10 @@ return function(mf)
     __pow = binop('pow'),
     __unm = function(a) return mf.neg(a) end,
     __len = function(t) return t.ndim == 0 and 0 or tonumber(t.shape[0]) end,
-    __gc = function(t) if t.owns ~= 0 then C.mf_tensor_release(t) end end,
+    __gc = function(t)
+      if t.pad_ ~= 0 then mf._ag_release(t) end  -- its autograd state goes now (tape.lua)
+      if t.owns ~= 0 then C.mf_tensor_release(t) end
+    end,
   })
 
   mf._T, mf._SZ = T, SZ

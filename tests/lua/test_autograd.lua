@@ -119,7 +119,8 @@ T.test('backward misuse: non-scalar without grad, wrong grad shape, no history',
   local x = f64({1, 2})
   local y = x * 2
   T.errors(function() y:backward() end, 'backward', 'implicit only for a 1-element output', '2 elements')
-  T.errors(function() y:backward(c64({1, 2, 3})) end, 'backward', 'gradient for output 1 is 3', "expected the output's shape 2")
+  T.errors(function() y:backward(c64({1, 2, 3})) end, 'backward', 'gradient for output 1 is 3',
+    "expected the output's shape 2")
   y:backward(c64({1, 10}))
   T.tensor_eq(x.grad, {2, 20})
   T.errors(function() c64({1}):backward() end, 'does not require grad')
@@ -270,14 +271,15 @@ T.test('10,000 forward+backward steps of a small MLP keep memory flat', function
     opt:step()
     return loss
   end
-  for _ = 1, 200 do step() end
+  -- warm-up: bind caches fill and (bounded) turn over once in the first few hundred steps
+  for _ = 1, 1000 do step() end
   collectgarbage(); collectgarbage()
   local s0, l0 = mf.memory_stats(), collectgarbage('count')
   for _ = 1, 10000 do step() end
   collectgarbage(); collectgarbage()
   local s1 = mf.memory_stats()
-  T.eq(s1.in_use, s0.in_use, 'allocator bytes in use')
-  T.eq(s1.live_blocks, s0.live_blocks, 'live blocks')
+  assert(s1.in_use <= s0.in_use, ('allocator bytes in use grew from %d to %d'):format(s0.in_use, s1.in_use))
+  assert(s1.live_blocks <= s0.live_blocks, ('live blocks grew from %d to %d'):format(s0.live_blocks, s1.live_blocks))
   assert(collectgarbage('count') < l0 + 2048, ('Lua heap grew from %d to %d KB'):format(l0, collectgarbage('count')))
   assert(step():item() < 0.05, 'the MLP fits its 4 samples')
 end)
@@ -292,7 +294,8 @@ T.test("mf.fit mode = 'eager' gives the losses of mode = 'graph'", function()
     local opt = mf.optim.SGD(m:parameters(), {lr = 0.1, momentum = 0.9})
     local losses = {}
     mf.fit{model = m, loss = mf.nn.CrossEntropyLoss(), optimizer = opt, epochs = 2, quiet = true, mode = mode,
-           data = mf.data.TensorDataset(xs, ys):loader{batch = 16}, on_step = function(_, l) losses[#losses + 1] = l end}
+           data = mf.data.TensorDataset(xs, ys):loader{batch = 16},
+           on_step = function(_, l) losses[#losses + 1] = l end}
     return losses
   end
   local g, e = run('graph'), run('eager')
@@ -301,7 +304,8 @@ T.test("mf.fit mode = 'eager' gives the losses of mode = 'graph'", function()
   assert(e[5] + e[6] + e[7] + e[8] < e[1] + e[2] + e[3] + e[4], 'the loss goes down')
   local m = mf.nn.Linear(1, 1)
   T.errors(function() mf.fit{model = m, loss = mf.nn.MSELoss(), optimizer = mf.optim.SGD(m:parameters(), 0.1),
-    data = mf.data.TensorDataset(mf.zeros(2, 1), mf.zeros(2, 1)):loader{batch = 1}, mode = 'tape'} end, "mode is 'tape'")
+    data = mf.data.TensorDataset(mf.zeros(2, 1), mf.zeros(2, 1)):loader{batch = 1}, mode = 'tape'} end,
+    "mode is 'tape'")
 end)
 
 T.finish()
