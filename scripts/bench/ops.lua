@@ -726,7 +726,10 @@ local function main()
     worst_ratio = worst and worst.ratio, slower_than_1_2 = slow, ops_slower_than_1_2 = nslow_ops,
     copy_gbps = bw, failures = #failures}
   if #ratios > 0 then
-    print(('geomean mf/pt over %d figures (every op, both sizes): %.3f'):format(#ratios, summary.geomean))
+    local sizes = {}
+    for i, S in ipairs(size_list) do sizes[i] = S.label end
+    print(('geomean mf/pt over %d figures (%s, sizes %s): %.3f'):format(#ratios,
+      opts.only and 'cases matching ' .. opts.only or 'every op', table.concat(sizes, ' and '), summary.geomean))
     print(('worst: %s %s %s at %.2fx'):format(worst.case, worst.dtype, worst.size, worst.ratio))
     print(('slower than 1.2x PyTorch: %d figures, %d ops'):format(slow, nslow_ops))
   end
