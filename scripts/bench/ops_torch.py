@@ -3,7 +3,8 @@ request per line to this process's stdin and reads one JSON answer per line from
 the command line. The cases live in ops.lua only: a request carries the case's Python code, its
 input specs (kind, shape, dtype, index range) and the sizes; this side makes inputs of the same
 kinds and shapes and times the code with ops.lua's recipe (timing.lua: warm-up calls, calls per
-batch calibrated to about 20 ms, the median of 7 batches, a collection before each).
+batch calibrated to about 20 ms, the median of the batches ops.lua asks for, a collection before
+each).
 usage (ops.lua does it): python3 scripts/bench/ops_torch.py FIFO
 Run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp; 2 threads."""
 import gc, json, sys, time, traceback
@@ -13,6 +14,7 @@ try:
     import torch.nn.functional as F
 except ImportError as e:
     out.write(json.dumps({'fatal': 'PyTorch twin: %s (install python3-torch, or run ops.lua --no-torch)' % e}) + '\n')
+    out.close()
     sys.exit(0)  # 0: ops.lua's fallback answer (for a python that cannot start at all) must not follow
 
 torch.set_num_threads(2)
