@@ -479,18 +479,18 @@ return function(mf)
   -- grad_output, through the tape; parameter gradients accumulate into their .grad. The forward is
   -- run again on input (a module that draws random numbers, like Dropout, draws new ones).
   function Module:backward(input, grad_output)
-    if not is_tensor(input) then raise(('%s:backward(input, grad_output): input is %s; expected a tensor'):format(self.__name, shape_of(input))) end
+    if not is_tensor(input) then
+      raise(('%s:backward(input, grad_output): input is %s; expected a tensor'):format(self.__name, shape_of(input)))
+    end
     local x = mf.no_grad(input.detach, input)
     if mf._IS_FLOAT[x.dtype_id] then x:requires_grad_() end
     local y = mf.enable_grad(self.forward, self, x)
-    if not is_tensor(y) then raise(('%s:backward: forward returned %s; expected one tensor'):format(self.__name, shape_of(y))) end
+    if not is_tensor(y) then
+      raise(('%s:backward: forward returned %s; expected one tensor'):format(self.__name, shape_of(y)))
+    end
     if not y:requires_grad() then return nil end
     y:backward(grad_output)
     return x.grad
-  end
-  Module.updateGradInput = function(self, input, grad_output)
-    local x = mf.no_grad(input.detach, input):requires_grad_()
-    return mf.autograd.grad(mf.enable_grad(self.forward, self, x), x, grad_output)[1]
   end
 
   -- A deep copy (Torch7's clone, PyTorch's copy.deepcopy): new parameters, gradients and buffers
@@ -601,8 +601,8 @@ return function(mf)
     function(name) return ('m:%s(...)'):format(name) end)
   -- help(m.clone) finds these by value (docs in help.lua)
   if mf._fn_names then
-    for _, name in ipairs{'add', 'get', 'size', 'clone', 'getParameters', 'train', 'evaluate', 'type', 'double', 'float',
-                          'backward'} do
+    for _, name in ipairs{'add', 'get', 'size', 'clone', 'getParameters', 'train', 'evaluate', 'type', 'double',
+                          'float', 'backward'} do
       mf._fn_names[Module[name]] = 'nn.Module:' .. name
     end
     mf._fn_names[Module.eval] = 'nn.Module:evaluate'

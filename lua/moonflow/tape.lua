@@ -27,11 +27,13 @@ return function(mf)
 
   local function shape_str(t) return methods.shape_str(t) end
   local function skey(t) return tonumber(ffi.cast('uintptr_t', t.store)) end
-  local function version(t) return versions[skey(t)] or 0 end
+  local written = false  -- no write yet: every version is 0 (and no storage address is looked up)
+  local function version(t) return written and versions[skey(t)] or 0 end
 
   -- every in-place write (the dispatcher for write ops, element writes in tensor.lua) lands here
   local function bump(t, what)
     local k = skey(t)
+    written = true
     versions[k] = (versions[k] or 0) + 1
     writer[k] = what
   end
@@ -135,29 +137,33 @@ return function(mf)
   end
 
   -- recording ------------------------------------------------------------------------------------
-  -- A node: op, p (params), seq, nout; ins: the inputs' data; sins: their states (false for none);
-  -- ys: a data header per output; v: the versions of ins then ys when recorded. A node never refers
+  -- A node: op, p (params), seq, nin, nout and one array (one table per node: a recorded call's
+  -- garbage is what the collector must keep up with): [i] input i's data, [nin + i] its state (false
+  -- for none), [2 nin + k] a data header of output k, [2 nin + nout + j] the version of the j-th of
+  -- those inputs and outputs when recorded. A node never refers
   -- to a tensor computed by recorded ops (a key of AG whose value is a node): LuaJIT's weak tables
   -- are not ephemerons, so a chain of such keys held by values would take a collection per link.
   -- Leaves (their state holds no node) are referred to as they are.
   local function new_node(op, rec, ins, nin, outs, nout)
     seq = seq + 1
-    local xs, ss, ys, v = {}, {}, {}, {}
+    local n = {op = op, p = rec.p, seq = seq, nin = nin, nout = nout, freed = false}
+    local vo = 2 * nin + nout
     for i = 1, nin do
       local x = ins[i]
       local sx = state(x)
       if sx and sx.node then
-        ss[i], xs[i] = sx, data_of(x)
+        n[i], n[nin + i] = data_of(x), sx
       else
-        ss[i], xs[i] = sx and sx.leaf == true and sx or false, x
+        n[i], n[nin + i] = x, sx and sx.leaf == true and sx or false
       end
-      v[i] = version(x)
+      n[vo + i] = version(x)
     end
     for k = 1, nout do
-      ys[k] = data_of(outs[k])
-      v[nin + k] = v[1] ~= nil and ys[k].store == ins[1].store and v[1] or version(ys[k])
+      local y = data_of(outs[k])
+      n[2 * nin + k] = y
+      n[vo + nin + k] = nin > 0 and y.store == ins[1].store and n[vo + 1] or version(y)
     end
-    return {op = op, p = rec.p, seq = seq, nout = nout, ins = xs, sins = ss, ys = ys, v = v}
+    return n
   end
 
   local function attach(y, node, k)
@@ -272,11 +278,12 @@ return function(mf)
           :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer[skey(t)] or '?', now, v))
       end
     end
-    local nin = #node.ins
-    for i, x in ipairs(node.ins) do
-      check(x, node.v[i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
+    local nin, nout = node.nin, node.nout
+    local vo = 2 * nin + nout
+    for i = 1, nin do
+      check(node[i], node[vo + i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
     end
-    for k, y in ipairs(node.ys) do check(y, node.v[nin + k], ('output %d'):format(k)) end
+    for k = 1, nout do check(node[2 * nin + k], node[vo + nin + k], ('output %d'):format(k)) end
   end
 
   -- roots, seeds: lists; targets: nil (backward: accumulate into every leaf's .grad) or a list of
@@ -301,7 +308,8 @@ return function(mf)
           raise(("%s: the tape through op '%s' was freed by an earlier backward; pass {retain_graph = true} to the "
             .. 'first backward (or autograd.grad) to go through it twice'):format(what, n.op.name))
         end
-        for _, s in ipairs(n.sins) do
+        for i = n.nin + 1, 2 * n.nin do
+          local s = n[i]
           if s and s.node and not seen[s.node] then stack[#stack + 1] = s.node end
         end
       end
@@ -323,7 +331,8 @@ return function(mf)
       useful = {}
       for j = #nodes, 1, -1 do
         local n = nodes[j]
-        for _, s in ipairs(n.sins) do
+        for i = n.nin + 1, 2 * n.nin do
+          local s = n[i]
           if s and (tleaf[s] or s.node and (useful[s.node] or tout[s.node] and tout[s.node][s.index])) then
             useful[n] = true
             break
@@ -356,28 +365,29 @@ return function(mf)
               :format(what, op.name))
           end
           local ys, gys = {}, {}
+          local nin = n.nin
           for k = 1, n.nout do
-            local y = n.ys[k]
+            local y0 = n[2 * nin + k]
+            local y = y0
             if create and IS_FLOAT[y.dtype_id] then  -- a fresh header with this node as history
               y = data_of(y)
               y.pad_ = 1
               AG[y] = {node = n, index = k}
             end
             ys[k] = y
-            gys[k] = gl[k] or mf.zeros_like(n.ys[k])
+            gys[k] = gl[k] or mf.zeros_like(y0)
           end
-          local args, nin, xs = {}, #n.ins, n.ins
-          if create then  -- inputs with their history, so the rule's ops are recorded
-            xs = {}
-            for i = 1, nin do
-              local x, sx = n.ins[i], n.sins[i]
+          local args, xs = {}, {}
+          for i = 1, nin do
+            local x, sx = n[i], n[nin + i]
+            if create then  -- inputs with their history, so the rule's ops are recorded
               if sx and sx.node then  -- a leaf is kept as itself (new_node)
                 x = data_of(x)
                 x.pad_ = 1
                 AG[x] = sx
               end
-              xs[i] = x
             end
+            xs[i] = x
           end
           if op.variadic then args[1] = xs else for i = 1, nin do args[i] = xs[i] end end
           local na = #args
@@ -393,7 +403,7 @@ return function(mf)
               op.name, type(res)))
           end
           for i = 1, nin do
-            local x, g, s = n.ins[i], res[i], n.sins[i]
+            local x, g, s = n[i], res[i], n[nin + i]
             if g ~= nil and s and (s.node or s.leaf) then
               if not is_tensor(g) or not same_shape(g, x) then
                 raise(("%s: the gradient rule of op '%s' gave input %d (%s) a gradient of %s; expected %s")
@@ -404,7 +414,10 @@ return function(mf)
             end
           end
           if not (tout and tout[n]) then gnode[n] = nil end  -- a target's gradient is returned
-          if not retain then n.freed, n.ins, n.sins, n.ys = true, {}, {}, {} end
+          if not retain then  -- saved tensors go; a later backward through n says so
+            n.freed = true
+            for i = 1, 3 * nin + 2 * n.nout do n[i] = nil end
+          end
         end
       end
     end)
