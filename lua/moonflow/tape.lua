@@ -96,8 +96,8 @@ return function(mf)
         s.node.op.name))
     end
     if flag and not IS_FLOAT[t.dtype_id] then
-      raise(('requires_grad: only floating-point tensors (float32, float64) can require gradients; this %s tensor is '
-        .. '%s (convert it with :double() or :float() first)'):format(shape_str(t), DTYPE_NAME[t.dtype_id]))
+      raise(('requires_grad: only floating-point tensors (float32, float64) can require gradients; this one is %s '
+        .. 'of size %s (convert it with :double() or :float() first)'):format(DTYPE_NAME[t.dtype_id], shape_str(t)))
     end
     -- the state table is kept (nodes recorded from t refer to it), only its flag changes
     if flag then

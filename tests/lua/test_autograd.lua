@@ -105,12 +105,14 @@ end)
 
 T.test('requires_grad on factories; integer tensors refuse it', function()
   for _, t in ipairs{mf.zeros(2, 3, {requires_grad = true}), mf.ones({2}, {requires_grad = true, dtype = 'float64'}),
-                     mf.randn(2, {requires_grad = true}), mf.rand(2, {requires_grad = true})} do
+                     mf.randn(2, {requires_grad = true}), mf.rand(2, {requires_grad = true}),
+                     mf.arange(0, 5, {requires_grad = true}), mf.eye(3, {requires_grad = true}),
+                     mf.full({2, 2}, 3, {requires_grad = true})} do
     T.eq(t:requires_grad(), true)
   end
   T.eq(mf.zeros(2, {requires_grad = false}):requires_grad(), false)
   T.errors(function() mf.tensor({1, 2}, {dtype = 'int64', requires_grad = true}) end, 'requires_grad',
-    'only floating-point', 'int64')
+    'only floating-point', 'this one is int64 of size 2')
   T.errors(function() mf.zeros(2, {dtype = 'int32', requires_grad = true}) end, 'only floating-point', 'int32')
   T.errors(function() mf.tensor({1, 2}, 'int32'):requires_grad_() end, 'only floating-point')
 end)
