@@ -79,6 +79,17 @@ T.test('a Lua-registered op with a gradient is differentiated on the tape', func
   local x = f64({1, -2})
   mf.sum(mf.tape_cube(x)):backward()
   T.tensor_eq(x.grad, {3, 12})
+  -- a gradient given as a Lua function (held by this engine)
+  mf.register_op{name = 'tape_twice', num_inputs = 1, doc = '2x (test op)', infer_shape = 'same',
+    gradient = function(_, _, gy) return {gy * 2} end,
+    lua_compute = [[ function(ins, outs, p)
+      return function()
+        local n, xp, yp = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+        for i = 0, n - 1 do yp[i] = 2 * xp[i] end
+      end end ]]}
+  local z = f64({1, 2})
+  mf.sum(mf.tape_twice(z) * z):backward()  -- d/dz sum(2 z^2) = 4z
+  T.tensor_eq(z.grad, {4, 8})
 end)
 
 T.test('no_grad, set_grad_enabled, detach', function()
