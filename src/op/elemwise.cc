@@ -202,7 +202,9 @@ end)lua");
 end)lua");
   binary_op<pw::ReluBackward>("relu_backward")
       .describe("0 where b <= 0, else a: relu's gradient in one pass (a: gradient, b: relu's input or output; NaN "
-                "in b passes a).");
+                "in b passes a).")
+      // linear in a with b's mask; b only selects (zero gradient almost everywhere): relu's grad of grad
+      .gradient("function(a, b, y, gy) return {mf.sum_to(mf.relu_backward(gy, b), a)} end");
   binary_op<pw::Eq>("eq").alias("equal").describe("1 where a == b, else 0 (uint8), with NumPy broadcasting.");
   binary_op<pw::Ne>("ne").alias("not_equal").describe("1 where a ~= b, else 0 (uint8), with NumPy broadcasting.");
   binary_op<pw::Lt>("lt").alias("less").describe("1 where a < b, else 0 (uint8), with NumPy broadcasting.");

@@ -204,6 +204,30 @@ T.test('grad of grad with create_graph: x^3 and tanh', function()
   T.tensor_eq(w.grad, {2, -4}, 1e-12)
 end)
 
+T.test('a gradient penalty through a ReLU layer (relu_backward has a gradient) against finite differences', function()
+  local w0 = {{0.5, -1.2, 0.3}, {0.8, 0.4, -0.7}}
+  local x = c64({{1.0, 2.0}, {-0.5, 1.5}})
+  local c = c64({{1, -2, 0.5}, {0.3, 1, -1}})
+  local function penalty(w, create)
+    local xr = x:detach():requires_grad_()
+    local y = mf.sum(mf.relu(mf.matmul(xr, w)) * c)
+    local gx = mf.autograd.grad(y, xr, nil, {create_graph = create})[1]
+    return mf.sum(gx * gx)
+  end
+  local w = f64(w0)
+  penalty(w, true):backward()
+  local h = 1e-6
+  for i = 1, 2 do
+    for j = 1, 3 do
+      local wp, wm = c64(w0), c64(w0)
+      wp:set(i, j, w0[i][j] + h)
+      wm:set(i, j, w0[i][j] - h)
+      local num = (penalty(wp:requires_grad_(), false):item() - penalty(wm:requires_grad_(), false):item()) / (2 * h)
+      T.near(w.grad:get(i, j), num, 1e-6, ('d penalty / d w[%d][%d]'):format(i, j))
+    end
+  end
+end)
+
 T.test('an unrecorded call after a recorded one keeps no flag on its outputs', function()
   local x = f64({1, 2})
   local v = mf.narrow(x, 1, 1, 1)  -- a view op bound with a flagged input

@@ -41,6 +41,8 @@ for _, op in ipairs{'log', 'log1p', 'sqrt', 'rsqrt'} do unary(op, POS[1], POS[2]
 -- kinked ops: values in [0.1, 1] with random signs keep clear of 0
 case('abs', 'abs', {{{2, 3}, 0.1, 1}}, function(x) return mf.abs(x * mf.tensor({1, -1, 1}, 'float64')) end)
 case('relu', 'relu', {{{2, 3}, 0.1, 1}}, function(x) return mf.relu(x * mf.tensor({1, -1, 1}, 'float64')) end)
+case('relu_backward', 'relu_backward', {{{2, 3}}, {{2, 3}, 0.1, 1, const = true}},
+  function(g, b) return mf.relu_backward(g, b * mf.tensor({1, -1, 1}, 'float64')) end)
 for _, op in ipairs{'sign', 'floor', 'ceil', 'round'} do unary(op, 0.1, 0.4) end
 case('clamp', 'clamp', {{{2, 3}, -1, 1}}, function(x) return mf.clamp(x, -0.33, 0.41) end)
 
