@@ -463,12 +463,20 @@ return function(mf)
     if type(grad) == 'table' and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
     local retain, create = options('backward', opts)
     local roots = {t}
-    local _, gleaf = run_backward('backward', roots, seeds_for('backward', roots, {grad}), nil, retain, create)
+    local seeds = seeds_for('backward', roots, {grad})
+    local _, gleaf = run_backward('backward', roots, seeds, nil, retain, create)
+    local taken = {[seeds[1]] = true}  -- the caller's gradient is never taken over
     for s, g in pairs(gleaf) do
       if s.leaf then
         if s.grad == nil then
-          -- a gradient may be a tensor the rules share (add passes gy on): .grad gets its own
-          s.grad = mf.cast(g, DTYPE_NAME[g.dtype_id])
+          -- a gradient may be a tensor the rules share (add passes gy on, views of the seed): .grad
+          -- takes it over only when nothing else refers to its storage, else gets a copy
+          if not create and not taken[g] and g.is_contig == 1 and g.offset == 0 and C.mf_storage_refcount(g) == 1 then
+            s.grad = g
+          else
+            s.grad = mf.cast(g, DTYPE_NAME[g.dtype_id])
+          end
+          taken[g] = true
         elseif create then
           s.grad = mf.add(s.grad, g)
         else  -- in place, as PyTorch: a gradient that is a view (getParameters' flat one) stays one

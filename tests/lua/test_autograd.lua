@@ -28,6 +28,16 @@ T.test('broadcast add of 2x3 and 3: the 3-vector gets column sums', function()
   T.tensor_eq(b.grad, {5, 7, 9})
 end)
 
+T.test('two leaves handed one shared gradient get tensors of their own', function()
+  local a, b = f64({1, 2}), f64({3, 4})
+  local seed = c64(5)
+  mf.sum(a + b):backward(seed)
+  a.grad:add_(10)  -- must not show in b.grad or in the caller's seed
+  T.tensor_eq(a.grad, {15, 15})
+  T.tensor_eq(b.grad, {5, 5})
+  T.eq(seed:item(), 5)
+end)
+
 T.test('matmul gradients against hand values', function()
   local A = f64({{1, 2}, {3, 4}})
   local B = f64({{5, 6}, {7, 8}})
