@@ -141,7 +141,9 @@ return function(mf)
             return {x = x, y = y, loss = l, op = opt:minimize(l), sess = mf.Session{graph = g}}
           end)
         end
-        if mode == 'graph' then l = select(2, train.sess:run({train.op, train.loss}, {[train.x] = bx, [train.y] = by})) end
+        if mode == 'graph' then
+          l = select(2, train.sess:run({train.op, train.loss}, {[train.x] = bx, [train.y] = by}))
+        end
         local lv, b = l:item(), bx:size(1)
         step, seen, loss_sum = step + 1, seen + b, loss_sum + lv * b
         steps_done = steps_done + 1
