@@ -8,8 +8,9 @@
 -- one key: identity is per object, and a header copied into another cdata has no state). The
 -- struct's pad_ field (src/core/types.h) is the cheap flag the dispatcher tests on every call:
 -- pad_ ~= 0 means "may have autograd state", so calls on plain tensors cost one field load per
--- input. Nodes reference their inputs and never their outputs' states, so the graph is acyclic
--- and the collector frees a tape nobody reaches.
+-- input. A node holds data headers of its inputs and outputs and its inputs' states (never a
+-- tensor whose state holds a node: see new_node), so the collector frees a tape nobody reaches, in
+-- two collections (Engine::collect_garbage and mf.empty_cache collect twice).
 --
 -- Version counters count writes per storage (views share their base's), keyed by the storage's
 -- address; a node remembers the versions of what it saved, and backward refuses a node whose
