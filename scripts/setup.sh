@@ -3,7 +3,7 @@
 set -euo pipefail
 # python3 (standard library only) drives the REPL through a pseudo-terminal in tests/sh/repl_pty.py
 pkgs=(cmake g++ make pkg-config libluajit-5.1-dev luajit libopenblas-openmp-dev catch2 libedit-dev
-      dataset-fashion-mnist python3 ncurses-base)
+      dataset-fashion-mnist python3 ncurses-base libsleef-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

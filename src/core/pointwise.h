@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "dtype.h"
+#include "vecmath.h"
 
 namespace mf {
 
@@ -22,32 +23,43 @@ using Acc = std::conditional_t<std::is_same<T, float>::value, float, double>;
 // `template <class T> static R f(T x, T y)` on the element type (R: T, or uint8_t for a
 // comparison); one that can meet an invalid element takes a third argument `bool& bad`, sets it,
 // and names the fault in `static constexpr const char* fault`.
+// A functor with a vector routine (vecmath.h) also has `static void run(const A* x, A* y, int64_t n)`
+// (binary: run(x, y, z, n)) for float and double, which the CPU loops below call instead of f; f
+// stays the definition (the CUDA loops, and the check the op harness makes of both).
 namespace pw {
+
+// run(x, y, n) = vm::fn(x, y, n), for the element types vm::fn takes
+#define MF_PW_RUN(fn) \
+  template <class A> static auto run(const A* x, A* y, int64_t n) -> decltype(vm::fn(x, y, n)) { vm::fn(x, y, n); }
 
 struct Neg { template <class A> static A f(A x) { return -x; } };
 struct Abs { template <class A> static A f(A x) { return x < 0 ? -x : x; } };
-struct Exp { template <class A> static A f(A x) { return std::exp(x); } };
-struct Log { template <class A> static A f(A x) { return std::log(x); } };
-struct Log1p { template <class A> static A f(A x) { return std::log1p(x); } };
+struct Exp { template <class A> static A f(A x) { return std::exp(x); } MF_PW_RUN(exp) };
+struct Log { template <class A> static A f(A x) { return std::log(x); } MF_PW_RUN(log) };
+struct Log1p { template <class A> static A f(A x) { return std::log1p(x); } MF_PW_RUN(log1p) };
 struct Sqrt { template <class A> static A f(A x) { return std::sqrt(x); } };
 struct Rsqrt { template <class A> static A f(A x) { return A(1) / std::sqrt(x); } };
 struct Sigmoid {  // stable for large |x|: exp of a non-positive number only
   template <class A> static A f(A x) { return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x)); }
+  MF_PW_RUN(sigmoid)
 };
-struct Tanh { template <class A> static A f(A x) { return std::tanh(x); } };
+struct Tanh { template <class A> static A f(A x) { return std::tanh(x); } MF_PW_RUN(tanh) };
 // NaN passes through relu, as in PyTorch (x != x is false for integers: folded away)
 struct Relu { template <class A> static A f(A x) { return (x > 0 || x != x) ? x : A(0); } };
-struct Sin { template <class A> static A f(A x) { return std::sin(x); } };
-struct Cos { template <class A> static A f(A x) { return std::cos(x); } };
+struct Sin { template <class A> static A f(A x) { return std::sin(x); } MF_PW_RUN(sin) };
+struct Cos { template <class A> static A f(A x) { return std::cos(x); } MF_PW_RUN(cos) };
 struct Square { template <class A> static A f(A x) { return x * x; } };
 // NaN stays NaN (NumPy's rule; PyTorch 1.13 gives 0, its open bug pytorch#41245)
 struct Sign { template <class A> static A f(A x) { return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x; } };
 struct Floor { template <class A> static A f(A x) { return std::floor(x); } };
 struct Ceil { template <class A> static A f(A x) { return std::ceil(x); } };
 struct Round { template <class A> static A f(A x) { return std::nearbyint(x); } };  // half to even, as NumPy
-struct Erf { template <class A> static A f(A x) { return std::erf(x); } };
+struct Erf { template <class A> static A f(A x) { return std::erf(x); } MF_PW_RUN(erf) };
 // exact, as PyTorch's default: 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its digits
-struct Gelu { template <class A> static A f(A x) { return A(0.5) * x * std::erfc(x * A(-0.7071067811865476)); } };
+struct Gelu {
+  template <class A> static A f(A x) { return A(0.5) * x * std::erfc(x * A(-0.7071067811865476)); }
+  MF_PW_RUN(gelu)
+};
 struct LeakyRelu { template <class A> static A f(A x, A slope) { return x > 0 ? x : x * slope; } };
 // NaN elements stay NaN (both comparisons are false); a NaN bound makes every element NaN, as in
 // PyTorch (lo + hi is then NaN). The bound test is loop-invariant, so the loop stays a vector select.
@@ -68,7 +80,12 @@ struct Div {
     return T(x / y);
   }
 };
-struct Pow { template <class T> static T f(T x, T y) { return T(std::pow(Acc<T>(x), Acc<T>(y))); } };
+struct Pow {
+  template <class T> static T f(T x, T y) { return T(std::pow(Acc<T>(x), Acc<T>(y))); }
+  template <class A> static auto run(const A* x, const A* y, A* z, int64_t n) -> decltype(vm::pow(x, y, z, n)) {
+    vm::pow(x, y, z, n);
+  }
+};
 struct Maximum { template <class T> static T f(T x, T y) { return T(x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y); } };
 struct Minimum { template <class T> static T f(T x, T y) { return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y); } };
 // x: gradient, y: relu's input or output; PyTorch's threshold_backward: 0 where y <= 0, so the
@@ -90,6 +107,7 @@ struct IsFinite {
   }
 };
 
+#undef MF_PW_RUN
 }  // namespace pw
 
 // -- loops ---------------------------------------------------------------------------------------
@@ -137,8 +155,34 @@ template <class F, class T> auto binary(T x, T y, bool&, Rank<0>) -> decltype(F:
 template <class F, class T> constexpr auto fault(Rank<1>) -> decltype(F::fault, (const char*)nullptr) { return F::fault; }
 template <class F, class T> constexpr const char* fault(Rank<0>) { return nullptr; }
 
+// Whether F has a vector routine for T (float, double).
+template <class F, class T> constexpr auto has_run(Rank<1>) -> decltype(F::run((const T*)0, (T*)0, int64_t()), true) { return true; }
+template <class F, class T> constexpr bool has_run(Rank<0>) { return false; }
+template <class F, class T> constexpr auto has_run2(Rank<1>) -> decltype(F::run((const T*)0, (const T*)0, (T*)0, int64_t()), true) { return true; }
+template <class F, class T> constexpr bool has_run2(Rank<0>) { return false; }
+// Strided or broadcast operands go through the vector routine in chunks of this many elements,
+// gathered to and scattered from the stack: the same results as a dense run.
+constexpr int64_t kVecChunk = 256;
+
 template <class F, class T>
 void unary_loop(T* y, const T* x, const PwRun& run, double p1, double p2) {
+  if constexpr (has_run<F, T>(Rank<1>())) {  // every element, a lone one too, through F::run
+    const int64_t n = run.n, ys = run.s[0], xs = run.s[1];
+    for (int64_t r = 0; r < run.rows; ++r, y += run.r[0], x += run.r[1]) {
+      if (ys == 1 && xs == 1) {
+        F::run(x, y, n);
+        continue;
+      }
+      T in[kVecChunk], out[kVecChunk];
+      for (int64_t c = 0; c < n; c += kVecChunk) {
+        const int64_t m = n - c < kVecChunk ? n - c : kVecChunk;
+        for (int64_t i = 0; i < m; ++i) in[i] = x[(c + i) * xs];
+        F::run(in, out, m);
+        for (int64_t i = 0; i < m; ++i) y[(c + i) * ys] = out[i];
+      }
+    }
+    return;
+  }
   using A = Acc<T>;
   const A a = A(p1), b = A(p2);
   const int64_t n = run.n, ys = run.s[0], xs = run.s[1];
@@ -157,6 +201,25 @@ void unary_loop(T* y, const T* x, const PwRun& run, double p1, double p2) {
 
 template <class F, class T>
 bool binary_loop(void* zv, const T* x, const T* y, const PwRun& run) {
+  if constexpr (has_run2<F, T>(Rank<1>())) {  // as unary_loop: every element through F::run
+    T* z = static_cast<T*>(zv);
+    const int64_t n = run.n, zs = run.s[0], xs = run.s[1], ys = run.s[2];
+    for (int64_t r = 0; r < run.rows; ++r, z += run.r[0], x += run.r[1], y += run.r[2]) {
+      if (zs == 1 && xs == 1 && ys == 1) {
+        F::run(x, y, z, n);
+        continue;
+      }
+      T a[kVecChunk], b[kVecChunk], c[kVecChunk];
+      for (int64_t k = 0; k < n; k += kVecChunk) {
+        const int64_t m = n - k < kVecChunk ? n - k : kVecChunk;
+        for (int64_t i = 0; i < m; ++i) a[i] = x[(k + i) * xs];
+        for (int64_t i = 0; i < m; ++i) b[i] = y[(k + i) * ys];
+        F::run(a, b, c, m);
+        for (int64_t i = 0; i < m; ++i) z[(k + i) * zs] = c[i];
+      }
+    }
+    return false;
+  }
   bool bad = false;
   using R = decltype(binary<F>(T(), T(), bad, Rank<1>()));
   R* z = static_cast<R*>(zv);

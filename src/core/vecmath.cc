@@ -1,0 +1,278 @@
+// Vector math block routines (see vecmath.h): one library per build, chosen by CMake's MF_VECMATH
+// (compile definition MF_VECMATH_SLEEF, MF_VECMATH_MVEC or neither) and one vector width, chosen
+// by the compile-time ISA: the library is built with -march=native (MF_NATIVE), so the macros
+// name what the build machine runs. AVX-512 (16 floats) where __AVX512F__ unless MF_VECMATH_256,
+// else AVX2 + FMA (8 floats), else SSE (4 floats; SLEEF's dispatching entry points, which pick
+// SSE2 or SSE4.1 at run time; libmvec's SSE4 ifuncs, which do the same).
+#include "vecmath.h"
+
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+
+#if defined(MF_VECMATH_SLEEF) || defined(MF_VECMATH_MVEC)
+#include <immintrin.h>
+#define MF_VM_VECTOR 1
+#if defined(__AVX512F__) && !defined(MF_VECMATH_256)
+#define MF_VM_ISA 512
+#elif defined(__AVX2__) && defined(__FMA__)
+#define MF_VM_ISA 256
+#else
+#define MF_VM_ISA 128
+#endif
+#endif
+
+#if defined(MF_VECMATH_SLEEF)
+#include <sleef.h>
+// SF(exp, u10): the float function at this width, SD the double one
+#if MF_VM_ISA == 512
+#define SF(nm, u) Sleef_##nm##f16_##u##avx512f
+#define SD(nm, u) Sleef_##nm##d8_##u##avx512f
+#elif MF_VM_ISA == 256
+#define SF(nm, u) Sleef_##nm##f8_##u##avx2
+#define SD(nm, u) Sleef_##nm##d4_##u##avx2
+#else
+#define SF(nm, u) Sleef_##nm##f4_##u
+#define SD(nm, u) Sleef_##nm##d2_##u
+#endif
+#elif defined(MF_VECMATH_MVEC)
+// libmvec's entry points, by the x86-64 vector function ABI's names (_ZGV, ISA letter b/d/e for
+// SSE4/AVX2/AVX-512, N = unmasked, lanes, one v per vector argument). glibc's math.h declares
+// them only under -ffast-math, which would also drop the NaN and infinity semantics the op
+// harness checks; declared here by hand, they are the same functions #pragma omp simd would call.
+#if MF_VM_ISA == 512
+#define MVF(nm) _ZGVeN16v_##nm##f
+#define MVD(nm) _ZGVeN8v_##nm
+#define MVPOWF _ZGVeN16vv_powf
+#define MVPOWD _ZGVeN8vv_pow
+#elif MF_VM_ISA == 256
+#define MVF(nm) _ZGVdN8v_##nm##f
+#define MVD(nm) _ZGVdN4v_##nm
+#define MVPOWF _ZGVdN8vv_powf
+#define MVPOWD _ZGVdN4vv_pow
+#else
+#define MVF(nm) _ZGVbN4v_##nm##f
+#define MVD(nm) _ZGVbN2v_##nm
+#define MVPOWF _ZGVbN4vv_powf
+#define MVPOWD _ZGVbN2vv_pow
+#endif
+#endif
+
+namespace mf {
+namespace vm {
+
+namespace {
+
+#if MF_VM_VECTOR
+#if MF_VM_ISA == 512
+using VF = __m512;
+using VD = __m512d;
+#elif MF_VM_ISA == 256
+using VF = __m256;
+using VD = __m256d;
+#else
+using VF = __m128;
+using VD = __m128d;
+#endif
+template <class T> struct Vec;
+template <> struct Vec<float> { using type = VF; };
+template <> struct Vec<double> { using type = VD; };
+
+// x86's default NaN (sign set, quiet bit set): what an invalid operation on non-NaN operands
+// gives in scalar code (log(-1), sin(inf)).
+inline float default_nan(float) { return -__builtin_nanf(""); }
+inline double default_nan(double) { return -__builtin_nan(""); }
+
+// One vector of W lanes: z = fn(x[, y]) with every NaN result rewritten as the scalar functions give
+// it: a NaN operand's own value, else the default NaN. The libraries build NaN by or-ing a mask in
+// (SLEEF's tanh gives all bits set), and LuaJIT reads a float NaN with a full payload as a tagged
+// value (nil), not as a number.
+template <class T, int64_t W, class Fn, class... In>
+inline void lanes(Fn fn, T* z, const In*... x) {
+  using V = typename Vec<T>::type;
+  V v = fn([](const T* p) { V a; std::memcpy(&a, p, sizeof a); return a; }(x)...);
+  T out[W];
+  std::memcpy(out, &v, sizeof v);
+  for (int64_t k = 0; k < W; ++k) {
+    T o = out[k];
+    if (o != o) {
+      o = default_nan(o);
+      for (T a : {x[k]...}) if (a != a) { o = a; break; }
+    }
+    z[k] = o;
+  }
+}
+
+// z = fn(x[, y]) over n elements, a vector at a time; the last partial vector is padded with zeros
+// (a value every function here takes without a fault) so each element goes through the same code.
+// z may be x or y (an in-place op): a vector is read whole before it is written.
+template <class T, class Fn, class... In>
+inline void map(Fn fn, T* z, int64_t n, const In*... x) {
+  using V = typename Vec<T>::type;
+  constexpr int64_t W = sizeof(V) / sizeof(T);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) lanes<T, W>(fn, z + i, (x + i)...);
+  if (i < n) {
+    T buf[sizeof...(In)][W] = {}, out[W];
+    int j = 0;
+    for (const T* p : {x...}) std::memcpy(buf[j++], p + i, size_t(n - i) * sizeof(T));
+    if constexpr (sizeof...(In) == 1) lanes<T, W>(fn, out, buf[0]);
+    else lanes<T, W>(fn, out, buf[0], buf[1]);
+    std::memcpy(z + i, out, size_t(n - i) * sizeof(T));
+  }
+}
+template <class T, class Fn>
+inline void map1(Fn fn, const T* x, T* y, int64_t n) { map(fn, y, n, x); }
+template <class T, class Fn>
+inline void map2(Fn fn, const T* x, const T* y, T* z, int64_t n) { map(fn, z, n, x, y); }
+#endif
+
+#if defined(MF_VECMATH_SLEEF)
+#define MF_VM_DEF(name, u)                                                                       \
+  void name##_f(const float* x, float* y, int64_t n) { map1([](VF v) { return SF(name, u)(v); }, x, y, n); } \
+  void name##_d(const double* x, double* y, int64_t n) { map1([](VD v) { return SD(name, u)(v); }, x, y, n); }
+MF_VM_DEF(exp, u10)
+MF_VM_DEF(log, u10)
+MF_VM_DEF(log1p, u10)
+MF_VM_DEF(tanh, u10)
+MF_VM_DEF(erf, u10)
+MF_VM_DEF(erfc, u15)  // SLEEF has no 1-ulp erfc; 1.5 ulp
+MF_VM_DEF(sin, u10)
+MF_VM_DEF(cos, u10)
+#undef MF_VM_DEF
+void pow_f(const float* x, const float* y, float* z, int64_t n) {
+  map2([](VF a, VF b) { return SF(pow, u10)(a, b); }, x, y, z, n);
+}
+void pow_d(const double* x, const double* y, double* z, int64_t n) {
+  map2([](VD a, VD b) { return SD(pow, u10)(a, b); }, x, y, z, n);
+}
+#elif defined(MF_VECMATH_MVEC)
+extern "C" {
+#define MF_VM_DECL(name) VF MVF(name)(VF); VD MVD(name)(VD);
+MF_VM_DECL(exp)
+MF_VM_DECL(log)
+MF_VM_DECL(log1p)
+MF_VM_DECL(tanh)
+MF_VM_DECL(erf)
+MF_VM_DECL(erfc)
+MF_VM_DECL(sin)
+MF_VM_DECL(cos)
+#undef MF_VM_DECL
+VF MVPOWF(VF, VF);
+VD MVPOWD(VD, VD);
+}
+#define MF_VM_DEF(name)                                                                          \
+  void name##_f(const float* x, float* y, int64_t n) { map1([](VF v) { return MVF(name)(v); }, x, y, n); } \
+  void name##_d(const double* x, double* y, int64_t n) { map1([](VD v) { return MVD(name)(v); }, x, y, n); }
+MF_VM_DEF(exp)
+MF_VM_DEF(log)
+MF_VM_DEF(log1p)
+MF_VM_DEF(tanh)
+MF_VM_DEF(erf)
+MF_VM_DEF(erfc)
+MF_VM_DEF(sin)
+MF_VM_DEF(cos)
+#undef MF_VM_DEF
+void pow_f(const float* x, const float* y, float* z, int64_t n) {
+  map2([](VF a, VF b) { return MVPOWF(a, b); }, x, y, z, n);
+}
+void pow_d(const double* x, const double* y, double* z, int64_t n) {
+  map2([](VD a, VD b) { return MVPOWD(a, b); }, x, y, z, n);
+}
+#else
+// No library: the scalar functions, as the functors compute them.
+#define MF_VM_DEF(name)                                                                     \
+  void name##_f(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = std::name(x[i]); } \
+  void name##_d(const double* x, double* y, int64_t n) { for (int64_t i = 0; i < n; ++i) y[i] = std::name(x[i]); }
+MF_VM_DEF(exp)
+MF_VM_DEF(log)
+MF_VM_DEF(log1p)
+MF_VM_DEF(tanh)
+MF_VM_DEF(erf)
+MF_VM_DEF(erfc)
+MF_VM_DEF(sin)
+MF_VM_DEF(cos)
+#undef MF_VM_DEF
+void pow_f(const float* x, const float* y, float* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) z[i] = std::pow(x[i], y[i]);
+}
+void pow_d(const double* x, const double* y, double* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) z[i] = std::pow(x[i], y[i]);
+}
+#endif
+
+inline void exp_(const float* x, float* y, int64_t n) { exp_f(x, y, n); }
+inline void exp_(const double* x, double* y, int64_t n) { exp_d(x, y, n); }
+inline void erfc_(const float* x, float* y, int64_t n) { erfc_f(x, y, n); }
+inline void erfc_(const double* x, double* y, int64_t n) { erfc_d(x, y, n); }
+
+// Ops composed of a library function and arithmetic go a chunk at a time through a stack buffer.
+constexpr int64_t kChunk = 256;
+
+// pw::Sigmoid's formula, as a select: exp(-|x|) (never overflows), then 1/(1+e) for x >= 0 and
+// e/(1+e) below; both are one rounded division, so the result is the scalar functor's given the
+// same exp. NaN stays NaN (exp(NaN) is NaN).
+template <class T>
+void sigmoid_t(const T* x, T* y, int64_t n) {
+  for (int64_t c = 0; c < n; c += kChunk) {
+    int64_t m = n - c < kChunk ? n - c : kChunk;
+    T e[kChunk];
+    for (int64_t i = 0; i < m; ++i) e[i] = -std::fabs(x[c + i]);
+    exp_(e, e, m);
+    for (int64_t i = 0; i < m; ++i) y[c + i] = (x[c + i] >= T(0) ? T(1) : e[i]) / (T(1) + e[i]);
+  }
+}
+
+// pw::Gelu's formula: 0.5 x erfc(-x / sqrt 2), in the same order of operations.
+template <class T>
+void gelu_t(const T* x, T* y, int64_t n) {
+  for (int64_t c = 0; c < n; c += kChunk) {
+    int64_t m = n - c < kChunk ? n - c : kChunk;
+    T e[kChunk];
+    for (int64_t i = 0; i < m; ++i) e[i] = x[c + i] * T(-0.7071067811865476);
+    erfc_(e, e, m);
+    for (int64_t i = 0; i < m; ++i) y[c + i] = T(0.5) * x[c + i] * e[i];
+  }
+}
+
+}  // namespace
+
+#define MF_VM_EXPORT(name)                                                            \
+  void name(const float* x, float* y, int64_t n) { name##_f(x, y, n); }              \
+  void name(const double* x, double* y, int64_t n) { name##_d(x, y, n); }
+MF_VM_EXPORT(exp)
+MF_VM_EXPORT(log)
+MF_VM_EXPORT(log1p)
+MF_VM_EXPORT(tanh)
+MF_VM_EXPORT(erf)
+MF_VM_EXPORT(sin)
+MF_VM_EXPORT(cos)
+#undef MF_VM_EXPORT
+void sigmoid(const float* x, float* y, int64_t n) { sigmoid_t(x, y, n); }
+void sigmoid(const double* x, double* y, int64_t n) { sigmoid_t(x, y, n); }
+void gelu(const float* x, float* y, int64_t n) { gelu_t(x, y, n); }
+void gelu(const double* x, double* y, int64_t n) { gelu_t(x, y, n); }
+void pow(const float* x, const float* y, float* z, int64_t n) { pow_f(x, y, z, n); }
+void pow(const double* x, const double* y, double* z, int64_t n) { pow_d(x, y, z, n); }
+
+const char* backend() {
+#if defined(MF_VECMATH_SLEEF)
+#define MF_VM_LIB "sleef"
+#elif defined(MF_VECMATH_MVEC)
+#define MF_VM_LIB "mvec"
+#endif
+#if !MF_VM_VECTOR
+  return "none (scalar libm)";
+#elif MF_VM_ISA == 512
+  return MF_VM_LIB " avx512 (16 x float32)";
+#elif MF_VM_ISA == 256
+  return MF_VM_LIB " avx2 (8 x float32)";
+#else
+  return MF_VM_LIB " sse (4 x float32)";
+#endif
+}
+
+}  // namespace vm
+}  // namespace mf
+
+const char* mf_vecmath_backend(void) { return mf::vm::backend(); }
