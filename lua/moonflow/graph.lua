@@ -11,6 +11,7 @@ return function(mf)
   local KIND_OP, KIND_PLACEHOLDER, KIND_VARIABLE, KIND_CONSTANT = C.MF_NODE_OP, C.MF_NODE_PLACEHOLDER,
     C.MF_NODE_VARIABLE, C.MF_NODE_CONSTANT
   local UNKNOWN, UNKNOWN2 = 1000003, 1000033   -- stand in for unknown dims at build time (static_infer)
+  local buf_cap = 256  -- grows for nodes with more inputs (a stack of 300 symbols)
   local nodes_buf = ffi.new('int32_t[?]', 256)
   local index_buf = ffi.new('int32_t[?]', 256)
 
@@ -45,7 +46,10 @@ return function(mf)
   -- Adds a node; info holds the Lua-side facts (op record, params record, static shapes).
   function Graph:add_node(kind, op, params_text, inputs, nout, name, info)
     local n = #inputs
-    if n > 256 then raise('graph: a node takes at most 256 inputs') end
+    if n > buf_cap then
+      buf_cap = n
+      nodes_buf, index_buf = ffi.new('int32_t[?]', n), ffi.new('int32_t[?]', n)
+    end
     for i, s in ipairs(inputs) do nodes_buf[i - 1], index_buf[i - 1] = s.node, s.index - 1 end
     local id = C.mf_graph_add(self.h, kind, op and op.index or -1, params_text or '', n, nodes_buf, index_buf, nout, name)
     if id < 0 then raise(ffi.string(C.mf_last_error())) end
@@ -210,7 +214,7 @@ return function(mf)
   -- (mf._infer's into; the first run's outputs are read after the second). One finalizable cdata
   -- per input and output of every node was collector work that grew with the graph. A rule that
   -- builds nodes itself (a Lua shape rule could) gets fresh headers: the scratch is in use.
-  local scratch_ins = ffi.new('mf_tensor[?]', 256)
+  local scratch_ins, scratch_cap = ffi.new('mf_tensor[?]', 256), 256
   local function scratch_pool()
     local arr = ffi.new('mf_tensor[?]', 64)  -- ops.lua's MAXOUT outputs
     return {n = 0, metas = {}, alias = {}, meta = function(self)
@@ -226,6 +230,7 @@ return function(mf)
 
   local function infer_with(op, rec, ins, sentinel, has_unknown, into)
     local metas = {}
+    if #ins > scratch_cap then scratch_cap = #ins; scratch_ins = ffi.new('mf_tensor[?]', #ins) end
     for i, s in ipairs(ins) do
       local m = into and scratch_ins[i - 1] or T()
       if into then ffi.fill(m, SZ) end

@@ -12,7 +12,7 @@ return function(mf)
   local meta_buf = ffi.new('mf_tensor[?]', MAXOUT)
   local alias_buf = ffi.new('int[?]', MAXOUT)
   local nout_buf = ffi.new('int[1]')
-  local in_ptrs = ffi.new('const mf_tensor *[?]', 256)
+  local in_ptrs, in_cap = ffi.new('const mf_tensor *[?]', 256), 256  -- grows for variadic ops (stack of 300)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = C.MF_OPF_VIEW, C.MF_OPF_VARIADIC, C.MF_OPF_LUA, C.MF_OPF_RANDOM
   local OPF_WRITES = C.MF_OPF_WRITES
   local F32, I32, I64, U8 = C.MF_FLOAT32, C.MF_INT32, C.MF_INT64, C.MF_UINT8
@@ -145,6 +145,7 @@ return function(mf)
   end
 
   local function infer_native(op, rec, ins, nin, unknown, into)
+    if nin > in_cap then in_cap = nin; in_ptrs = ffi.new('const mf_tensor *[?]', nin) end
     for i = 1, nin do in_ptrs[i - 1] = ins[i] end
     local st
     if unknown then  -- graph building: sizes equal to unknown are not known yet (graph.lua)

@@ -163,7 +163,7 @@ T.test('graphs: each op as an intermediate, fed views, sizes unknown where they 
   T.tensor_eq(out.tril, {{0, 0, 0, 0}, {5, 0, 0, 0}, {9, 10, 0, 0}})
   T.tensor_eq(out.stack, {{3, 6, 9, 12}, {15, 18, 21, 24}, {27, 30, 33, 36}})
   T.tensor_eq(out.chunk, {{4, 6}, {12, 14}, {20, 22}})
-  T.tensor_eq(out.unbind, mf.transpose(x, 1, 2):totable())
+  T.tensor_eq(out.unbind, {{1, 5, 9}, {2, 6, 10}, {3, 7, 11}, {4, 8, 12}})
   T.tensor_eq(mf.Session():run(y.rep, {[a] = x:narrow(1, 2, 2)}),
     {{4, 5, 6, 7, 4, 5, 6, 7}, {8, 9, 10, 11, 8, 9, 10, 11}})
   -- build-time checks with known sizes
@@ -172,6 +172,26 @@ T.test('graphs: each op as an intermediate, fed views, sizes unknown where they 
   T.errors(function() return mf.multinomial(a, 5) end, 'cannot draw 5 of 4 categories')
   local st = mf.stack({a, a}, 2)  -- an unknown size stays unknown
   T.eq(st:dim(), 3); T.eq(st:size(1), nil); T.eq(st:size(2), 2); T.eq(st:size(3), 4)
+end)
+
+T.test('stack and concat of 300 tensors (more than any fixed input buffer): eager and in a graph', function()
+  local l = {}
+  for i = 1, 300 do l[i] = mf.full({2}, i, {dtype = 'float64'}) end
+  local s = mf.stack(l, 1)
+  T.eq(shape(s), '300x2'); T.eq(s:get(1, 1), 1); T.eq(s:get(257, 2), 257); T.eq(s:get(300, 1), 300)
+  local c = mf.concat(l, 1)
+  T.eq(shape(c), '600'); T.eq(c:get(513), 257); T.eq(c:get(600), 300)
+  mf.reset_default_graph()
+  local ps, feed = {}, {}
+  for i = 1, 300 do
+    ps[i] = mf.placeholder('float64', {2})
+    feed[ps[i]] = l[i]
+  end
+  local ys = {}
+  for i = 1, 300 do ys[i] = ps[i] * 1 end  -- intermediates, not only placeholders
+  local out = mf.Session():run({s = mf.stack(ys, 2):sum(1), c = mf.concat(ys, 1) + 0}, feed)
+  T.eq(shape(out.s), '300'); T.eq(out.s:get(1), 2); T.eq(out.s:get(257), 514); T.eq(out.s:get(300), 600)
+  T.eq(shape(out.c), '600'); T.eq(out.c:get(514), 257); T.eq(out.c:get(599), 300)
 end)
 
 T.test('randperm: a permutation of 1..n that indexes; seeds and thread counts', function()
