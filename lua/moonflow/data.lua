@@ -263,20 +263,21 @@ return function(mf)
   end
 
   -- for bx, by in loader do ... end: the generic for calls loader(nil, last) until it returns nil.
-  -- A call with last == nil (the first call of a loop), or with a value this loader did not return
-  -- last (a loop left early with break, then a new one), starts a new epoch with iter().
+  -- Each loop has its own state, found by the batch it returned last (a fresh tensor per batch), so
+  -- loops nested over one loader each resume their own epoch. A call with last == nil (the first
+  -- call of a loop), or with a value no running loop returned, starts a new epoch with iter(). The
+  -- table is weak: a loop left early with break leaves nothing behind.
   function Loader.__call(p, _, last)
-    local st = p._loop
-    if last == nil or st == nil or not rawequal(st.last, last) then
-      st = {next = p:iter()}
-      p._loop = st
+    local loops = p._loops
+    if not loops then
+      loops = setmetatable({}, {__mode = 'k'})
+      p._loops = loops
     end
-    local x, y = st.next()
-    if x == nil then
-      p._loop = nil
-      return nil
-    end
-    st.last = x
+    local next_batch = last ~= nil and loops[last] or nil
+    if next_batch then loops[last] = nil else next_batch = p:iter() end
+    local x, y = next_batch()
+    if x == nil then return nil end
+    loops[x] = next_batch
     return x, y
   end
 

@@ -272,6 +272,19 @@ return function(mf)
           and ('; the class ' .. m.__name .. ' needs calling: nn.' .. m.__name .. '()') or ''))
     end
     name = check_name(self, 'add', name)
+    -- a cycle (self under itself, or under one of its own children) makes forward, print and
+    -- parameters() recurse without end: refuse it while the call names the culprit
+    local function reaches(c, seen)
+      if c == self then return true end
+      if seen[c] then return false end
+      seen[c] = true
+      for _, k in ipairs(rawget(c, '_child_order')) do if reaches(rawget(c, '_children')[k], seen) then return true end end
+      return false
+    end
+    if reaches(m, {}) then
+      raise(("%s: add('%s', m): m is %s; a module cannot contain itself (the modules would form a cycle)"):format(
+        self.__name, name, m == self and 'the module itself' or ('a ' .. m.__name .. ' that contains this ' .. self.__name)))
+    end
     if not self._children[name] then self._child_order[#self._child_order + 1] = name end
     self._children[name] = m
     return self

@@ -53,6 +53,26 @@ T.test('Sequential:add(module) chains (Torch7); get(i) and size()', function()
   T.errors(function() s:add(nn.ReLU) end, 'expected a module')
 end)
 
+T.test('add refuses a cycle: the module itself or one that contains it (print and forward would recurse)', function()
+  local s = nn.Sequential()
+  T.errors(function() s:add(s) end, "Sequential: add('1', m)", 'the module itself', 'cannot contain itself')
+  T.errors(function() s:add('me', s) end, "add('me', m)", 'the module itself')
+  T.errors(function() s.me = s end, 'the module itself')
+  local inner = nn.Sequential():add(nn.ReLU())
+  local outer = nn.Sequential():add(nn.Tanh()):add(inner)
+  T.errors(function() inner:add(outer) end, 'a Sequential that contains this Sequential')
+  local deep = nn.Sequential():add(nn.Sequential():add(inner))
+  T.errors(function() inner:add(deep) end, 'cannot contain itself')
+  T.errors(function() nn.Sequential{nn.ReLU(), outer}:get(2):get(2):add(outer) end, 'cannot contain itself')
+  T.eq(inner:size(), 1, 'a refused add leaves the children as they were') T.eq(s:size(), 0)
+  -- one module in two places is no cycle (PyTorch allows sharing)
+  local shared = nn.ReLU()
+  local twice = nn.Sequential():add(shared):add(nn.Sequential():add(shared))
+  T.eq(twice:size(), 2)
+  T.tensor_eq(twice(mf.tensor{-1, 2}), {0, 2})
+  assert(tostring(outer):find('Tanh', 1, true))
+end)
+
 T.test('clone: a deep copy with equal values and independent storage (buffers and sharing too)', function()
   local bn = nn.BatchNorm1d(2)
   local lin = nn.Linear(2, 2)
@@ -351,12 +371,26 @@ T.test('for bx, by in loader do: one epoch per loop, as loader:iter()', function
   for _, y in a do for i = 1, y:numel() do oa[#oa + 1] = y:get(i) end end
   for _, y in b:iter() do for i = 1, y:numel() do ob[#ob + 1] = y:get(i) end end
   T.eq(table.concat(oa, ','), table.concat(ob, ','))
+  -- the order recorded for seed 5, epochs 1 and 2 (a Python transcription of Loader:_order's
+  -- splitmix64 Fisher-Yates gives samples 7,5,4,2,1,3,6 and 5,7,1,3,4,6,2): shuffled, not 1..7
+  T.eq(table.concat(oa, ','), '17,15,14,12,11,13,16')
+  local oa2 = {}
+  for _, y in a do for i = 1, y:numel() do oa2[#oa2 + 1] = y:get(i) end end
+  T.eq(table.concat(oa2, ','), '15,17,11,13,14,16,12', 'epoch 2 has its own order')
   -- a loop left with break: the next loop starts a fresh epoch
   local l2 = ds:loader{batch = 2}
   for _ in l2 do break end
   local n = 0
   for bx in l2 do n = n + 1 if n == 1 then T.eq(bx:get(1, 1), 1, 'fresh epoch from the start') end end
   T.eq(n, 4) T.eq(l2.epoch, 3)
+  -- nested loops over one loader: each loop resumes its own epoch (the inner one runs 3 epochs)
+  local l3 = ds:loader{batch = 3}
+  local pairs_seen = {}
+  for bx in l3 do
+    for by in l3 do pairs_seen[#pairs_seen + 1] = bx:get(1, 1) .. ':' .. by:get(1, 1) end
+  end
+  T.eq(table.concat(pairs_seen, ' '), '1:1 1:4 1:7 4:1 4:4 4:7 7:1 7:4 7:7')
+  T.eq(l3.epoch, 5, 'one outer and three inner epochs')
   -- inputs without targets
   local k = 0
   for bx, by in mf.data.TensorDataset(mf.ones(4, 2)):loader{batch = 4} do
