@@ -295,10 +295,35 @@ return function(mf)
     return res
   end
 
+  local check_write_target  -- (below) refuses a write into a placeholder or a constant
+
   local function same_known_shape(a, b)
     if not a.shape or not b.shape or #a.shape ~= #b.shape then return false end
     for i = 1, #a.shape do if a.shape[i] < 0 or a.shape[i] ~= b.shape[i] then return false end end
     return true
+  end
+
+  -- An op with the write attribute (in-place methods, assign, copy, fill, optimizer updates)
+  -- writes its input 1. In a graph that must be a Variable, or a result the graph computed: a
+  -- placeholder's storage is the caller's feed tensor and a constant's is the caller's tensor used
+  -- every run, so a write there would change them. Views (narrow, the in-place ops' own results)
+  -- are followed to the node whose storage they share. The one check for every write op.
+  local SOURCE_WHAT = {[tonumber(KIND_PLACEHOLDER)] = 'a placeholder (its storage is the fed tensor)',
+                       [tonumber(KIND_CONSTANT)] = 'a constant (its storage is the same tensor every run)'}
+  function check_write_target(op, g, s)
+    local node = s.node
+    local info = g.nodes[node]
+    while info and info.kind == KIND_OP and info.op and info.op.view and info.inputs[1] do
+      node = info.inputs[1].node
+      info = g.nodes[node]
+    end
+    local what = info and SOURCE_WHAT[tonumber(info.kind)]
+    if what then
+      local plain = op.name:match('^(.-)_$')
+      raise(("%s: %s is '%s', %s; in a graph an op that writes in place writes only a Variable "
+        .. '(mf.Variable) or a result computed in the graph%s'):format(op.name, op.inputs[1] or 'input 1', info.name, what,
+        plain and mf._ops[plain] and ('; ' .. plain .. ' returns a new result') or ''))
+    end
   end
 
   -- Called by every op function when an input is a symbol.
@@ -318,6 +343,7 @@ return function(mf)
       end
       syms[i] = x
     end
+    if op.writes then check_write_target(op, g, syms[1]) end
     -- gradients add sum_to / broadcast_like everywhere; skip them where shapes already agree
     if op.same_shape_identity and same_known_shape(syms[1], syms[2]) then
       return syms[1]

@@ -161,6 +161,32 @@ T.test('in-place ops in a graph: on variables, as intermediates', function()
   mf.reset_default_graph()
 end)
 
+T.test('in a graph, ops that write in place refuse placeholders and constants (the caller\'s tensors)', function()
+  mf.reset_default_graph()
+  local fed, data = mf.tensor{1, 2, 3}, mf.tensor{5, 6, 7}
+  local p = mf.placeholder('float32', {3}, 'p')
+  local c = mf.constant(data, 'c')
+  T.errors(function() return p:add_(1) end, "add_: x is 'p', a placeholder", 'only a Variable', 'add returns a new result')
+  T.errors(function() return mf.narrow(p, 1, 2, 2):mul_(2) end, "mul_: x is 'p', a placeholder")  -- through a view
+  T.errors(function() return p:add_(1):mul_(2) end, "add_: x is 'p'")
+  T.errors(function() return c:clamp_(0, 1) end, "clamp_: x is 'c', a constant")
+  T.errors(function() return c:fill_(0) end, "x is 'c', a constant")
+  T.errors(function() return c:zero_() end, "x is 'c', a constant")
+  T.errors(function() return c:uniform_() end, "x is 'c', a constant")
+  T.errors(function() return mf.assign(c, p) end, "assign: ref is 'c', a constant")
+  T.errors(function() return mf.assign_add(p, c) end, "assign_add", "'p', a placeholder")
+  T.errors(function() return mf.copy_(data, p) end, 'a constant')  -- a tensor operand becomes a constant
+  T.errors(function() return mf.sgd_update(c, p, mf.constant(mf.tensor{0.1})) end, "sgd_update: var is 'c'")
+  -- written through anything else the graph computed: allowed, and the caller's tensors stay
+  local v = mf.Variable(mf.zeros(3), 'v')
+  local s = mf.Session()
+  s:run(mf.global_variables_initializer())
+  local out = s:run({v = v:add_(p), z = (p * 1):add_(c), n = mf.narrow(p + 0, 1, 2, 2):mul_(10)}, {[p] = fed})
+  T.tensor_eq(out.v, {1, 2, 3}) T.tensor_eq(out.z, {6, 8, 10}) T.tensor_eq(out.n, {20, 30})
+  T.tensor_eq(fed, {1, 2, 3}) T.tensor_eq(data, {5, 6, 7})
+  mf.reset_default_graph()
+end)
+
 -- factories -------------------------------------------------------------------------------------
 T.test('empty, full_like, rand_like, randn_like', function()
   local e = mf.empty(2, 3)
