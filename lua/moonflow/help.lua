@@ -78,7 +78,7 @@ return function(mf)
     ['nn.is_parameter'] = 'mf.nn.is_parameter(x): true when x is an mf.nn.Parameter.',
     add_update_op = 'mf.add_update_op(op): a side effect (batch-norm statistics) that optimizers run with each training step.',
     ['nn.Module'] = "mf.nn.Module('Name'): a module class; define Name:__init(...) and Name:forward(x); instances: Name(...). Fields that are modules or parameters register themselves.",
-    ['nn.Parameter'] = 'mf.nn.Parameter(tensor): a trainable tensor with .data and .grad; it acts as its tensor in arithmetic, op calls and tensor methods (x * self.w, mf.matmul(x, self.w), self.w:t()), and as its graph Variable while a module builds a graph.',
+    ['nn.Parameter'] = 'mf.nn.Parameter(tensor): a trainable tensor with .data and .grad; it acts as its tensor in arithmetic, op calls and tensor methods (x * self.w, mf.matmul(x, self.w), self.w:t()), and as its graph Variable while a module builds a graph. p[{i, j}] reads and p[{i, j}] = v writes the tensor; #p is 0 (LuaJIT has no __len for tables): use p:numel() or p:size(1).',
     ['nn.Linear'] = 'mf.nn.Linear(in, out[, {bias = true}]): x W^T + b over the last dim; PyTorch initialisation.',
     ['nn.Conv2d'] = 'mf.nn.Conv2d(in, out, k[, {stride, padding, dilation, bias}]): 2-D convolution of N x C x H x W inputs.',
     ['nn.MaxPool2d'] = 'mf.nn.MaxPool2d(k[, {stride, padding}]): max over k x k windows (stride defaults to k).',

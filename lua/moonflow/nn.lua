@@ -81,6 +81,9 @@ return function(mf)
         end
         return f
       end
+      -- p[{i, j}], p[i]: the tensor's indexing. (#p cannot be forwarded: LuaJIT ignores __len on
+      -- tables, so #p is 0; p:numel() and p:size(1) are the tensor's.)
+      if type(k) ~= 'string' then return operand(h)[k] end
       return nil
     end
     mt.__add, mt.__sub, mt.__mul, mt.__div, mt.__pow =
@@ -93,6 +96,10 @@ return function(mf)
           raise(('%s.grad = value: value is a %s; expected a tensor or nil'):format(what, type(v)))
         end
         rawget(h, '_data').grad = v
+        return
+      end
+      if type(k) ~= 'string' then  -- p[{i, j}] = v writes the tensor, as t[{i, j}] = v
+        rawget(h, '_data')[k] = v
         return
       end
       rawset(h, k, v)

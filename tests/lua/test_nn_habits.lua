@@ -73,6 +73,23 @@ T.test('add refuses a cycle: the module itself or one that contains it (print an
   assert(tostring(outer):find('Tanh', 1, true))
 end)
 
+T.test('a Parameter indexes as its tensor: p[{i, j}] reads and writes the tensor, not the holder', function()
+  local p = nn.Parameter(mf.tensor{{1, 2}, {3, 4}})
+  T.eq(p[{1, 2}], 2) T.eq(p[{2, 1}], 3) T.eq(p[{-1, -1}], 4)
+  T.tensor_eq(p[{2}], {3, 4}) T.tensor_eq(p[1], {1, 2})
+  p[{1, 1}] = 9
+  p[{2}] = 0
+  T.tensor_eq(p.data, {{9, 2}, {0, 0}})
+  T.eq(rawget(p, 1), nil) T.eq(next(p, nil) ~= nil, true)
+  for k in pairs(p) do assert(type(k) == 'string', 'a non-string key stored on the holder') end
+  local b = nn.Parameter(mf.tensor({{1, 2}, {3, 4}}, 'int64'))
+  b[{2, 1}] = 7
+  T.tensor_eq(b.data, {{1, 2}, {7, 4}})
+  T.errors(function() return p[{3, 1}] end, 'out of range')
+  T.eq(p:numel(), 4) T.eq(p:size(1), 2)  -- (#p is 0: LuaJIT ignores __len on tables)
+  assert(mf.help_text('nn.Parameter'):find('#p is 0', 1, true))
+end)
+
 T.test('clone: a deep copy with equal values and independent storage (buffers and sharing too)', function()
   local bn = nn.BatchNorm1d(2)
   local lin = nn.Linear(2, 2)
