@@ -373,8 +373,8 @@ return function(mf)
       res[i] = new_symbol(g, id, i, outs and outs[i].shape or nil, outs and outs[i].dtype or syms[1].dtype_id)
     end
     g.nodes[id].out_syms = res
+    if op.multi then return res end  -- a list, empty too (unbind of an empty dim)
     if nout == 0 then return setmetatable({graph = g, node = id}, Operation) end
-    if op.multi then return res end
     return unpack(res, 1, nout)
   end
 

@@ -372,7 +372,7 @@ return function(mf)
     end
     if op.multi then
       if nout == 1 then return {r1} end
-      return results
+      return results or {}  -- no outputs (unbind of an empty dim): an empty list, as PyTorch's ()
     end
     if nout == 1 then return r1 end
     if nout == 0 then return end

@@ -415,6 +415,7 @@ local function run_graph(c, dtype, layout, r, what, unknown)
     end
     local res, fetch = call_op(c, syms, dtype), {}
     for k = 1, #res do fetch[k] = mf.harness_identity(res[k]) end
+    if #fetch == 0 then return {} end  -- an empty list output (unbind of an empty dim): nothing to run
     return {mf.Session{device = DEVICE}:run(fetch, feeds)}
   end)
   mf._set_default_graph(old)
