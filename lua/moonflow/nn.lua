@@ -49,7 +49,7 @@ return function(mf)
         t:requires_grad_()
       end
       local g = old.grad
-      if g ~= nil and t.grad == nil and g:shape_str() == t:shape_str() then t.grad = g end
+      if g ~= nil and t.grad == nil and g:shape_str() == t:shape_str() and g.dtype_id == t.dtype_id then t.grad = g end
     end
     rawset(h, '_data', t)
   end
@@ -186,8 +186,21 @@ return function(mf)
     end
     return forward_graph
   end
+  -- Torch7's m:backward(input, grad_output) reuses the tape of the last eager forward: an outermost
+  -- forward in grad mode on a floating tensor without autograd state runs on an input leaf (a header
+  -- of x that requires grad, whose gradient plain backward() never stores: tape.lua's input leaves),
+  -- and the module keeps {x, leaf, output} for its backward.
+  local function eager_forward(fn, self, x, ...)
+    local leaf = mf._input_leaf(x)
+    local r = pack(fn(self, leaf, ...))
+    if r.n == 1 and is_tensor(r[1]) then rawset(self, '_last_forward', {x, leaf, r[1]}) end
+    return unpack(r, 1, r.n)
+  end
   local function forward_wrapper(fn)
     return function(self, x, ...)
+      if is_tensor(x) and x.autograd == 0 and mf._IS_FLOAT[x.dtype_id] and mf.is_grad_enabled() then
+        return eager_forward(fn, self, x, ...)
+      end
       local g = graph_of(x)
       if g == forward_graph then return fn(self, x, ...) end
       local saved = forward_graph
@@ -437,10 +450,12 @@ return function(mf)
     end
     O.state_errors(what, missing, extra, bad, strict,
       strict and (#missing > 0 or #extra > 0) and ' (pass {strict = false} to load the keys that match)' or '')
-    for _, e in ipairs(entries) do
-      local v = sd[e[1]]
-      if v ~= nil and v ~= e[2].data then mf.copy(e[2].data, v:to(e[2].data:device())) end
-    end
+    mf.no_grad(function()  -- values, not history: sd's tensors may require grad (another model's parameters)
+      for _, e in ipairs(entries) do
+        local v = sd[e[1]]
+        if v ~= nil and v ~= e[2].data then mf.copy(e[2].data, v:to(e[2].data:device())) end
+      end
+    end)
     return self, {missing = missing, unexpected = extra}
   end
 
@@ -496,21 +511,22 @@ return function(mf)
   function Module:float() return self:type('float32') end
 
   -- Torch7's backward: the gradient of the module's output (for input) with respect to input, given
-  -- grad_output, through the tape; parameter gradients accumulate into their .grad. The forward is
-  -- run again on input (a module that draws random numbers, like Dropout, draws new ones).
+  -- grad_output, through the tape the last forward(input) recorded (in grad mode); parameter
+  -- gradients accumulate into their .grad. The forward is not run again: Dropout's mask and
+  -- BatchNorm's running statistics are the forward's. Once per forward (the tape is freed).
   function Module:backward(input, grad_output)
     if not is_tensor(input) then
       raise(('%s:backward(input, grad_output): input is %s; expected a tensor'):format(self.__name, shape_of(input)))
     end
-    local x = mf.no_grad(input.detach, input)
-    if mf._IS_FLOAT[x.dtype_id] then x:requires_grad_() end
-    local y = mf.enable_grad(self.forward, self, x)
-    if not is_tensor(y) then
-      raise(('%s:backward: forward returned %s; expected one tensor'):format(self.__name, shape_of(y)))
+    local last = rawget(self, '_last_forward')
+    if not (last and rawequal(last[1], input)) then
+      raise(('%s:backward(input, grad_output): no recorded forward for this input; call %s:forward(input) (in grad '
+        .. 'mode, with a floating input) just before, with the same tensor'):format(self.__name, self.__name))
     end
+    rawset(self, '_last_forward', nil)
+    local leaf, y = last[2], last[3]
     if not y:requires_grad() then return nil end
-    y:backward(grad_output)
-    return x.grad
+    return mf._input_leaf_backward(leaf, y, grad_output)
   end
 
   -- A deep copy (Torch7's clone, PyTorch's copy.deepcopy): new parameters, gradients and buffers
@@ -575,8 +591,9 @@ return function(mf)
       for k = 1, d:dim() do shape[k] = d:size(k) end
       local view = mf.reshape(mf.narrow(flat, 1, off, n), shape)
       local gview = mf.reshape(mf.narrow(gflat, 1, off, n), shape)
-      if n > 0 then mf.copy(view, d) end
-      if is_tensor(p.grad) and n > 0 then mf.copy(gview, p.grad) end
+      -- unrecorded copies (the tape refuses a write reading a tensor that requires grad)
+      if n > 0 then mf.no_grad(mf.copy, view, d) end
+      if is_tensor(p.grad) and n > 0 then mf.no_grad(mf.copy, gview, p.grad) end
       p.data = view       -- rebinds: graphs the parameter is bound into follow the view
       p.grad = gview
       off = off + n
@@ -903,17 +920,23 @@ return function(mf)
       end
       local y = mf.batch_norm(x, w, b, self.eps)
       -- running statistics: (1 - momentum) * running + momentum * batch (unbiased variance)
-      local mean = mf.mean(x, dims)
-      local cnt = mf.reduced_count(x, dims)
-      local var = mf.sum(mf.square(x - mf.reshape(mean, shape)), dims) / (cnt - 1)
       local m = self.momentum
-      local new_mean, new_var = rm * (1 - m) + mean * m, rv * (1 - m) + var * m
+      local function running()
+        local mean = mf.mean(x, dims)
+        local cnt = mf.reduced_count(x, dims)
+        local var = mf.sum(mf.square(x - mf.reshape(mean, shape)), dims) / (cnt - 1)
+        return rm * (1 - m) + mean * m, rv * (1 - m) + var * m
+      end
       if is_symbol(x) then
+        local new_mean, new_var = running()
         mf.add_update_op(mf.assign(rm, new_mean))
         mf.add_update_op(mf.assign(rv, new_var))
-      else
-        mf.copy(rm, new_mean)
-        mf.copy(rv, new_var)
+      else  -- eagerly unrecorded: the statistics are no part of the output's gradient
+        mf.no_grad(function()
+          local new_mean, new_var = running()
+          mf.copy(rm, new_mean)
+          mf.copy(rv, new_var)
+        end)
       end
       return y
     end

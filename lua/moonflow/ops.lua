@@ -11,6 +11,7 @@ return function(mf)
   local MAXOUT = 64
   local meta_buf = ffi.new('mf_tensor[?]', MAXOUT)
   local alias_buf = ffi.new('int[?]', MAXOUT)
+  local out_cap = MAXOUT  -- meta_buf and alias_buf grow for list outputs beyond it (infer_native)
   local nout_buf = ffi.new('int[1]')
   local in_ptrs, in_cap = ffi.new('const mf_tensor *[?]', 256), 256  -- grows for variadic ops (stack of 300)
   local OPF_VIEW, OPF_VARIADIC, OPF_LUA, OPF_RANDOM = C.MF_OPF_VIEW, C.MF_OPF_VARIADIC, C.MF_OPF_LUA, C.MF_OPF_RANDOM
@@ -148,17 +149,25 @@ return function(mf)
     if nin > in_cap then in_cap = nin; in_ptrs = ffi.new('const mf_tensor *[?]', nin) end
     for i = 1, nin do in_ptrs[i - 1] = ins[i] end
     local st
-    if unknown then  -- graph building: sizes equal to unknown are not known yet (graph.lua)
-      st = C.mf_op_infer_partial(op.index, rec.h, nin, in_ptrs, unknown, MAXOUT, meta_buf, alias_buf, nout_buf)
-    else
-      st = C.mf_op_infer(op.index, rec.h, nin, in_ptrs, MAXOUT, meta_buf, alias_buf, nout_buf)
+    for _ = 1, 2 do
+      if unknown then  -- graph building: sizes equal to unknown are not known yet (graph.lua)
+        st = C.mf_op_infer_partial(op.index, rec.h, nin, in_ptrs, unknown, out_cap, meta_buf, alias_buf, nout_buf)
+      else
+        st = C.mf_op_infer(op.index, rec.h, nin, in_ptrs, out_cap, meta_buf, alias_buf, nout_buf)
+      end
+      if st == 0 then break end
+      -- more outputs than the buffers hold (unbind of 100 slices): grow them to the count and retry
+      local need = tonumber(ffi.string(C.mf_last_error()):match(": (%d+) outputs exceed the caller's %d+$"))
+      if not need then break end
+      out_cap = need
+      meta_buf, alias_buf = ffi.new('mf_tensor[?]', need), ffi.new('int[?]', need)
     end
     if st ~= 0 then raise(ffi.string(C.mf_last_error())) end
     local metas, alias = out_lists(into)
     for i = 1, nout_buf[0] do
       local m = into and into:meta() or T()
       ffi.copy(m, meta_buf[i - 1], SZ)
-      m.owns, m.pad_ = 0, 0  -- pad_: no autograd flag copied from an input (tape.lua)
+      m.owns, m.autograd = 0, 0  -- no autograd flag copied from an input (tape.lua)
       metas[i], alias[i] = m, alias_buf[i - 1] ~= 0
     end
     return metas, alias
@@ -402,11 +411,11 @@ return function(mf)
       end
       rec.last = e
     end
-    -- autograd (tape.lua): pad_ ~= 0 flags a tensor that may have autograd state, and a write op
+    -- autograd (tape.lua): autograd ~= 0 flags a tensor that may have autograd state, and a write op
     -- bumps its target's version counter; a call on plain tensors pays these field tests only
     if op.writes then return tape_call(op, rec, e, ins, nin, run_entry) end
     for i = 1, nin do
-      if ins[i].pad_ ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
+      if ins[i].autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
     end
     return run_entry(op, rec, e, ins, nin)
   end

@@ -111,8 +111,11 @@ return function(mf)
     for _, p in ipairs(self.params) do p.grad = nil end
   end
 
-  -- Eager update of every parameter that has a .grad.
-  function Optimizer:step()
+  -- Eager update of every parameter that has a .grad. It runs under mf.no_grad, as PyTorch's step:
+  -- the updates write leaves that require grad, which the tape refuses in grad mode.
+  local eager_step
+  function Optimizer:step() return mf.no_grad(eager_step, self) end
+  function eager_step(self)
     if self.step_t then mf.assign_add(self.step_t.data, 1) end
     for i, p in ipairs(self.params) do
       if p.grad ~= nil then

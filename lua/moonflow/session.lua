@@ -141,7 +141,7 @@ return function(mf)
     local n = C.mf_graph_order(g.h, n_t, tbuf, obuf, maxn)
     if n < 0 then raise(ffi.string(C.mf_last_error())) end
     local pool = new_pool()
-    local ex = {steps = {}, feeds = {}, writes = {}, needs_init = {}, keep = {}, pool = pool}
+    local ex = {steps = {}, feeds = {}, writes = {}, bumps = {}, needs_init = {}, keep = {}, pool = pool}
     local ent = {}          -- node -> list of entry records {s = struct, step, plan index ...}
     local pentries = {}     -- plan entries (op outputs)
     local written = {}
@@ -190,6 +190,7 @@ return function(mf)
             if not op.overwrites and not written[e.var] then ex.needs_init[e.var] = true end
             written[e.var] = true
             ex.writes[#ex.writes + 1] = e.var
+            ex.bumps[#ex.bumps + 1] = {e.s, op.index}  -- the variable's storage counts the write (tape.lua)
           end
         end
         if not op.strided then  -- a kernel that does not take strides reads contiguous copies of views
@@ -391,6 +392,10 @@ return function(mf)
     local closures = ex.closures
     for i = 1, #closures do closures[i]() end
     for _, var in ipairs(ex.writes) do self.initialized[var] = true end
+    -- the write steps count in their variables' storages, as eager writes do: the eager tape refuses a
+    -- backward through a tensor a session run updated since it was recorded
+    local bumps = ex.bumps
+    for i = 1, #bumps do C.mf_storage_bump(bumps[i][1], bumps[i][2]) end
     self.counters.runs = self.counters.runs + 1
     local values = {}
     for i = 1, nfetch do

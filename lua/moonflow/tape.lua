@@ -6,15 +6,16 @@
 --
 -- Per-tensor state lives in AG, a weak-keyed table keyed by the tensor cdata (one struct cdata is
 -- one key: identity is per object, and a header copied into another cdata has no state). The
--- struct's pad_ field (src/core/types.h) is the cheap flag the dispatcher tests on every call:
--- pad_ ~= 0 means "may have autograd state", so calls on plain tensors cost one field load per
+-- struct's autograd field (src/core/types.h) is the cheap flag the dispatcher tests on every call:
+-- autograd ~= 0 means "may have autograd state", so calls on plain tensors cost one field load per
 -- input. A node holds data headers of its inputs and outputs and its inputs' states (never a
 -- tensor whose state holds a node: see new_node), so the collector frees a tape nobody reaches, in
 -- two collections (Engine::collect_garbage and mf.empty_cache collect twice).
 --
--- Version counters count writes per storage (views share their base's), keyed by the storage's
--- address; a node remembers the versions of what it saved, and backward refuses a node whose
--- saved tensors were written since, naming both ops.
+-- Version counters count writes per storage (views share their base's). The count lives in the
+-- native storage (mf_storage_version / mf_storage_bump), so writes by graph sessions and by other
+-- engines count too. A node remembers the versions of what its gradient rule reads, and backward
+-- refuses a node whose saved tensors were written since, naming both ops.
 local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
 
@@ -24,31 +25,36 @@ return function(mf)
   local AG = setmetatable({}, {__mode = 'k'})  -- tensor -> {leaf = true, grad = t} | {node = n, index = k}
   local enabled = true                          -- grad mode (mf.set_grad_enabled)
   local seq = 0                                 -- node creation count: a topological order
-  local versions, writer = {}, {}               -- storage address -> writes so far, the last writing op
 
   local function shape_str(t) return methods.shape_str(t) end
-  local function skey(t) return tonumber(ffi.cast('uintptr_t', t.store)) end
-  local written = false  -- no write yet: every version is 0 (and no storage address is looked up)
-  local function version(t) return written and versions[skey(t)] or 0 end
-
-  -- every in-place write (the dispatcher for write ops, element writes in tensor.lua) lands here
-  local function bump(t, what)
-    local k = skey(t)
-    written = true
-    versions[k] = (versions[k] or 0) + 1
-    writer[k] = what
+  local function version(t) return tonumber(C.mf_storage_version(t, nil)) end
+  -- who wrote a storage last (mf_storage_bump's writer): an op index, or one of these codes
+  local WRITER_NAME = {[-2] = 'set', [-3] = 'index assignment', [-4] = 'apply', [-5] = 'map'}
+  mf._WRITER = {set = -2, index = -3, apply = -4, map = -5}
+  local wbuf = ffi.new('int32_t[1]')
+  local function writer_of(t)
+    wbuf[0] = -1
+    C.mf_storage_version(t, wbuf)
+    local w = wbuf[0]
+    if w >= 0 then
+      local op = mf._ops_by_index[w]
+      return "op '" .. (op and op.name or ('#' .. w)) .. "'"
+    end
+    return "'" .. (WRITER_NAME[w] or '?') .. "'"
   end
-  mf._bump_version = bump
+  -- element writes (tensor.lua's set and t[i] = v, torch7.lua's apply and map) count here; write ops
+  -- in the dispatcher (mf._tape_call) and the graph session's write steps count themselves
+  function mf._bump_version(t, code) C.mf_storage_bump(t, code) end
 
   -- a header sharing t's storage, with no autograd state
   local function data_of(t)
     local c = T()
     C.mf_tensor_share(c, t)
-    c.pad_ = 0
+    c.autograd = 0
     return c
   end
 
-  local function state(t) return t.pad_ ~= 0 and AG[t] or nil end
+  local function state(t) return t.autograd ~= 0 and AG[t] or nil end
   -- the finalizer of a flagged tensor (tensor.lua's __gc) drops its state at once: a key being
   -- finalized counts as alive for that collection, so the weak table alone would keep the state
   -- (and the tape behind it) one collection longer
@@ -103,17 +109,31 @@ return function(mf)
     -- the state table is kept (nodes recorded from t refer to it), only its flag changes
     if flag then
       if s then s.leaf = true else AG[t] = {leaf = true} end
-      t.pad_ = 1
+      t.autograd = 1
     else
       if s then s.leaf = false end  -- keeps .grad; no longer a leaf that requires grad
-      t.pad_ = 0
+      t.autograd = 0
     end
     return t
   end
   function methods.detach(t) return data_of(t) end
+  -- An input leaf (nn.lua: the input of a module's eager forward, for Torch7's m:backward): a header
+  -- of x that requires grad; backward() stores no .grad for it, only mf._input_leaf_backward returns it.
+  function mf._input_leaf(x)
+    local c = data_of(x)
+    AG[c] = {leaf = true, input = true}
+    c.autograd = 1
+    return c
+  end
   function methods.is_leaf(t)
     local s = state(t)
     return not (s and s.node)
+  end
+
+  local function same_shape(a, b)
+    if a.ndim ~= b.ndim then return false end
+    for d = 0, a.ndim - 1 do if a.shape[d] ~= b.shape[d] then return false end end
+    return true
   end
 
   -- t.grad (tensor.lua's __index and __newindex come here)
@@ -125,8 +145,9 @@ return function(mf)
     if g ~= nil and not is_tensor(g) then
       raise(('t.grad = value: value is a %s; expected a tensor or nil'):format(type(g)))
     end
-    if g ~= nil and (g.ndim ~= t.ndim or g.count ~= t.count) then
-      raise(('t.grad = value: value is %s; expected the tensor\'s shape %s'):format(shape_str(g), shape_str(t)))
+    if g ~= nil and (not same_shape(g, t) or g.dtype_id ~= t.dtype_id) then
+      raise(('t.grad = value: value is %s %s; expected the tensor\'s shape and dtype, %s %s'):format(shape_str(g),
+        DTYPE_NAME[g.dtype_id], shape_str(t), DTYPE_NAME[t.dtype_id]))
     end
     local s = AG[t]
     if not s then
@@ -169,10 +190,10 @@ return function(mf)
 
   local function attach(y, node, k)
     AG[y] = {node = node, index = k}
-    y.pad_ = 1
+    y.autograd = 1
   end
 
-  -- the result of a call whose inputs have pad_ set: outputs get a clean flag (a view's header may
+  -- the result of a call whose inputs have autograd set: outputs get a clean flag (a view's header may
   -- have copied its input's), then a node when recording
   local function finish_list(op, rec, ins, nin, record, outs)
     local node
@@ -181,7 +202,7 @@ return function(mf)
       local own = is_tensor(y)
       for i = 1, nin do if ins[i] == y then own = false end end  -- an in-place op returns its input
       if own then
-        y.pad_ = 0
+        y.autograd = 0
         if record and IS_FLOAT[y.dtype_id] then
           node = node or new_node(op, rec, ins, nin, outs, #outs)
           attach(y, node, k)
@@ -198,7 +219,7 @@ return function(mf)
       local own = true
       for i = 1, nin do if ins[i] == y then own = false end end
       if own then
-        y.pad_ = 0
+        y.autograd = 0
         if record and IS_FLOAT[y.dtype_id] then
           one[1] = y
           local node = new_node(op, rec, ins, nin, one, 1)
@@ -212,30 +233,60 @@ return function(mf)
     return ...
   end
 
-  -- counts the write after the op has run (a failed op wrote nothing)
-  local function bumped(t, what, ...)
-    bump(t, what)
+  -- counts the writes after the op has run (a failed op wrote nothing): inputs 1..nw of op
+  local function bumped(ins, nw, op, ...)
+    for i = 1, nw do C.mf_storage_bump(ins[i], op.index) end
     return ...
   end
 
-  -- The dispatcher (ops.lua's call) comes here for a write op, or when an input has pad_ set.
-  function mf._tape_call(op, rec, e, ins, nin, run)
-    if op.writes then
-      -- in-place ops are not differentiated: writing a tensor with history would leave that history
-      -- describing values it no longer holds
-      local s = enabled and nin > 0 and state(ins[1])
-      if s and s.node then
-        raise(("%s: writes in place into a %s tensor computed by op '%s' that requires grad; the tape does not "
-          .. 'record in-place ops: use the out-of-place op, or write under mf.no_grad'):format(op.name,
-          shape_str(ins[1]), s.node.op.name))
-      end
-      if nin == 0 then return run(op, rec, e, ins, nin) end
-      for i = 1, nin do  -- an output's header may have copied a flagged input's: cleaned in finish
-        if ins[i].pad_ ~= 0 then
-          return bumped(ins[1], op.name, finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin)))
+  -- The tape does not record in-place ops. In grad mode a write may neither overwrite a tensor computed
+  -- by recorded ops (its history would describe values it no longer holds) nor read a tensor that
+  -- requires grad (the result would silently lack that dependence: y:add_(W) then (y * W):sum() would
+  -- give W half its gradient). Leaves may be written (initialisation); optimizers step under no_grad.
+  local function refuse_target(what, t, s)
+    raise(("%s: writes in place into a %s tensor computed by op '%s' that requires grad; the tape does not "
+      .. 'record in-place ops: use the out-of-place op, or write under mf.no_grad (or into t:detach())')
+      :format(what, shape_str(t), s.node.op.name))
+  end
+  -- element writes (tensor.lua, torch7.lua) check their target here
+  function mf._check_write_target(t, what)
+    if not enabled then return end
+    local s = state(t)
+    if s and s.node then refuse_target(what, t, s) end
+  end
+  local function check_write(op, ins, nin, nw)
+    for i = 1, nin do
+      local s = state(ins[i])
+      if s then
+        if i <= nw then
+          if s.node then refuse_target(op.name, ins[i], s) end
+        elseif s.node or s.leaf then
+          raise(("%s: input %d (%s, %s) requires grad, and the tape does not record in-place ops: the result would "
+            .. 'not depend on it for backward; use the out-of-place op (for example mf.add instead of add_, x:clone() '
+            .. 'or x * 1 instead of copy), or pass it:detach() under mf.no_grad if no gradient should flow'):format(
+            op.name, i, op.inputs[i] or op.inputs[1] or '?', shape_str(ins[i])))
         end
       end
-      return bumped(ins[1], op.name, run(op, rec, e, ins, nin))
+    end
+  end
+
+  -- The dispatcher (ops.lua's call) comes here for a write op, or when an input has autograd set.
+  function mf._tape_call(op, rec, e, ins, nin, run)
+    if op.writes then
+      -- the one place an eager write op's writes are counted: inputs 1..nw (the registry's writes(n):
+      -- the optimizer updates write their state buffers too)
+      local nw = op.num_written
+      if not nw then
+        nw = C.mf_op_num_written(op.index)
+        op.num_written = nw
+      end
+      if nw > nin then nw = nin end
+      local flagged = false
+      for i = 1, nin do if ins[i].autograd ~= 0 then flagged = true break end end
+      if not flagged then return bumped(ins, nw, op, run(op, rec, e, ins, nin)) end
+      if enabled then check_write(op, ins, nin, nw) end
+      -- an output's header may have copied a flagged input's: cleaned in finish
+      return bumped(ins, nw, op, finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin)))
     end
     local record = false
     local shape_only = op.shape_only  -- zeros_like, rand_like ...: outputs independent of input values
@@ -253,38 +304,78 @@ return function(mf)
   end
 
   -- backward -------------------------------------------------------------------------------------
-  local function as_list(x, what)
-    if is_tensor(x) then return {x} end
-    if type(x) ~= 'table' then raise(('%s: expected a tensor or a list of tensors, got a %s'):format(what, type(x))) end
-    for i = 1, #x do
-      if not is_tensor(x[i]) then raise(('%s: item %d is a %s; expected a tensor'):format(what, i, type(x[i]))) end
-    end
+  -- an nn.Parameter (m:parameters()) stands for its tensor
+  local function unwrap(x)
+    if type(x) == 'table' and mf.nn and mf.nn.is_parameter and mf.nn.is_parameter(x) then return x.data end
     return x
   end
-
-  local function same_shape(a, b)
-    if a.ndim ~= b.ndim then return false end
-    for d = 0, a.ndim - 1 do if a.shape[d] ~= b.shape[d] then return false end end
-    return true
+  local function as_list(x, what)
+    x = unwrap(x)
+    if is_tensor(x) then return {x} end
+    if type(x) ~= 'table' then raise(('%s: expected a tensor or a list of tensors, got a %s'):format(what, type(x))) end
+    local out = {}
+    for i = 1, #x do
+      local v = unwrap(x[i])
+      if not is_tensor(v) then raise(('%s: item %d is a %s; expected a tensor'):format(what, i, type(v))) end
+      out[i] = v
+    end
+    return out
   end
 
   local function acc(a, b) if a == nil then return b end return mf.add(a, b) end
+
+  -- Which saved tensors an op's gradient rule reads the values of, from the rule's Lua source (the
+  -- registry's gradient_src): a parameter counts where the body names it, except where only its shape
+  -- is used (sum_to's target, zeros_like(x), pad_like's first argument, x.shape, x:size() ...). A rule
+  -- with no source or with varargs reads everything. {ins = {bool per input}, out = bool}, per op.
+  local SHAPE_FIELD = {shape = true, ndim = true, count = true, dtype_id = true, device_id = true, size = true,
+                       dim = true, nDimension = true, dtype = true, shape_str = true, nElement = true, numel = true}
+  local function rule_reads(op)
+    local r = op.rule_reads
+    if r ~= nil then return r end
+    r = false
+    local params, body = (op.gradient_src or ''):match('^%s*function%s*%(([^)]*)%)(.*)$')
+    if params and not params:find('...', 1, true) then
+      local names = {}
+      for nm in params:gmatch('[%w_]+') do names[#names + 1] = nm end
+      body = body:gsub('sum_to(%b())', function(args)
+        local head = args:sub(2, -2):match('^(.*),%s*[%w_]+%s*$')
+        if head then return 'sum_to((' .. head .. '))' end
+      end)
+      body = body:gsub('_like%(%s*[%w_]+%s*([,)])', '_like(_%1')
+      body = body:gsub('([%w_]+)(%s*[.:]%s*)([%w_]+)', function(nm, sep, f)
+        if SHAPE_FIELD[f] then return '_' .. sep .. f end
+      end)
+      local function uses(nm) return nm ~= nil and body:find('%f[%w_]' .. nm .. '%f[^%w_]') ~= nil end
+      local nx = op.variadic and 1 or #op.inputs
+      r = {ins = {}, out = uses(names[nx + 1])}
+      for i = 1, nx do r.ins[i] = uses(names[i]) end
+      if op.variadic then r.all_ins = r.ins[1] end
+    end
+    op.rule_reads = r
+    return r
+  end
 
   local function check_versions(node)
     local function check(t, v, what)
       local now = version(t)
       if now ~= v then
-        raise(("backward: %s of op '%s' (%s %s), which its gradient needs, was modified in place by op '%s' after "
+        raise(("backward: %s of op '%s' (%s %s), which its gradient needs, was modified in place by %s after "
           .. 'it was recorded (version %d, expected %d); clone() it before writing, or use the out-of-place op')
-          :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer[skey(t)] or '?', now, v))
+          :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer_of(t), now, v))
       end
     end
     local nin, nout = node.nin, node.nout
     local vo = 2 * nin + nout
+    local r = rule_reads(node.op)
     for i = 1, nin do
-      check(node[i], node[vo + i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
+      if not r or (r.all_ins or r.ins[i]) then
+        check(node[i], node[vo + i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
+      end
     end
-    for k = 1, nout do check(node[2 * nin + k], node[vo + nin + k], ('output %d'):format(k)) end
+    if not r or r.out then
+      for k = 1, nout do check(node[2 * nin + k], node[vo + nin + k], ('output %d'):format(k)) end
+    end
   end
 
   -- roots, seeds: lists; targets: nil (backward: accumulate into every leaf's .grad) or a list of
@@ -372,7 +463,7 @@ return function(mf)
             local y = y0
             if create and IS_FLOAT[y.dtype_id] then  -- a fresh header with this node as history
               y = data_of(y)
-              y.pad_ = 1
+              y.autograd = 1
               AG[y] = {node = n, index = k}
             end
             ys[k] = y
@@ -384,7 +475,7 @@ return function(mf)
             if create then  -- inputs with their history, so the rule's ops are recorded
               if sx and sx.node then  -- a leaf is kept as itself (new_node)
                 x = data_of(x)
-                x.pad_ = 1
+                x.autograd = 1
                 AG[x] = sx
               end
             end
@@ -433,8 +524,10 @@ return function(mf)
       local g = grads and grads[i]
       if g == nil then
         if r.count ~= 1 then
-          raise(('%s: output %d is %s (%d elements); a gradient is implicit only for a 1-element output: pass '
-            .. 'one of its shape'):format(what, i, shape_str(r), tonumber(r.count)))
+          local s = state(r)
+          raise(('%s: output %d is %s (%d elements, %s); a gradient is implicit only for a 1-element output: pass '
+            .. 'one of its shape (or reduce it first, e.g. :sum())'):format(what, i, shape_str(r), tonumber(r.count),
+            s and s.node and ("computed by op '" .. s.node.op.name .. "'") or 'a leaf'))
         end
         g = mf.ones_like(r)
       elseif not is_tensor(g) then
@@ -443,6 +536,9 @@ return function(mf)
       elseif not same_shape(g, r) then
         raise(('%s: the gradient for output %d is %s; expected the output\'s shape %s'):format(what, i, shape_str(g),
           shape_str(r)))
+      elseif g.dtype_id ~= r.dtype_id then
+        raise(('%s: the gradient for output %d is %s; expected the output\'s dtype %s (convert it with :type(%q))')
+          :format(what, i, DTYPE_NAME[g.dtype_id], DTYPE_NAME[r.dtype_id], DTYPE_NAME[r.dtype_id]))
       end
       seeds[i] = g
     end
@@ -450,9 +546,10 @@ return function(mf)
   end
 
   local OPT_KEYS = {'retain_graph', 'create_graph'}
-  local function options(what, opts)
+  local GRAD_OPT_KEYS = {'retain_graph', 'create_graph', 'allow_unused'}
+  local function options(what, opts, keys)
     opts = opts or {}
-    require('moonflow.options').keys(what, opts, OPT_KEYS, 'option')
+    require('moonflow.options').keys(what, opts, keys or OPT_KEYS, 'option')
     local create = opts.create_graph == true
     local retain = opts.retain_graph
     if retain == nil then retain = create end
@@ -468,7 +565,9 @@ return function(mf)
     local _, gleaf = run_backward('backward', roots, seeds, nil, retain, create)
     local taken = {[seeds[1]] = true}  -- the caller's gradient is never taken over
     for s, g in pairs(gleaf) do
-      if s.leaf then
+      if s.input then
+        if s.collect then s.collected = g end
+      elseif s.leaf then
         if s.grad == nil then
           -- a gradient may be a tensor the rules share (add passes gy on, views of the seed): .grad
           -- takes it over only when nothing else refers to its storage, else gets a copy
@@ -487,14 +586,32 @@ return function(mf)
     end
   end
 
+  -- Torch7's m:backward (nn.lua): backward from y with grad_output, returning the input leaf's gradient
+  function mf._input_leaf_backward(leaf, y, grad_output)
+    local s = AG[leaf]
+    s.collect, s.collected = true, nil
+    local ok, err = pcall(methods.backward, y, grad_output)
+    local g = s.collected
+    s.collect, s.collected = nil, nil
+    if not ok then error(err, 0) end
+    return g
+  end
+
   mf.autograd = mf.autograd or {}
-  -- mf.autograd.grad(outputs, inputs [, grad_outputs [, {retain_graph =, create_graph =}]]) -> list
+  -- mf.autograd.grad(outputs, inputs [, grad_outputs [, {retain_graph =, create_graph =, allow_unused =}]]) -> list
+  -- inputs may be nn.Parameters (m:parameters()). An input the outputs do not depend on is an error,
+  -- unless allow_unused = true: then its gradient is nil (a hole in the list).
   function mf.autograd.grad(outputs, inputs, grad_outputs, opts)
+    if opts == nil and type(grad_outputs) == 'table' and not is_tensor(grad_outputs) and #grad_outputs == 0
+      and next(grad_outputs) ~= nil then
+      grad_outputs, opts = nil, grad_outputs
+    end
     local roots = as_list(outputs, 'autograd.grad: outputs')
     local xs = as_list(inputs, 'autograd.grad: inputs')
     if #roots == 0 then raise('autograd.grad: outputs is empty') end
     if grad_outputs ~= nil then grad_outputs = as_list(grad_outputs, 'autograd.grad: grad_outputs') end
-    local retain, create = options('autograd.grad', opts)
+    local retain, create = options('autograd.grad', opts, GRAD_OPT_KEYS)
+    local allow_unused = opts and opts.allow_unused == true
     local gnode, gleaf = run_backward('autograd.grad', roots, seeds_for('autograd.grad', roots, grad_outputs), xs,
       retain, create)
     local out = {}
@@ -505,6 +622,10 @@ return function(mf)
         out[i] = l and l[s.index]
       else
         out[i] = gleaf[s]
+      end
+      if out[i] == nil and not allow_unused then
+        raise(('autograd.grad: inputs[%d] (%s) is not used to compute the outputs (no path from it to them); '
+          .. 'pass {allow_unused = true} to get nil for it'):format(i, shape_str(x)))
       end
     end
     return out

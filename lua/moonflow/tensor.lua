@@ -110,7 +110,8 @@ return function(mf)
     if type(opts) == 'table' and opts.requires_grad ~= nil then  -- mf.tensor(data, {requires_grad = true})
       local o = {}
       for k, v in pairs(opts) do if k ~= 'requires_grad' then o[k] = v end end
-      return methods.requires_grad_(mf.tensor(data, o), opts.requires_grad)
+      -- a copy made under no_grad: a leaf even when data has history
+      return methods.requires_grad_(mf.no_grad(mf.tensor, data, o), opts.requires_grad)
     end
     if is_tensor(data) then return mf.cast(data, DTYPE_NAME[dtype]) end
     if type(data) ~= 'table' and type(data) ~= 'number' then
@@ -239,8 +240,9 @@ return function(mf)
     args[n] = nil
     local off = elem_offset(t, args, 'set')
     check_writable(t, 'set')
+    if t.autograd ~= 0 then mf._check_write_target(t, 'set') end  -- not into a recorded result (tape.lua)
     ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'set')
-    mf._bump_version(t, 'set')  -- the tape's version counter (tape.lua)
+    mf._bump_version(t, mf._WRITER.set)  -- the storage's version counter (tape.lua)
     return t
   end
 
@@ -523,6 +525,7 @@ return function(mf)
   -- broadcasts to the view (leading size-1 dims dropped, as PyTorch)
   function write_view(t, view, v)
     check_writable(t, 'index assignment')
+    if t.autograd ~= 0 then mf._check_write_target(t, 'index assignment') end  -- the base, not the view
     if is_tensor(v) then
       while v.ndim > view.ndim and v.shape[0] == 1 do v = mf.select(v, 1, 1) end
       copy_into(view, v, 'index assignment')
@@ -555,11 +558,13 @@ return function(mf)
   -- (every element of the row) or a tensor that broadcasts to the row (leading size-1 dims dropped)
   local function newindex(t, k, v)
     if type(k) == 'table' then  -- t[{i, j}] = v: one element; fewer indices than dims: that view
-      if #k < t.ndim then return write_view(t, partial(t, k, 'index assignment'), v) end
+      -- the view is taken unrecorded: the write concerns t (a parameter's row is not a 'select' result)
+      if #k < t.ndim then return write_view(t, mf.no_grad(partial, t, k, 'index assignment'), v) end
       local off = elem_offset(t, k, 'index assignment')
       check_writable(t, 'index assignment')
+      if t.autograd ~= 0 then mf._check_write_target(t, 'index assignment') end
       ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
-      mf._bump_version(t, 'index assignment')
+      mf._bump_version(t, mf._WRITER.index)
       return
     end
     if type(k) ~= 'number' then
@@ -572,8 +577,9 @@ return function(mf)
     if t.ndim == 1 then
       local off = elem_offset(t, {k}, 'index assignment')
       check_writable(t, 'index assignment')
+      if t.autograd ~= 0 then mf._check_write_target(t, 'index assignment') end
       ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
-      mf._bump_version(t, 'index assignment')
+      mf._bump_version(t, mf._WRITER.index)
       return
     end
     local n = tonumber(t.shape[0])
@@ -581,7 +587,7 @@ return function(mf)
     if i < 1 or i > n or i ~= math.floor(i) then
       raise(('index assignment: index %s out of range 1..%d at dim 1'):format(tostring(k), n))
     end
-    write_view(t, mf.select(t, 1, i), v)
+    write_view(t, mf.no_grad(mf.select, t, 1, i), v)
   end
 
   local function binop(name)
@@ -597,7 +603,7 @@ return function(mf)
     __unm = function(a) return mf.neg(a) end,
     __len = function(t) return t.ndim == 0 and 0 or tonumber(t.shape[0]) end,
     __gc = function(t)
-      if t.pad_ ~= 0 then mf._ag_release(t) end  -- its autograd state goes now (tape.lua)
+      if t.autograd ~= 0 then mf._ag_release(t) end  -- its autograd state goes now (tape.lua)
       if t.owns ~= 0 then C.mf_tensor_release(t) end
     end,
   })

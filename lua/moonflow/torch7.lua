@@ -44,6 +44,7 @@ return function(mf)
       end
       local t = mf._T()
       C.mf_tensor_share(t, a)
+      t.autograd = 0  -- a new header with no autograd state (src/core/types.h)
       return t
     end
     if type(a) == 'table' then return mf.tensor(a, dtype) end
@@ -119,11 +120,13 @@ return function(mf)
     host_only(t, 'apply')
     check_fn(fn, 'apply')
     if C.mf_check_writable(t, 'apply') ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    if t.autograd ~= 0 then mf._check_write_target(t, 'apply') end  -- not into a recorded result (tape.lua)
     local p, dt = ffi.cast(PTR[t.dtype_id], t.ptr), t.dtype_id
     each(t, nil, function(off)
       local r = fn(tonumber(p[off]))
       if r ~= nil then p[off] = stored(r, dt, 'apply') end
     end)
+    mf._bump_version(t, mf._WRITER.apply)  -- the storage's version counter (tape.lua)
     return t
   end
 
@@ -134,6 +137,7 @@ return function(mf)
     host_only(other, 'map')
     check_fn(fn, 'map')
     if C.mf_check_writable(t, 'map') ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    if t.autograd ~= 0 then mf._check_write_target(t, 'map') end
     local ok = other.ndim <= t.ndim
     for i = 1, other.ndim do
       local s, d = other.shape[other.ndim - i], t.shape[t.ndim - i]
@@ -148,6 +152,7 @@ return function(mf)
       local r = fn(tonumber(p[off]), tonumber(q[ooff]))
       if r ~= nil then p[off] = stored(r, dt, 'map') end
     end)
+    mf._bump_version(t, mf._WRITER.map)
     return t
   end
 end

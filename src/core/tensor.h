@@ -12,6 +12,11 @@ struct mf_storage {
   int64_t nbytes = 0;
   int32_t device = MF_CPU;
   bool owned = true;  // false: wraps caller memory (mf_tensor_wrap); never freed by us
+  // Writes so far (eager write ops, element writes, graph sessions, every engine): the eager tape
+  // (lua/moonflow/tape.lua) compares it with the count it saw when it recorded a tensor of this storage.
+  // last_writer: the op index of the last write, or a negative code the tape names (mf_storage_bump).
+  std::atomic<int64_t> version{0};
+  std::atomic<int32_t> last_writer{-1};
 };
 
 namespace mf {

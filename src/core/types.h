@@ -40,7 +40,10 @@ typedef struct mf_tensor {
   int32_t device_id;
   int32_t is_contig;
   int32_t owns;
-  int32_t pad_;
+  /* autograd: the eager tape (lua/moonflow/tape.lua) sets it to 1 on a tensor that may have autograd state,
+     so the dispatcher tests one field per input. Native code never reads it; a header shared into a fresh
+     struct (mf_tensor_share copies it) must reset it, as that struct has no autograd state. */
+  int32_t autograd;
   mf_storage *store;
 } mf_tensor;
 

@@ -42,6 +42,11 @@ int mf_tensor_restride(mf_tensor *t, int32_t ndim, const int64_t *shape, const i
 void mf_tensor_release(mf_tensor *t);
 int64_t mf_tensor_nbytes(const mf_tensor *t);
 int mf_storage_refcount(const mf_tensor *t);
+/* the write count of t's storage (every write by any engine: eager write ops, element writes, graph
+   sessions; the eager tape compares it) and, when last_writer is not NULL, who wrote last: an op index,
+   or a negative code of lua/moonflow/tape.lua (-1: none). mf_storage_bump counts one write. */
+int64_t mf_storage_version(const mf_tensor *t, int32_t *last_writer);
+void mf_storage_bump(const mf_tensor *t, int32_t writer);
 int mf_dtype_size(int32_t dtype);
 /* the write rule (src/core/writes.h), for writers outside the kernels (element and row assignment):
    t has no overlapping elements; v fits dtype. what names the caller in the error */
@@ -77,6 +82,8 @@ int mf_op_flags(int op);
 /* 1-based index of the input that is a selection mask (where's cond; a Lua number among the operands
    never takes its dtype), or 0 */
 int mf_op_mask_input(int op);
+/* write ops: inputs 1..n are written in place (0 for other ops) */
+int mf_op_num_written(int op);
 /* how many outputs the op returns for params p (NULL: the defaults) when the params alone decide it
    (sort: 2; max: 2 over one dim, else 1), else -1 (the shape rule decides: split, or undeclared) */
 int mf_op_num_outputs(int op, const mf_params *p);

@@ -132,6 +132,16 @@ void mf_tensor_release(mf_tensor* t) {
 }
 int64_t mf_tensor_nbytes(const mf_tensor* t) { return t ? tensor_nbytes(*t) : 0; }
 int mf_storage_refcount(const mf_tensor* t) { return t && t->store ? t->store->refs.load() : 0; }
+int64_t mf_storage_version(const mf_tensor* t, int32_t* last_writer) {
+  if (!t || !t->store) return 0;
+  if (last_writer) *last_writer = t->store->last_writer.load(std::memory_order_relaxed);
+  return t->store->version.load(std::memory_order_relaxed);
+}
+void mf_storage_bump(const mf_tensor* t, int32_t writer) {
+  if (!t || !t->store) return;
+  t->store->version.fetch_add(1, std::memory_order_relaxed);
+  t->store->last_writer.store(writer, std::memory_order_relaxed);
+}
 int mf_dtype_size(int32_t dtype) { return dtype_size(dtype); }
 int mf_check_writable(const mf_tensor* t, const char* what) {
   return guard(__func__, [&] {
@@ -192,6 +202,7 @@ int mf_op_pointwise(int op, int32_t* arity, int32_t* fusable) {
   }(), -1)
 }
 int mf_op_mask_input(int op) { MF_OP_FIELD(op_at(op).mask_input_, -1) }
+int mf_op_num_written(int op) { MF_OP_FIELD(op_at(op).num_written_, -1) }
 int mf_op_num_outputs(int op, const mf_params* p) {
   return guard_value(__func__, -1, [&] {
     const OpDef& def = op_at(op);

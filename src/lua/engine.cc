@@ -90,6 +90,7 @@ struct Engine::Impl {
     auto* dst = static_cast<mf_tensor*>(const_cast<void*>(lua_topointer(L, -1)));
     if (!dst) fail(what, ": could not make a Lua tensor");
     tensor_share(*dst, *t.handle());
+    dst->autograd = 0;  // the fresh Lua tensor has no autograd state (src/core/types.h)
   }
 
   void push_value(lua_State* L, const Value& v, const std::string& what) const {

@@ -146,6 +146,17 @@ function(ins, outs, p, K)
   local start = p.start < 0 and p.start + like.shape[dim] or p.start - 1
   local step = p.step
   return function() K.pad_like(y, x, dim, start, step) end
+end)lua")
+      // pad_like is linear in x: its gradient picks x's positions out of gy (narrow, or slice when
+      // step > 1), so grad-of-grad works through narrow, slice and select; like lends only its shape
+      .gradient(R"lua(
+function(x, like, y, gy, p)
+  local n = like:dim()
+  local d = p.dim < 0 and p.dim + n + 1 or p.dim
+  local start = p.start < 0 and p.start + like:size(d) + 1 or p.start
+  local len = x:size(d)
+  if p.step == 1 then return {mf.narrow(gy, d, start, len)} end
+  return {mf.slice(gy, d, start, start + (len - 1) * p.step, p.step)}
 end)lua");
 
   MF_REGISTER_OP(reduced_count)

@@ -140,7 +140,7 @@ end)lua");
                  .range(0, INFINITY))
       .param(Field::boolean("nesterov", false, "Use Nesterov momentum."))
       .view()
-      .writes()
+      .writes(2)  // var and accum
       .infer_shape(momentum_shape)
       .infer_type(momentum_type)
       .lua_compute(MF_CPU, R"lua(
@@ -166,7 +166,7 @@ end)lua");
       .param(Field::boolean("decoupled", false, "AdamW: decay var by lr * weight_decay instead of an L2 gradient."))
       .param(Field::boolean("tf_epsilon", false, "TensorFlow's form: epsilon added to sqrt(v) before bias correction."))
       .view()
-      .writes()
+      .writes(3)  // var, m and v
       .infer_shape(adam_shape)
       .infer_type(adam_type)
       .lua_compute(MF_CPU, R"lua(

@@ -52,6 +52,7 @@ struct OpDef {
   int flags_ = 0;               // mf_op_flag bits
   int pointwise_ = -1;          // code of its functor's loops in the pointwise table (src/op/elemwise.h), or -1
   int mask_input_ = 0;          // 1-based index of the input that is a selection mask (mask_input), or 0
+  int num_written_ = 0;         // writes(n): inputs 1..n are written in place
   std::string lua_adapter_;     // Lua source of the call syntax when the default does not fit (lua_adapter)
   std::string lua_shape_;       // Lua-registered ops: source of the shape rule function(in_shapes, p), or empty
   struct Fold {                 // a graph simplification rule (replaces)
@@ -72,7 +73,9 @@ struct OpDef {
   // that writes its inputs in place must be strided. Outputs are always fresh and contiguous.
   OpDef& strided() { flags_ |= MF_OPF_STRIDED; return *this; }
   OpDef& random() { flags_ |= MF_OPF_RANDOM; return *this; }      // draws from the generator
-  OpDef& writes() { flags_ |= MF_OPF_WRITES; return *this; }      // updates the variables among its inputs
+  // updates the variables among its inputs; eagerly, inputs 1..n are the tensors it writes (their
+  // storages' versions count the write: an optimizer update writes its state buffers too)
+  OpDef& writes(int n = 1) { flags_ |= MF_OPF_WRITES; num_written_ = n; return *this; }
   OpDef& inplace() { flags_ |= MF_OPF_INPLACE; return *this; }    // output may take over a dying input's storage
   // Writes input 1 whole from input 2 without reading it first (assign): a variable it writes needs
   // no value before, and fusion may compute input 2 straight into it.
