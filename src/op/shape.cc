@@ -216,6 +216,8 @@ void contiguous_shape(InferCtx& c) {
   else c.set_out(0, shape_of(x));
 }
 
+constexpr int64_t kMaxSplitParts = 65536;  // as chunk and unbind (shape_ext.cc); eager calls and graphs take any count
+
 void split_shape(InferCtx& c) {
   const mf_tensor& x = c.input(0);
   int d = normalize_dim("split", c.p.get_int("dim"), x.ndim);
@@ -236,6 +238,8 @@ void split_shape(InferCtx& c) {
   }
   if (sizes.size() == 1) {
     if (sizes[0] < 1) fail("split: size ", sizes[0], " must be at least 1");
+    if ((n + sizes[0] - 1) / sizes[0] > kMaxSplitParts)
+      fail("split: ", (n + sizes[0] - 1) / sizes[0], " parts; at most ", kMaxSplitParts, " are supported");
     for (int64_t at = 0; at < n; at += sizes[0]) parts.push_back(std::min(sizes[0], n - at));
   } else {
     int64_t total = 0;
@@ -247,7 +251,8 @@ void split_shape(InferCtx& c) {
     if (total != n) fail("split: sizes add up to ", total, "; x is ", shape_str(x), " with ", n, " along dim ", d + 1);
   }
   if (parts.empty()) fail("split: x has size 0 along dim ", d + 1, "; nothing to split");
-  if (parts.size() > 64) fail("split: ", parts.size(), " parts; at most 64 are supported");
+  if (int64_t(parts.size()) > kMaxSplitParts)
+    fail("split: ", parts.size(), " parts; at most ", kMaxSplitParts, " are supported");
   int64_t at = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     Shape s = shape_of(x);
@@ -477,7 +482,8 @@ end)lua");
       .gradient("function(x, y, gy) return {gy} end");
 
   MF_REGISTER_OP(split)
-      .describe("Cuts x along dim into views: chunks of one size (the last may be smaller) or the listed sizes.")
+      .describe("Cuts x along dim into views: chunks of one size (the last may be smaller) or the listed sizes. At "
+                "most 65536 parts.")
       .inputs({"x"})
       .param(Field::int_list("size", "", "One chunk size, or the size of every part.").mandatory())
       .param(Field::integer("dim", 1, "Dim to split, 1-based."))

@@ -11,7 +11,9 @@ namespace {
 
 Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
 
-constexpr int64_t kMaxParts = 64;  // outputs a list-output op may return (ops.lua's MAXOUT)
+// Outputs a list-output op may return: eager calls and graphs take any count (their buffers grow);
+// the bound keeps chunk(empty, 1e15) from asking for that many headers.
+constexpr int64_t kMaxParts = 65536;
 
 void stack_shape(InferCtx& c) {
   if (c.in.empty()) fail("stack: needs at least one tensor");
@@ -145,7 +147,7 @@ end)lua")
 
   MF_REGISTER_OP(chunk)
       .describe("Cuts x along dim into views of ceil(size / chunks) each, the last smaller (as PyTorch: maybe fewer "
-                "than chunks).")
+                "than chunks). At most 65536 parts.")
       .inputs({"x"})
       .param(Field::integer("chunks", 1, "Number of parts asked for.").range(1, 1e15).mandatory())
       .param(Field::integer("dim", 1, "Dim to cut, 1-based (negative from the end)."))
@@ -156,7 +158,8 @@ end)lua")
       .gradient("function(x, ys, gys, p) return {mf.concat(gys, p.dim)} end");
 
   MF_REGISTER_OP(unbind)
-      .describe("The slices of x along dim as a list of views, that dim removed (select at 1, 2, ...).")
+      .describe("The slices of x along dim as a list of views, that dim removed (select at 1, 2, ...). At most 65536 "
+                "slices; an empty dim gives an empty list.")
       .inputs({"x"})
       .param(Field::integer("dim", 1, "Dim to take apart, 1-based (negative from the end)."))
       .view()
