@@ -342,7 +342,13 @@ return function(mf)
         local head = args:sub(2, -2):match('^(.*),%s*[%w_]+%s*$')
         if head then return 'sum_to((' .. head .. '))' end
       end)
-      body = body:gsub('_like%(%s*[%w_]+%s*([,)])', '_like(_%1')
+      for _, f in ipairs{'zeros_like', 'ones_like', 'full_like', 'empty_like'} do  -- shape-only first argument
+        body = body:gsub(f .. '%(%s*[%w_]+%s*([,)])', f .. '(_%1')
+      end
+      body = body:gsub('pad_like(%b())', function(args)  -- like, its second argument, lends its shape
+        local a1, rest = args:sub(2, -2):match('^(.-),%s*[%w_]+%s*(,.*)$')
+        if a1 and select(2, a1:gsub('%(', '')) == select(2, a1:gsub('%)', '')) then return 'pad_like((' .. a1 .. ')' .. rest .. ')' end
+      end)
       body = body:gsub('([%w_]+)(%s*[.:]%s*)([%w_]+)', function(nm, sep, f)
         if SHAPE_FIELD[f] then return '_' .. sep .. f end
       end)

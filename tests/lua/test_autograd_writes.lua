@@ -99,6 +99,17 @@ T.test('only what a gradient rule reads is checked', function()
   mf.no_grad(function() e:fill(5) end)
   ye:backward()
   T.tensor_eq(e.grad, {1, math.exp(1)}, 1e-12)
+  -- narrow's rule uses x for its shape only (pad_like's like): a write to x after narrow is fine
+  local x2 = f64({1, 5, 2})
+  local n = mf.narrow(x2, 1, 2, 2)
+  mf.no_grad(function() x2:fill(7) end)
+  mf.sum(n * 2):backward()
+  T.tensor_eq(x2.grad, {0, 2, 2})
+  -- max's rule reads its output (broadcast_like(y, x) reads y's values): still checked
+  local x3 = f64({1, 5, 2})
+  local m = mf.max(x3)
+  m:detach():fill(0)
+  T.errors(function() mf.sum(m * 1):backward() end, "output 1 of op 'max'", "by op 'fill'")
 end)
 
 T.test('row writes on a parameter are plain writes; on a recorded result they name the base op', function()
