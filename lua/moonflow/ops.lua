@@ -60,6 +60,12 @@ return function(mf)
   end
 
   -- params -----------------------------------------------------------------------------------
+  -- what a wrong param value is, in the user's words ('cdata' says nothing): a tensor, a symbol
+  local function kind_of(v)
+    if is_tensor(v) then return 'tensor' end
+    if type(v) == 'table' and mf.is_symbol and mf.is_symbol(v) then return 'graph symbol' end
+    return type(v)
+  end
   local function encode_value(op, k, v)
     local tv = type(v)
     if tv == 'number' then
@@ -69,18 +75,18 @@ return function(mf)
       local s = tostring(v)
       if s:find('[;=]') then raise(("%s: param '%s' is '%s'; ';' and '=' are not allowed"):format(op.name, k, s)) end
       return s
-    elseif tv == 'table' and not is_tensor(v) then
+    elseif tv == 'table' and not is_tensor(v) and not (mf.is_symbol and mf.is_symbol(v)) then
       local parts = {}
       for i = 1, #v do
         if type(v[i]) ~= 'number' then
-          raise(("%s: param '%s' item %d is a %s; expected a number"):format(op.name, k, i, type(v[i])))
+          raise(("%s: param '%s' item %d is a %s; expected a number"):format(op.name, k, i, kind_of(v[i])))
         end
         parts[i] = ('%d'):format(v[i])
         if v[i] ~= math.floor(v[i]) then parts[i] = tostring(v[i]) end
       end
       return table.concat(parts, ',')
     end
-    raise(("%s: param '%s' is a %s; expected a %s"):format(op.name, tostring(k), tv,
+    raise(("%s: param '%s' is a %s; expected a %s"):format(op.name, tostring(k), kind_of(v),
       op.param_kind[k] or 'known param'))
   end
 

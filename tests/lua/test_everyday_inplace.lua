@@ -113,6 +113,10 @@ T.test('clamp_: bounds, NaN stays NaN, one-sided', function()
   T.tensor_eq(mf.tensor{-2, 3}:clamp_{min = 0}, {0, 3})
   T.tensor_eq(mf.tensor{-2, 3}:clamp_{max = 0}, {-2, 0})
   T.errors(function() mf.zeros(2):clamp_(2, 1) end, 'clamp_: min 2 is greater than max 1')
+  -- the bounds are numbers (as the README says): a tensor bound is named as a tensor, not a cdata
+  T.errors(function() mf.zeros(2):clamp_(0, mf.ones(2)) end, "clamp_: param 'max' is a tensor; expected a number")
+  T.errors(function() mf.zeros(2):clamp_{min = mf.ones(2)} end, "clamp_: param 'min' is a tensor; expected a number")
+  T.errors(function() mf.roll(mf.zeros(2), {mf.ones(1)}) end, "roll: param 'shifts' item 1 is a tensor")
 end)
 
 T.test('uniform_ and normal_: seeded, in range, through views', function()
