@@ -274,6 +274,20 @@ return function(mf)
     if not mf.is_tensor(a) or not mf.is_tensor(b) then
       raise('allclose: returns a Lua boolean, so it takes tensors (on symbols use mf.all over a comparison)')
     end
+    -- PyTorch's rules, checked here so the errors name allclose (not the sub inside): one dtype,
+    -- shapes that broadcast
+    if a:dtype() ~= b:dtype() then
+      raise(('allclose: a is %s, b is %s; expected one dtype (convert one, e.g. b:type(\'%s\'))'):format(a:dtype(),
+        b:dtype(), a:dtype()))
+    end
+    local na, nb = a:dim(), b:dim()
+    for k = 0, math.min(na, nb) - 1 do
+      local da, db = a:size(na - k), b:size(nb - k)
+      if da ~= db and da ~= 1 and db ~= 1 then
+        raise(('allclose: a is %s, b is %s; the shapes must broadcast (dim %d from the end: %d vs %d)'):format(
+          a:shape_str(), b:shape_str(), k + 1, da, db))
+      end
+    end
     local rtol, atol = opts.rtol or 1e-5, opts.atol or 1e-8
     -- integers compare in float64: a difference of uint8 values would wrap
     if a:dtype() ~= 'float32' and a:dtype() ~= 'float64' then a = a:double() end

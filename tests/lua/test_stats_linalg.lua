@@ -163,6 +163,27 @@ T.test('allclose: PyTorch semantics, a Lua boolean', function()
   T.errors(function() mf.allclose(mf.placeholder('float32', {2}), mf.ones(2)) end, 'allclose: returns a Lua boolean')
 end)
 
+T.test('allclose errors name allclose: one dtype, broadcasting shapes (PyTorch refuses both too)', function()
+  T.errors(function() return mf.allclose(mf.tensor({1, 2}, 'int64'), mf.tensor{1, 2}) end,
+    'allclose: a is int64, b is float32', 'one dtype')
+  T.errors(function() return mf.allclose(mf.tensor{1, 2}, mf.tensor({1, 2}, 'float64')) end,
+    'allclose: a is float32, b is float64')
+  T.errors(function() return mf.allclose(mf.tensor{1, 2}, mf.tensor{1, 2, 3}) end,
+    'allclose: a is 2, b is 3', 'must broadcast')
+  T.errors(function() return mf.allclose(mf.ones(2, 3), mf.ones(4, 3)) end, 'allclose: a is 2x3, b is 4x3')
+  T.eq(mf.allclose(mf.ones(2, 1), mf.ones(3)), true, 'torch.allclose(ones(2, 1), ones(3)) is True')
+  T.eq(mf.allclose(mf.tensor({1, 2}, 'int32'), mf.tensor({1, 3}, 'int32')), false)
+end)
+
+T.test('reductions drop the reduced dim unless keepdim (PyTorch; Torch7 kept it, README)', function()
+  local x = mf.tensor{{1, 5, 3}, {7, 2, 4}}
+  local v, i = x:max(2)
+  T.tensor_eq(v, {5, 7}); T.tensor_eq(i, {2, 1})
+  local vk, ik = x:max(2, {keepdim = true})
+  T.tensor_eq(vk, {{5}, {7}}); T.tensor_eq(ik, {{2}, {1}})
+  T.eq(x:sum(2):dim(), 1); T.eq(x:std(1):dim(), 1); T.eq(x:sum(2, {keepdim = true}):size(2), 1)
+end)
+
 T.test('dot, mm, mv, bmm, addmm, outer/ger: hand-computed and PyTorch values', function()
   local a, b = mf.tensor{{1, 2, 3}, {4, 5, 6}}, mf.tensor{{1, 0}, {0, 1}, {2, 2}}
   T.eq(mf.dot(mf.tensor{1, 2, 3}, mf.tensor{4, -5, 6}):item(), 12)
