@@ -412,7 +412,8 @@ end)lua");
       .describe("The elements of x where the uint8 mask is nonzero, as a 1-D tensor in row-major order (x and mask "
                 "broadcast together). Eager only: the output size depends on the mask's values, so mf.masked_select "
                 "counts them first (with ne and sum) and passes the count; on graph symbols it is an error when the "
-                "graph is built. No gradient (graphs cannot hold it). Spellings: x:masked_select(mask), "
+                "graph is built. Differentiable in eager autograd (x's gradient is gy at the selected elements, 0 elsewhere, "
+                "summed where x was broadcast). Spellings: x:masked_select(mask), "
                 "mf.masked_select(x, mask), Torch7's x:maskedSelect(mask).")
       .alias("maskedSelect")
       .inputs({"x", "mask"})
@@ -426,6 +427,17 @@ end)lua");
 function(ins, outs, p, K)
   local y, x, mask = outs[1], ins[1], ins[2]
   return function() K.masked_select(y, x, mask) end
+end)lua")
+      // eager only (the adapter refuses symbols), so the rule sees tensors: gy goes back to the
+      // selected positions of the broadcast shape, in row-major order (nonzero's order), by a
+      // scatter_add into a flat zero tensor, then sums over the dims where x was broadcast
+      .gradient(R"lua(
+function(x, mask, y, gy, p)
+  local zb = mf.zeros_like(x) + mf.zeros_like(mask):type(x:dtype())
+  local shape, n = zb:size(), zb:numel()
+  local pos = mf.nonzero(mf.ne(mf.expand(mask, shape):contiguous():reshape(n), 0)):reshape(gy:numel())
+  local gx = mf.scatter_add(zb:reshape(n), pos, gy, 1):reshape(shape)
+  return {mf.sum_to(gx, x), nil}
 end)lua");
 
   MF_REGISTER_OP(nonzero)

@@ -240,6 +240,42 @@ T.test('gradient of gather through a graph, by hand', function()
   T.tensor_eq(mf.Session():run(gx, {[x] = mf.zeros(3, 2, {dtype = 'float64'})}), {{4, 4}, {5, 0}, {0, 8}})
 end)
 
+T.test('masked_select has a gradient in eager autograd: PyTorch numbers, broadcast x, views, empty', function()
+  local m = mf.tensor({{1, 0, 1}, {0, 1, 1}}, 'uint8')
+  local x = mf.tensor({{1, 2, 3}, {4, 5, 6}}, 'float64'):requires_grad_()
+  ;(x:masked_select(m) * mf.tensor({1, 2, 3, 4}, 'float64')):sum():backward()
+  T.tensor_eq(x.grad, {{1, 0, 2}, {0, 3, 4}})
+  -- torch: x 2x1 broadcast against the 2x3 mask has grad [[3.], [7.]]; by hand, x of 3 gets 1, 3, 2 + 4
+  local xb = mf.tensor({{1}, {2}}):requires_grad_()
+  ;(xb:masked_select(m) * mf.tensor{1, 2, 3, 4}):sum():backward()
+  T.tensor_eq(xb.grad, {{3}, {7}})
+  local xr = mf.tensor({1, 2, 3}):requires_grad_()
+  ;(xr:masked_select(m) * mf.tensor{1, 2, 3, 4}):sum():backward()
+  T.tensor_eq(xr.grad, {1, 3, 6})
+  -- through a transposed view of a leaf: the gradient lands on the leaf's layout
+  local base = mf.tensor({{1, 4}, {2, 5}, {3, 6}}, 'float64'):requires_grad_()
+  ;(base:t():masked_select(m) * mf.tensor({1, 2, 3, 4}, 'float64')):sum():backward()
+  T.tensor_eq(base.grad, {{1, 0}, {0, 3}, {2, 4}})
+  -- nothing selected: a zero gradient
+  local xe = mf.tensor{1, 2}:requires_grad_()
+  xe:masked_select(mf.zeros(2):byte()):sum():backward()
+  T.tensor_eq(xe.grad, {0, 0})
+  -- finite differences of sum(masked_select(x, m)^2) in float64: 2x where selected
+  local x0 = mf.tensor({{0.5, -1, 2}, {3, -0.25, 1.5}}, 'float64')
+  local xg = x0:clone():requires_grad_()
+  mf.pow(xg:masked_select(m), 2):sum():backward()
+  local h = 1e-6
+  for i = 1, 2 do
+    for j = 1, 3 do
+      local xp, xn = x0:clone(), x0:clone()
+      xp[{i, j}] = x0:get(i, j) + h
+      xn[{i, j}] = x0:get(i, j) - h
+      local fd = (mf.pow(xp:masked_select(m), 2):sum():item() - mf.pow(xn:masked_select(m), 2):sum():item()) / (2 * h)
+      T.near(xg.grad:get(i, j), fd, 1e-6, ('d/dx[%d][%d]'):format(i, j))
+    end
+  end
+end)
+
 T.test('help names the spellings', function()
   for op, spelling in pairs{gather = 'x:gather(dim, index)', scatter = 'x:scatter(dim, index, src)',
                             scatter_add = 'mf.scatter_add(x, index, src, dim)',
