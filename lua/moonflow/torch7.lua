@@ -29,6 +29,9 @@ return function(mf)
           raise(('%s: size %s at position %d; expected non-negative integer sizes, e.g. %s(2, 3)')
             :format(what, tostring(v), i, what))
         end
+        if v >= 2 ^ 53 then  -- (1e300 reached empty as a wrapped int64)
+          raise(('%s: size %.15g at position %d is too large; sizes are below 2^53'):format(what, v, i))
+        end
       end
       return mf.empty(sizes, {dtype = dtype})
     end
@@ -82,7 +85,14 @@ return function(mf)
     if type(v) ~= 'number' then
       raise(('%s: the function returned a %s; expected a number (or nil to keep the element)'):format(what, type(v)))
     end
-    if not mf._IS_FLOAT[dtype] and C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    if not mf._IS_FLOAT[dtype] then
+      -- as fill_(3.7) on integers: a fractional value is an error, not truncated (nor NaN, inf)
+      if v % 1 ~= 0 then
+        raise(('%s: the function returned %s, not an integer; the %s tensor holds integers only (convert it with '
+          .. ':double() first)'):format(what, tostring(v), mf._DTYPE_NAME[dtype]))
+      end
+      if C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    end
     return v
   end
 

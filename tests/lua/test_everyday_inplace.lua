@@ -226,6 +226,8 @@ T.test('mf.Tensor: sizes, a size object, data, a tensor, nothing', function()
   T.errors(function() mf.Tensor(2, -1) end, 'Tensor: size -1 at position 2; expected non-negative integer sizes')
   T.errors(function() mf.Tensor(2, 'x') end, 'Tensor: size x at position 2')
   T.errors(function() mf.Tensor('2') end, 'Tensor: the argument is a string')
+  T.errors(function() mf.Tensor(1e300) end, 'Tensor: size 1e+300 at position 1 is too large')
+  T.errors(function() mf.LongTensor(2, 2 ^ 62) end, 'LongTensor: size', 'at position 2 is too large')
   T.errors(function() mf.DoubleTensor(mf.zeros(2)) end, 'DoubleTensor: the tensor is float32')
   T.eq(mf.is_tensor(mf.clone(a)), true)
 end)
@@ -257,6 +259,14 @@ T.test('apply and map: per element, in place, on views and every dtype', functio
   T.errors(function() mf.tensor({1}, 'uint8'):apply(function() return 256 end) end, 'apply: value 256 does not fit uint8')
   T.errors(function() mf.zeros(2, 1):expand(2, 3):apply(function() end) end, 'apply', 'expanded view')
   T.errors(function() x:map(mf.zeros(3, 2), function() end) end, 'map: other is 3x2; it must broadcast to the tensor 2x3')
+  -- integer dtypes refuse a fractional value, as fill_(3.7) does, and values out of range
+  local xi = mf.tensor({1, 2}, 'int32')
+  T.errors(function() xi:apply(function() return 3.7 end) end, 'apply: the function returned 3.7, not an integer',
+    'int32')
+  T.errors(function() xi:map(xi, function() return 0 / 0 end) end, 'map: the function returned', 'not an integer')
+  T.errors(function() xi:apply(function() return 2 ^ 40 end) end, 'apply: value 1099511627776 does not fit int32')
+  T.tensor_eq(xi, {1, 2}, nil, 'unchanged by the refused calls')
+  T.tensor_eq(mf.tensor({1, 2}, 'int64'):apply(function(v) return v * 2 ^ 40 end), {2 ^ 40, 2 ^ 41})
 end)
 
 -- indexing ----------------------------------------------------------------------------------------
