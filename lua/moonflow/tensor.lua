@@ -147,8 +147,11 @@ return function(mf)
     for d = 1, nd do
       local i, n = idx[d], tonumber(t.shape[d - 1])
       if type(i) ~= 'number' then raise(('%s: index %d is a %s; expected a number'):format(what, d, type(i))) end
+      if i ~= math.floor(i) then  -- NaN too
+        raise(('%s: index %s at dim %d is not an integer'):format(what, tostring(i), d))
+      end
       if i < 0 then i = i + n + 1 end
-      if i < 1 or i > n or i ~= math.floor(i) then
+      if i < 1 or i > n then
         raise(('%s: index %s out of range 1..%d at dim %d'):format(what, tostring(idx[d]), n, d))
       end
       off = off + (i - 1) * tonumber(t.strides[d - 1])
@@ -512,8 +515,9 @@ return function(mf)
     for d = 1, #idx do
       local i, n = idx[d], tonumber(t.shape[d - 1])
       if type(i) ~= 'number' then raise(('%s: index %d is a %s; expected a number'):format(what, d, type(i))) end
+      if i ~= math.floor(i) then raise(('%s: index %s at dim %d is not an integer'):format(what, tostring(i), d)) end
       local j = i < 0 and i + n + 1 or i
-      if j < 1 or j > n or j ~= math.floor(j) then
+      if j < 1 or j > n then
         raise(('%s: index %s out of range 1..%d at dim %d'):format(what, tostring(i), n, d))
       end
       v = mf.select(v, 1, j)
@@ -583,8 +587,9 @@ return function(mf)
       return
     end
     local n = tonumber(t.shape[0])
+    if k ~= math.floor(k) then raise(('index assignment: index %s at dim 1 is not an integer'):format(tostring(k))) end
     local i = k < 0 and k + n + 1 or k
-    if i < 1 or i > n or i ~= math.floor(i) then
+    if i < 1 or i > n then
       raise(('index assignment: index %s out of range 1..%d at dim 1'):format(tostring(k), n))
     end
     write_view(t, mf.no_grad(mf.select, t, 1, i), v)

@@ -98,18 +98,23 @@ function(ins, outs, p, K)
 end)lua";
 }
 
-// mul_, div_: as alpha_kernel's in-place alpha == 1 path.
+// mul_, div_: as alpha_kernel's in-place alpha == 1 path. The binary kernel names its fault after
+// the operation it computes (div: integer division by zero); the error is raised again naming the
+// op the user called (div_).
 std::string binary_inplace_kernel(const char* binop) {
-  return std::string(R"lua(
+  std::string op = binop;
+  return R"lua(
 function(ins, outs, p, K)
-  local y, x, v, op, overlap = outs[1], ins[1], ins[2], K.B.)lua") + binop + R"lua(, mf._reads_overlap
+  local y, x, v, op, overlap = outs[1], ins[1], ins[2], K.B.)lua" + op + R"lua(, mf._reads_overlap
+  local binary = K.binary
   return function()
     local w = v
     if overlap(x, v) then
-      w = mf._new_like_meta(v, ')lua" + binop + R"lua(_')
+      w = mf._new_like_meta(v, ')lua" + op + R"lua(_')
       K.copy(w, v)
     end
-    K.binary(op, x, x, w)
+    local ok, err = pcall(binary, op, x, x, w)
+    if not ok then error((tostring(err):gsub('^(.-))lua" + op + R"lua(: ', '%1)lua" + op + R"lua(_: ', 1)), 0) end
     K.alias(y, x, 0)
   end
 end)lua";
