@@ -193,7 +193,10 @@ return function(mf)
   local function eager_forward(fn, self, x, ...)
     local leaf = mf._input_leaf(x)
     local r = pack(fn(self, leaf, ...))
-    if r.n == 1 and is_tensor(r[1]) then rawset(self, '_last_forward', {x, leaf, r[1]}) end
+    if r.n == 1 and is_tensor(r[1]) then
+      rawset(self, '_last_forward', {x, leaf, r[1]})
+      if rawequal(r[1], leaf) then r[1] = x end  -- Identity and the like return the caller's tensor
+    end
     return unpack(r, 1, r.n)
   end
   local function forward_wrapper(fn)
@@ -524,9 +527,7 @@ return function(mf)
         .. 'mode, with a floating input) just before, with the same tensor'):format(self.__name, self.__name))
     end
     rawset(self, '_last_forward', nil)
-    local leaf, y = last[2], last[3]
-    if not y:requires_grad() then return nil end
-    return mf._input_leaf_backward(leaf, y, grad_output)
+    return mf._input_leaf_backward(last[2], last[3], grad_output)
   end
 
   -- A deep copy (Torch7's clone, PyTorch's copy.deepcopy): new parameters, gradients and buffers

@@ -260,6 +260,8 @@ return function(mf)
       if s then
         if i <= nw then
           if s.node then refuse_target(op.name, ins[i], s) end
+        elseif s.input then  -- a module's input leaf (nn.lua): only m:backward needs its history
+          s.tainted = s.tainted or op.name
         elseif s.node or s.leaf then
           raise(("%s: input %d (%s, %s) requires grad, and the tape does not record in-place ops: the result would "
             .. 'not depend on it for backward; use the out-of-place op (for example mf.add instead of add_, x:clone() '
@@ -595,6 +597,12 @@ return function(mf)
   -- Torch7's m:backward (nn.lua): backward from y with grad_output, returning the input leaf's gradient
   function mf._input_leaf_backward(leaf, y, grad_output)
     local s = AG[leaf]
+    if s.tainted then
+      raise(("backward(input, grad_output): the forward read its input with the in-place op '%s', which the tape does "
+        .. 'not record, so the gradient with respect to input would be incomplete; use the out-of-place op in the '
+        .. 'forward'):format(s.tainted))
+    end
+    if not methods.requires_grad(y) then return nil end  -- no parameter and no input on its path
     s.collect, s.collected = true, nil
     local ok, err = pcall(methods.backward, y, grad_output)
     local g = s.collected

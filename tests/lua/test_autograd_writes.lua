@@ -151,6 +151,20 @@ T.test("Torch7's m:backward reuses the forward's tape (Dropout's mask, BatchNorm
   bn:forward(xb)
   bn:backward(xb, mf.ones({2, 2}, {dtype = 'float64'}))
   T.tensor_eq(bn.running_mean.data, {0.2, 0.3}, 1e-12, 'running_mean = 0.9 * 0 + 0.1 * {2, 3}, once')
+  -- a forward that reads its input in place still runs; only m:backward refuses, naming the op
+  local Keep = mf.nn.Module('KeepInput')
+  function Keep:forward(x)
+    self.buf = mf.zeros_like(x)
+    self.buf:copy(x)
+    return self.buf * 2
+  end
+  local k = Keep()
+  local xk = c64({1, 2})
+  T.tensor_eq(k:forward(xk), {2, 4})
+  T.errors(function() k:backward(xk, c64({1, 1})) end, "in-place op 'copy'", 'incomplete')
+  local Same = mf.nn.Module('Same')
+  function Same:forward(x) return x end
+  T.eq(rawequal(Same():forward(xk), xk), true, 'a module returning its input returns the caller\'s tensor')
 end)
 
 T.test('grad of grad through narrow, select and slice (pad_like has a gradient)', function()
