@@ -349,7 +349,9 @@ return function(mf)
       end
       body = body:gsub('pad_like(%b())', function(args)  -- like, its second argument, lends its shape
         local a1, rest = args:sub(2, -2):match('^(.-),%s*[%w_]+%s*(,.*)$')
-        if a1 and select(2, a1:gsub('%(', '')) == select(2, a1:gsub('%)', '')) then return 'pad_like((' .. a1 .. ')' .. rest .. ')' end
+        if a1 and select(2, a1:gsub('%(', '')) == select(2, a1:gsub('%)', '')) then
+          return 'pad_like((' .. a1 .. ')' .. rest .. ')'
+        end
       end)
       body = body:gsub('([%w_]+)(%s*[.:]%s*)([%w_]+)', function(nm, sep, f)
         if SHAPE_FIELD[f] then return '_' .. sep .. f end

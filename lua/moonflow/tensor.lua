@@ -563,7 +563,11 @@ return function(mf)
   local function newindex(t, k, v)
     if type(k) == 'table' then  -- t[{i, j}] = v: one element; fewer indices than dims: that view
       -- the view is taken unrecorded: the write concerns t (a parameter's row is not a 'select' result)
-      if #k < t.ndim then return write_view(t, mf.no_grad(partial, t, k, 'index assignment'), v) end
+      if #k < t.ndim then
+        local what = 'index assignment'
+        local view = t.autograd ~= 0 and mf.no_grad(partial, t, k, what) or partial(t, k, what)
+        return write_view(t, view, v)
+      end
       local off = elem_offset(t, k, 'index assignment')
       check_writable(t, 'index assignment')
       if t.autograd ~= 0 then mf._check_write_target(t, 'index assignment') end
@@ -592,7 +596,7 @@ return function(mf)
     if i < 1 or i > n then
       raise(('index assignment: index %s out of range 1..%d at dim 1'):format(tostring(k), n))
     end
-    write_view(t, mf.no_grad(mf.select, t, 1, i), v)
+    write_view(t, t.autograd ~= 0 and mf.no_grad(mf.select, t, 1, i) or mf.select(t, 1, i), v)
   end
 
   local function binop(name)

@@ -170,7 +170,8 @@ TEST_CASE("boundary: an engine turns each kind into a Lua error and stays usable
 TEST_CASE("boundary: every extern \"C\" entry in src/lua runs through the wrapper", "[boundary]") {
   const std::set<std::string> trivial = {
       "mf_last_error", "mf_last_status", "mf_interrupt_flag", "mf_version", "mf_clock", "mf_tensor_nbytes",
-      "mf_storage_refcount", "mf_storage_version", "mf_storage_bump", "mf_dtype_size", "mf_get_num_threads", "mf_params_free", "mf_params_canonical",
+      "mf_storage_refcount", "mf_storage_version", "mf_storage_bump", "mf_dtype_size", "mf_get_num_threads",
+      "mf_params_free", "mf_params_canonical",
       "mf_params_count", "mf_params_key", "mf_params_kind", "mf_params_number", "mf_params_string",
       "mf_params_list_len", "mf_params_list_item", "mf_rng_free", "mf_rng_seed", "mf_rng_get_seed",
       "mf_rng_get_offset", "mf_rng_set_offset", "mf_fused_free", "mf_graph_free", "mf_graph_size",
