@@ -189,12 +189,14 @@ return function(mf)
   -- Torch7's m:backward(input, grad_output) reuses the tape of the last eager forward: an outermost
   -- forward in grad mode on a floating tensor without autograd state runs on an input leaf (a header
   -- of x that requires grad, whose gradient plain backward() never stores: tape.lua's input leaves),
-  -- and the module keeps {x, leaf, output} for its backward.
+  -- and the module keeps {x, leaf, output} for its backward, weakly: the tape goes when the caller
+  -- drops the output, as PyTorch's does.
+  local WEAK_VALUES = {__mode = 'v'}
   local function eager_forward(fn, self, x, ...)
     local leaf = mf._input_leaf(x)
     local r = pack(fn(self, leaf, ...))
     if r.n == 1 and is_tensor(r[1]) then
-      rawset(self, '_last_forward', {x, leaf, r[1]})
+      rawset(self, '_last_forward', setmetatable({x, leaf, r[1]}, WEAK_VALUES))
       if rawequal(r[1], leaf) then r[1] = x end  -- Identity and the like return the caller's tensor
     end
     return unpack(r, 1, r.n)
@@ -522,9 +524,10 @@ return function(mf)
       raise(('%s:backward(input, grad_output): input is %s; expected a tensor'):format(self.__name, shape_of(input)))
     end
     local last = rawget(self, '_last_forward')
-    if not (last and rawequal(last[1], input)) then
+    if not (last and rawequal(last[1], input) and last[2] ~= nil and last[3] ~= nil) then
       raise(('%s:backward(input, grad_output): no recorded forward for this input; call %s:forward(input) (in grad '
-        .. 'mode, with a floating input) just before, with the same tensor'):format(self.__name, self.__name))
+        .. 'mode, with a floating input) just before, with the same tensor, and keep its output until backward')
+        :format(self.__name, self.__name))
     end
     rawset(self, '_last_forward', nil)
     return mf._input_leaf_backward(last[2], last[3], grad_output)

@@ -151,6 +151,11 @@ T.test("Torch7's m:backward reuses the forward's tape (Dropout's mask, BatchNorm
   bn:forward(xb)
   bn:backward(xb, mf.ones({2, 2}, {dtype = 'float64'}))
   T.tensor_eq(bn.running_mean.data, {0.2, 0.3}, 1e-12, 'running_mean = 0.9 * 0 + 0.1 * {2, 3}, once')
+  T.errors(function() bn:backward(xb, mf.ones({2, 2}, {dtype = 'float64'})) end, 'no recorded forward')  -- once
+  bn:forward(xb)  -- the output is dropped: the tape goes with it
+  collectgarbage()
+  collectgarbage()
+  T.errors(function() bn:backward(xb, mf.ones({2, 2}, {dtype = 'float64'})) end, 'keep its output until backward')
   -- a forward that reads its input in place still runs; only m:backward refuses, naming the op
   local Keep = mf.nn.Module('KeepInput')
   function Keep:forward(x)
