@@ -328,7 +328,7 @@ return function(mf)
 
   -- Which saved tensors an op's gradient rule reads the values of, from the rule's Lua source (the
   -- registry's gradient_src): a parameter counts where the body names it, except where only its shape
-  -- is used (sum_to's target, zeros_like(x), pad_like's first argument, x.shape, x:size() ...). A rule
+  -- is used (sum_to's target, zeros_like(x), pad_like's like argument, x.shape, x:size() ...). A rule
   -- with no source or with varargs reads everything. {ins = {bool per input}, out = bool}, per op.
   local SHAPE_FIELD = {shape = true, ndim = true, count = true, dtype_id = true, device_id = true, size = true,
                        dim = true, nDimension = true, dtype = true, shape_str = true, nElement = true, numel = true}
