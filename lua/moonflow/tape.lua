@@ -166,7 +166,9 @@ return function(mf)
   -- to a tensor computed by recorded ops (a key of AG whose value is a node): LuaJIT's weak tables
   -- are not ephemerons, so a chain of such keys held by values would take a collection per link.
   -- Leaves (their state holds no node) are referred to as they are.
+  local rule_reads  -- op -> which saved tensors its gradient rule reads (below)
   local function new_node(op, rec, ins, nin, outs, nout)
+    local reads = rule_reads(op)  -- versions only of what the rule reads (check_versions): fewer native calls
     seq = seq + 1
     local n = {op = op, p = rec.p, seq = seq, nin = nin, nout = nout, freed = false}
     local vo = 2 * nin + nout
@@ -178,12 +180,13 @@ return function(mf)
       else
         n[i], n[nin + i] = x, sx and sx.leaf == true and sx or false
       end
-      n[vo + i] = version(x)
+      n[vo + i] = (not reads or reads.all_ins or reads.ins[i]) and version(x) or 0
     end
+    local out_read = not reads or reads.out
     for k = 1, nout do
       local y = data_of(outs[k])
       n[2 * nin + k] = y
-      n[vo + nin + k] = nin > 0 and y.store == ins[1].store and n[vo + 1] or version(y)
+      n[vo + nin + k] = out_read and version(y) or 0
     end
     return n
   end
@@ -332,7 +335,7 @@ return function(mf)
   -- with no source or with varargs reads everything. {ins = {bool per input}, out = bool}, per op.
   local SHAPE_FIELD = {shape = true, ndim = true, count = true, dtype_id = true, device_id = true, size = true,
                        dim = true, nDimension = true, dtype = true, shape_str = true, nElement = true, numel = true}
-  local function rule_reads(op)
+  function rule_reads(op)
     local r = op.rule_reads
     if r ~= nil then return r end
     r = false
