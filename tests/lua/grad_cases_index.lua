@@ -22,4 +22,6 @@ return function(case)
   case('masked_fill', 'masked_fill', {{{3, 4}}, {{}}}, function(x, v) return mf.masked_fill(x, mask, v) end)
   case('masked_fill broadcast number', 'masked_fill', {{{2, 3, 4}}},
     function(x) return mf.masked_fill(x, mf.tensor({{1}, {0}, {1}}, 'uint8'), 2.5) end)
+  case('masked_select (broadcast mask)', 'masked_select', {{{3, 4}}},
+    function(x) return mf.masked_select(x, mf.tensor({1, 0, 1, 1}, 'uint8')) end, {eager_only = true})
 end

@@ -31,7 +31,11 @@ local POS = {0.5, 2}
 -- case: {name, op, inputs = {{shape, lo, hi[, const = true]}, ...}, call = function(syms...) -> symbol(s)};
 -- const inputs are fed but not differentiated
 local cases = {}
-local function case(name, op, ins, call) cases[#cases + 1] = {name = name, op = op, ins = ins, call = call} end
+-- opts.eager_only: the op refuses graph symbols (its output size depends on values: masked_select),
+-- so only the tape checks it
+local function case(name, op, ins, call, opts)
+  cases[#cases + 1] = {name = name, op = op, ins = ins, call = call, eager_only = opts and opts.eager_only}
+end
 local function unary(op, lo, hi, extra)
   case(op, op, {{{2, 3}, lo, hi}}, function(x) return mf[op](x, extra) end)
 end
@@ -324,7 +328,7 @@ local covered = {}
 for _, c in ipairs(cases) do
   covered[c.op] = true
   if not only or c.op == only or c.name == only then
-    T.test('gradient of ' .. c.name, function() check(c) end)
+    if not c.eager_only then T.test('gradient of ' .. c.name, function() check(c) end) end
     T.test('tape gradient of ' .. c.name, function() check_tape(c, false) end)
     T.test('tape gradient of ' .. c.name .. ' (strided inputs)', function() check_tape(c, true) end)
     if GRAD_OF_GRAD[c.name] then T.test('grad of grad of ' .. c.name, function() check_grad_of_grad(c) end) end
