@@ -36,8 +36,10 @@ static void expose(char* p, size_t nbytes, size_t size) {
 }
 
 CachingAllocator::~CachingAllocator() {
-  if (slab_) MF_UNPOISON(slab_, kSlabBlocks * kAlign);
-  std::free(slab_);
+  for (char* s : slabs_) {
+    if (s) MF_UNPOISON(s, kSlabBlocks * kAlign);
+    std::free(s);
+  }
   for (auto& [base, bytes] : regions_) {
     MF_UNPOISON(base, bytes);
     std::free(base);
@@ -117,27 +119,46 @@ void* CachingAllocator::allocate(size_t nbytes) {
   return c->ptr;
 }
 
-// A block from the slab, nullptr when it is full (lock held).
-void* CachingAllocator::slab_allocate(size_t nbytes) {
-  if (!slab_) {
-    slab_ = static_cast<char*>(std::aligned_alloc(kAlign, kSlabBlocks * kAlign));
-    if (!slab_) return nullptr;
-    MF_POISON(slab_, kSlabBlocks * kAlign);
-    stats_.cached += int64_t(kSlabBlocks * kAlign);
-    stats_.system_allocations++;
-    slab_used_.assign(kSlabBlocks, false);
-    slab_free_.clear();
-    for (size_t i = kSlabBlocks; i-- > 0;) slab_free_.push_back(uint32_t(i));
+// The slab holding q, or -1 (lock held); a handful of slabs, so a scan.
+int CachingAllocator::slab_of(const char* q) const {
+  for (size_t s = 0; s < slabs_.size(); ++s)
+    if (slabs_[s] && q >= slabs_[s] && q < slabs_[s] + kSlabBlocks * kAlign) return int(s);
+  return -1;
+}
+
+// One more slab in the first free slot; its blocks go on the free stack, lowest address on top
+// (lock held; leaves the stack unchanged when the system refuses).
+void CachingAllocator::add_slab() {
+  size_t s = 0;
+  while (s < slabs_.size() && slabs_[s]) ++s;
+  if (s == kMaxSlabs) return;
+  char* slab = static_cast<char*>(std::aligned_alloc(kAlign, kSlabBlocks * kAlign));
+  if (!slab) return;
+  MF_POISON(slab, kSlabBlocks * kAlign);
+  if (s == slabs_.size()) {
+    slabs_.push_back(nullptr);
+    slab_live_.push_back(0);
+    slab_used_.resize(slabs_.size() * kSlabBlocks, false);
   }
+  slabs_[s] = slab;
+  stats_.cached += int64_t(kSlabBlocks * kAlign);
+  stats_.system_allocations++;
+  for (size_t i = kSlabBlocks; i-- > 0;) slab_free_.push_back(uint32_t(s * kSlabBlocks + i));
+}
+
+// A block from the slabs, nullptr when they are full and no more may be added (lock held).
+void* CachingAllocator::slab_allocate(size_t nbytes) {
+  if (slab_free_.empty()) add_slab();
   if (slab_free_.empty()) return nullptr;
   uint32_t i = slab_free_.back();
   slab_free_.pop_back();
   slab_used_[i] = true;
+  slab_live_[i / kSlabBlocks]++;
   stats_.in_use += int64_t(kAlign);
   if (stats_.in_use > stats_.peak) stats_.peak = stats_.in_use;
   stats_.allocations++;
   stats_.live_blocks++;
-  char* p = slab_ + size_t(i) * kAlign;
+  char* p = slabs_[i / kSlabBlocks] + size_t(i % kSlabBlocks) * kAlign;
   expose(p, nbytes, kAlign);
   return p;
 }
@@ -146,12 +167,14 @@ void CachingAllocator::free(void* p) {
   if (!p) return;
   std::lock_guard<std::mutex> lock(mu_);
   char* q = static_cast<char*>(p);
-  if (slab_ && q >= slab_ && q < slab_ + kSlabBlocks * kAlign) {
-    size_t i = size_t(q - slab_) / kAlign;
+  int s = slabs_.empty() ? -1 : slab_of(q);
+  if (s >= 0) {
+    size_t b = size_t(q - slabs_[s]) / kAlign, i = size_t(s) * kSlabBlocks + b;
     if (!slab_used_[i]) return;  // already freed: ignored like a foreign pointer
     slab_used_[i] = false;
+    slab_live_[s]--;
     slab_free_.push_back(uint32_t(i));
-    MF_POISON(slab_ + i * kAlign, kAlign);
+    MF_POISON(slabs_[s] + b * kAlign, kAlign);
     stats_.in_use -= int64_t(kAlign);
     stats_.live_blocks--;
     return;
@@ -185,11 +208,20 @@ void CachingAllocator::free(void* p) {
 }
 
 void CachingAllocator::release_free_regions() {
-  if (slab_ && slab_free_.size() == kSlabBlocks) {
-    MF_UNPOISON(slab_, kSlabBlocks * kAlign);
-    std::free(slab_);
-    slab_ = nullptr;
+  bool gave_back = false;
+  for (size_t s = 0; s < slabs_.size(); ++s) {
+    if (!slabs_[s] || slab_live_[s] != 0) continue;
+    MF_UNPOISON(slabs_[s], kSlabBlocks * kAlign);
+    std::free(slabs_[s]);
+    slabs_[s] = nullptr;
     stats_.cached -= int64_t(kSlabBlocks * kAlign);
+    gave_back = true;
+  }
+  if (gave_back) {  // the free stack keeps only blocks of slabs still held
+    size_t k = 0;
+    for (uint32_t i : slab_free_)
+      if (slabs_[i / kSlabBlocks]) slab_free_[k++] = i;
+    slab_free_.resize(k);
   }
   for (auto& bin : bins_) {
     for (auto it = bin.begin(); it != bin.end();) {

@@ -43,7 +43,8 @@ class CachingAllocator {
  public:
   static constexpr size_t kAlign = 256;          // every block is a multiple of this and aligned to it
   static constexpr size_t kRegion = 2u << 20;    // smallest region requested from the system
-  static constexpr size_t kSlabBlocks = 4096;    // blocks in the small-block slab (1 MiB)
+  static constexpr size_t kSlabBlocks = 4096;    // blocks in one small-block slab (1 MiB)
+  static constexpr size_t kMaxSlabs = 32;        // slabs at most (32 MiB of scalars); then the BFC path
 
   // small_slab: serve single-kAlign requests from the slab below (the process allocator does;
   // tests of the BFC geometry turn it off).
@@ -87,13 +88,19 @@ class CachingAllocator {
   std::set<Chunk*, BySize> bins_[kBins];
   std::unordered_map<void*, Chunk*> in_use_;
   std::map<void*, size_t> regions_;  // region base -> bytes
-  // Single-kAlign blocks (scalars, 1-element results) come from one slab with a free stack and an
+  // Single-kAlign blocks (scalars, 1-element results) come from slabs with one free stack and an
   // in-use bitmap: allocate and free cost a pop/push and a bit flip instead of a split, set and
   // hash-map updates and Chunk new/delete, which makes creating a scalar tensor about 3x cheaper.
+  // How many scalars are alive at once depends on when Lua's collector runs (thousands in an eager
+  // loop), so slabs are added as needed, up to kMaxSlabs; block i lives in slab i / kSlabBlocks.
+  // empty_cache() gives back every slab none of whose blocks is in use.
+  int slab_of(const char* q) const;  // the slab holding q, or -1
+  void add_slab();
   bool use_slab_;
-  char* slab_ = nullptr;
-  std::vector<uint32_t> slab_free_;
-  std::vector<bool> slab_used_;
+  std::vector<char*> slabs_;            // slot s: slab s, or nullptr once given back
+  std::vector<uint32_t> slab_free_;     // free block indices (slot * kSlabBlocks + block)
+  std::vector<bool> slab_used_;         // per block index
+  std::vector<uint32_t> slab_live_;     // blocks in use per slot
   AllocatorStats stats_;
 };
 

@@ -386,18 +386,32 @@ TEST_CASE("allocator: single-block requests come from the slab, fall back to the
   void* big = a.allocate(257);
   CHECK(a.stats().cached == int64_t(kSlab * 256 + kRegion));
 
-  // fill the slab: the next small request goes to the BFC region
+  // fill the slab: the next small request opens a second slab (a third system allocation)
   std::vector<void*> blocks;
   for (size_t i = 3; i < kSlab; ++i) blocks.push_back(a.allocate(8));
   char* slab = static_cast<char*>(p1);
   for (void* b : blocks) CHECK((b >= slab && b < slab + kSlab * 256));
+  std::vector<void*> more{a.allocate(8)};
+  CHECK(!(more[0] >= slab && more[0] < slab + kSlab * 256));
+  CHECK(a.stats().system_allocations == 3);
+  CHECK(a.stats().cached == int64_t(2 * kSlab * 256 + kRegion));
+
+  // every slab full: the next small request goes to the BFC region
+  constexpr size_t kMax = mf::CachingAllocator::kMaxSlabs;
+  for (size_t i = 1; i < (kMax - 1) * kSlab; ++i) more.push_back(a.allocate(8));
+  CHECK(a.stats().system_allocations == int64_t(kMax + 1));  // kMax slabs and the region
   void* spill = a.allocate(8);
   CHECK(addr(spill) == addr(big) + 512);  // right after the 512-byte block in the region
-  CHECK(a.stats().system_allocations == 2);
+  CHECK(a.stats().system_allocations == int64_t(kMax + 1));  // kMax slabs and the region
 
-  // empty_cache keeps a slab with live blocks and releases it once every block is back
+  // empty_cache gives back every slab none of whose blocks is live, and keeps the first
+  for (void* b : more) a.free(b);
   a.empty_cache();
   CHECK(a.stats().cached == int64_t(kSlab * 256 + kRegion));
+  void* fresh = a.allocate(8);  // the first slab is full: a slab is added again, its blocks fresh
+  CHECK(!(fresh >= slab && fresh < slab + kSlab * 256));
+  CHECK(a.stats().cached == int64_t(2 * kSlab * 256 + kRegion));
+  a.free(fresh);
   for (void* b : blocks) a.free(b);
   a.free(p1);
   a.free(static_cast<char*>(p2) + 256);
