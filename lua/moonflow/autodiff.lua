@@ -42,8 +42,10 @@ return function(mf)
     return true
   end
 
-  -- The gradient contract: rule(x1, ..., xn, y, gy, params) returns a list {g1, ..., gn}; each gk
-  -- is nil (no gradient) or a symbol (or tensor) of input k's shape and dtype.
+  -- The gradient contract: rule(x1, ..., xn, y, gy, params, needs) returns a list {g1, ..., gn}; each gk
+  -- is nil (no gradient) or a symbol (or tensor) of input k's shape and dtype. needs[k] is false where
+  -- no gradient of input k is wanted: a rule may then skip that term (return nil for it); the tape
+  -- (tape.lua) passes the same list, so the first layer's input gradient is never computed.
   local function check_result(op, info, res)
     local where = ("gradients: the rule of op '%s' (node '%s')"):format(op.name, info.name)
     if type(res) ~= 'table' or mf.is_symbol(res) or mf.is_tensor(res) then
@@ -144,7 +146,11 @@ return function(mf)
         if op.multi then args[n + 1], args[n + 2] = outs, gouts
         else args[n + 1], args[n + 2] = outs[1], gouts[1] end
         args[n + 3] = info.rec and info.rec.p or info.params
-        local ok, res = pcall(rule, unpack(args, 1, n + 3))
+        -- which inputs want a gradient (those depending on an xs): a rule may return nil for the others
+        local needs = {}
+        for k, s in ipairs(info.inputs) do needs[k] = depends[s.node] or false end
+        args[n + 4] = needs
+        local ok, res = pcall(rule, unpack(args, 1, n + 4))
         if not ok then raise(('gradients: the rule of %s (node %s) failed: %s'):format(op.name, info.name, tostring(res))) end
         check_result(op, info, res)
         for k, s in ipairs(info.inputs) do

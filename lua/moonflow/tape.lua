@@ -482,6 +482,22 @@ return function(mf)
             ys[k] = y
             gys[k] = gl[k] or mf.zeros_like(y0)
           end
+          -- which inputs want a gradient (the rule's needs argument: it may skip the others' terms, such as
+          -- the first layer's input gradient): a node's output on the way to a target, a leaf that takes
+          -- one (a target of autograd.grad; for backward a leaf, or the input leaf m:backward collects)
+          local needs, any = {}, false
+          for i = 1, nin do
+            local s, need = n[nin + i], false
+            if s then
+              if s.node then
+                need = not useful or useful[s.node] or (tout[s.node] and tout[s.node][s.index]) or false
+              elseif s.leaf then
+                if tleaf then need = tleaf[s] or false else need = not s.input or s.collect == true end
+              end
+            end
+            needs[i] = need
+            any = any or need
+          end
           local args, xs = {}, {}
           for i = 1, nin do
             local x, sx = n[i], n[nin + i]
@@ -498,8 +514,9 @@ return function(mf)
           local na = #args
           if op.multi then args[na + 1], args[na + 2] = ys, gys
           else args[na + 1], args[na + 2] = ys[1], gys[1] end
-          args[na + 3] = n.p
-          local ok2, res = pcall(rule, unpack(args, 1, na + 3))
+          args[na + 3], args[na + 4] = n.p, needs
+          local ok2, res
+          if any then ok2, res = pcall(rule, unpack(args, 1, na + 4)) else ok2, res = true, {} end
           if not ok2 then
             raise(("%s: the gradient rule of op '%s' failed: %s"):format(what, op.name, tostring(res)))
           end
@@ -509,7 +526,7 @@ return function(mf)
           end
           for i = 1, nin do
             local x, g, s = n[i], res[i], n[nin + i]
-            if g ~= nil and s and (s.node or s.leaf) then
+            if g ~= nil and needs[i] then
               if not is_tensor(g) or not same_shape(g, x) then
                 raise(("%s: the gradient rule of op '%s' gave input %d (%s) a gradient of %s; expected %s")
                   :format(what, op.name, i, shape_str(x), is_tensor(g) and shape_str(g) or type(g), shape_str(x)))

@@ -194,9 +194,10 @@ void register_conv_ops() {
       .infer_type(two_float_type)
       .lua_compute(MF_CPU, conv_kernel("conv2d", 0))
       .gradient(R"lua(
-function(x, w, y, gy, p)
-  return {mf.conv2d_backward_input(gy, w, x, p.stride, p.padding, p.dilation),
-          mf.conv2d_backward_weight(gy, x, w, p.stride, p.padding, p.dilation)}
+function(x, w, y, gy, p, needs)
+  -- a term nobody wants is skipped (needs: the gradient contract): a network's input gets none
+  return {needs[1] and mf.conv2d_backward_input(gy, w, x, p.stride, p.padding, p.dilation) or nil,
+          needs[2] and mf.conv2d_backward_weight(gy, x, w, p.stride, p.padding, p.dilation) or nil}
 end)lua");
 
   MF_REGISTER_OP(conv2d_backward_input)
@@ -211,9 +212,9 @@ end)lua");
       .infer_type(two_float_type)
       .lua_compute(MF_CPU, conv_kernel("conv2d_backward_input", 1))
       .gradient(R"lua(
-function(gy, w, like, gx, g, p)
-  return {mf.conv2d(g, w, p.stride, p.padding, p.dilation),
-          mf.conv2d_backward_weight(gy, g, w, p.stride, p.padding, p.dilation)}
+function(gy, w, like, gx, g, p, needs)
+  return {needs[1] and mf.conv2d(g, w, p.stride, p.padding, p.dilation) or nil,
+          needs[2] and mf.conv2d_backward_weight(gy, g, w, p.stride, p.padding, p.dilation) or nil}
 end)lua");
 
   MF_REGISTER_OP(conv2d_backward_weight)
@@ -228,9 +229,9 @@ end)lua");
       .infer_type(two_float_type)
       .lua_compute(MF_CPU, conv_kernel("conv2d_backward_weight", 2))
       .gradient(R"lua(
-function(gy, x, like, gw, g, p)
-  return {mf.conv2d(x, g, p.stride, p.padding, p.dilation),
-          mf.conv2d_backward_input(gy, g, x, p.stride, p.padding, p.dilation)}
+function(gy, x, like, gw, g, p, needs)
+  return {needs[1] and mf.conv2d(x, g, p.stride, p.padding, p.dilation) or nil,
+          needs[2] and mf.conv2d_backward_input(gy, g, x, p.stride, p.padding, p.dilation) or nil}
 end)lua");
 
   MF_REGISTER_OP(max_pool2d)

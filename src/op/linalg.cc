@@ -102,7 +102,9 @@ end)lua";
 
 // the matrix products' gradients: d(a b) = da b + a db
 const char* kMatmulGrad = R"lua(
-function(a, b, y, gy) return {mf.matmul(gy, b, false, true), mf.matmul(a, gy, true, false)} end)lua";
+function(a, b, y, gy, p, needs)
+  return {needs[1] and mf.matmul(gy, b, false, true) or nil, needs[2] and mf.matmul(a, gy, true, false) or nil}
+end)lua";
 
 }  // namespace
 

@@ -47,11 +47,13 @@ function(ins, outs, p, K)
   return function() K.matmul(c, a, b, ta, tb) end
 end)lua")
       .gradient(R"lua(
-function(a, b, y, gy, p)
+function(a, b, y, gy, p, needs)
+  -- a term nobody wants is skipped (needs: the gradient contract): a network's input gets none
   local ta, tb = p.transpose_a, p.transpose_b
-  local ga = ta and mf.matmul(b, gy, tb, true) or mf.matmul(gy, b, false, not tb)
-  local gb = tb and mf.matmul(gy, a, true, ta) or mf.matmul(a, gy, not ta, false)
-  return {mf.sum_to(ga, a), mf.sum_to(gb, b)}
+  local ga, gb
+  if needs[1] then ga = mf.sum_to(ta and mf.matmul(b, gy, tb, true) or mf.matmul(gy, b, false, not tb), a) end
+  if needs[2] then gb = mf.sum_to(tb and mf.matmul(gy, a, true, ta) or mf.matmul(a, gy, not ta, false), b) end
+  return {ga, gb}
 end)lua");
 }
 

@@ -79,7 +79,7 @@ function(ins, outs, p, K)
   return function() K.batch_norm(y, x, w, b, eps) end
 end)lua")
       .gradient(R"lua(
-function(x, w, b, y, gy, p)
+function(x, w, b, y, gy, p, needs)
   local dims = {1}
   for d = 3, x:dim() do dims[#dims + 1] = d end
   local mean = mf.mean(x, dims, true)
@@ -88,9 +88,12 @@ function(x, w, b, y, gy, p)
   local xhat = xc * rstd
   local shape = {1, -1}
   for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-  local dxhat = gy * mf.reshape(w, shape)
-  local gx = rstd * (dxhat - mf.mean(dxhat, dims, true) - xhat * mf.mean(dxhat * xhat, dims, true))
-  return {gx, mf.sum(gy * xhat, dims), mf.sum(gy, dims)}
+  local gx  -- skipped where not wanted (needs: the gradient contract), e.g. a network's first layer
+  if needs[1] then
+    local dxhat = gy * mf.reshape(w, shape)
+    gx = rstd * (dxhat - mf.mean(dxhat, dims, true) - xhat * mf.mean(dxhat * xhat, dims, true))
+  end
+  return {gx, needs[2] and mf.sum(gy * xhat, dims) or nil, needs[3] and mf.sum(gy, dims) or nil}
 end)lua");
 
   MF_REGISTER_OP(dropout_mask)
@@ -123,9 +126,10 @@ function(ins, outs, p, K)
   return function() K.softmax_xent(y, x, l, dim) end
 end)lua")
       .gradient(R"lua(
-function(x, labels, y, gy, p)
+function(x, labels, y, gy, p, needs)
   local g = mf.unreduce_like(gy, x, {p.dim}, false)
-  return {(mf.softmax(x, p.dim) * mf.sum(labels, p.dim, true) - labels) * g, -mf.log_softmax(x, p.dim) * g}
+  return {needs[1] and (mf.softmax(x, p.dim) * mf.sum(labels, p.dim, true) - labels) * g or nil,
+          needs[2] and -mf.log_softmax(x, p.dim) * g or nil}
 end)lua");
 
   MF_REGISTER_OP(softmax)
