@@ -51,8 +51,14 @@ function(a, b, y, gy, p, needs)
   -- a term nobody wants is skipped (needs: the gradient contract): a network's input gets none
   local ta, tb = p.transpose_a, p.transpose_b
   local ga, gb
-  if needs[1] then ga = mf.sum_to(ta and mf.matmul(b, gy, tb, true) or mf.matmul(gy, b, false, not tb), a) end
-  if needs[2] then gb = mf.sum_to(tb and mf.matmul(gy, a, true, ta) or mf.matmul(a, gy, not ta, false), b) end
+  if needs[1] then ga = ta and mf.matmul(b, gy, tb, true) or mf.matmul(gy, b, false, not tb) end
+  if needs[2] then gb = tb and mf.matmul(gy, a, true, ta) or mf.matmul(a, gy, not ta, false) end
+  -- only batch dims broadcast: two matrices need no sum_to, whose eager alias would keep the
+  -- product's storage shared, so backward could not take it over as .grad (a copy per step)
+  if a:dim() ~= 2 or b:dim() ~= 2 then
+    ga = ga and mf.sum_to(ga, a)
+    gb = gb and mf.sum_to(gb, b)
+  end
   return {ga, gb}
 end)lua");
 }
