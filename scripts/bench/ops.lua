@@ -530,7 +530,7 @@ local function copy_bw_mf(tim)
   local a, b = mf.ones(n), mf.zeros(n)
   local bytes = n * 4
   local us = math.min(T.per_call_us(function() ffi.C.memcpy(b:data(), a:data(), bytes) end, tim),
-    T.per_call_us(function() b:copy(a) end, tim))
+    (T.per_call_us(function() b:copy(a) end, tim)))  -- one value: per_call_us also returns its call count
   return 2 * bytes / (us * 1e-6) / 1e9
 end
 
