@@ -247,7 +247,7 @@ return function(mf)
   -- requires grad (the result would silently lack that dependence: y:add_(W) then (y * W):sum() would
   -- give W half its gradient). Leaves may be written (initialisation); optimizers step under no_grad.
   local function refuse_target(what, t, s)
-    raise(("%s: writes in place into a %s tensor computed by op '%s' that requires grad; the tape does not "
+    raise(("%s: writes in place into a tensor of size %s computed by op '%s' that requires grad; the tape does not "
       .. 'record in-place ops: use the out-of-place op, or write under mf.no_grad (or into t:detach())')
       :format(what, shape_str(t), s.node.op.name))
   end
