@@ -685,6 +685,7 @@ return function(mf)
     op.list_args = bit.band(flags, C.MF_OPF_LIST_ARGS) ~= 0
     op.overwrites = bit.band(flags, C.MF_OPF_OVERWRITES) ~= 0   -- writes input 1 without reading it
     op.writes = bit.band(flags, OPF_WRITES) ~= 0  -- writes input 1 in place: bumps its version (tape.lua)
+    op.num_written = op.writes and C.mf_op_num_written(op.index) or 0  -- inputs 1..n it writes (writes(n))
     op.same_shape_identity = bit.band(flags, C.MF_OPF_SAME_SHAPE_IDENTITY) ~= 0
     op.local_shape = bit.band(flags, C.MF_OPF_LOCAL_SHAPE) ~= 0  -- rules held by the registering engine
     op.local_gradient = bit.band(flags, C.MF_OPF_LOCAL_GRADIENT) ~= 0

@@ -280,11 +280,7 @@ return function(mf)
     if op.writes then
       -- the one place an eager write op's writes are counted: inputs 1..nw (the registry's writes(n):
       -- the optimizer updates write their state buffers too)
-      local nw = op.num_written
-      if not nw then
-        nw = C.mf_op_num_written(op.index)
-        op.num_written = nw
-      end
+      local nw = op.num_written  -- read from the registry once, at load (ops.lua)
       if nw > nin then nw = nin end
       local flagged = false
       for i = 1, nin do if ins[i].autograd ~= 0 then flagged = true break end end

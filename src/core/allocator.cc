@@ -167,7 +167,7 @@ void CachingAllocator::free(void* p) {
   if (!p) return;
   std::lock_guard<std::mutex> lock(mu_);
   char* q = static_cast<char*>(p);
-  int s = slabs_.empty() ? -1 : slab_of(q);
+  int s = slab_of(q);
   if (s >= 0) {
     size_t b = size_t(q - slabs_[s]) / kAlign, i = size_t(s) * kSlabBlocks + b;
     if (!slab_used_[i]) return;  // already freed: ignored like a foreign pointer

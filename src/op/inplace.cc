@@ -55,11 +55,10 @@ void clamp_shape(InferCtx& c) {
   write_x(c);
 }
 
-void random_shape(InferCtx& c) {
-  if (c.op.name_ == "uniform_") {
-    double lo = c.p.get_float("from"), hi = c.p.get_float("to");
-    if (!(lo <= hi)) fail("uniform_: from ", lo, " is greater than to ", hi, "; expected from <= to");
-  }
+// uniform_'s rule (normal_ takes write_x alone)
+void uniform_shape(InferCtx& c) {
+  double lo = c.p.get_float("from"), hi = c.p.get_float("to");
+  if (!(lo <= hi)) fail(c.name(), ": from ", lo, " is greater than to ", hi, "; expected from <= to");
   write_x(c);
 }
 
@@ -143,11 +142,10 @@ void full_like_type(InferCtx& c) {
   same_type(c);
   check_value_fits(c.p.get_float("value"), c.out[0].dtype_id, c.name());
 }
+// rand_like's rule (randn_like takes same_shape alone)
 void rand_like_shape(InferCtx& c) {
-  if (c.op.name_ == "rand_like") {
-    double lo = c.p.get_float("low"), hi = c.p.get_float("high");
-    if (!(lo <= hi)) fail("rand_like: low ", lo, " is greater than high ", hi, "; expected low <= high");
-  }
+  double lo = c.p.get_float("low"), hi = c.p.get_float("high");
+  if (!(lo <= hi)) fail(c.name(), ": low ", lo, " is greater than high ", hi, "; expected low <= high");
   same_shape(c);
 }
 
@@ -251,7 +249,7 @@ end)lua");
       .writes()
       .overwrites()
       .random()
-      .infer_shape(random_shape)
+      .infer_shape(uniform_shape)
       .infer_type(float_type)
       .lua_compute(MF_CPU, random_kernel("0", "from", "to"));
 
@@ -265,7 +263,7 @@ end)lua");
       .writes()
       .overwrites()
       .random()
-      .infer_shape(random_shape)
+      .infer_shape(write_x)
       .infer_type(float_type)
       .lua_compute(MF_CPU, random_kernel("1", "mean", "std"));
 
@@ -315,7 +313,7 @@ end)lua")
       .param(Field::number("mean", 0, "Mean."))
       .param(Field::number("std", 1, "Standard deviation.").range(0, INFINITY))
       .random()
-      .infer_shape(rand_like_shape)
+      .infer_shape(same_shape)
       .infer_type(float_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
