@@ -20,7 +20,7 @@ return function(mf)
   local PTR = {[F32] = ffi.typeof('float *'), [F64] = ffi.typeof('double *'), [I32] = ffi.typeof('int32_t *'),
                [I64] = ffi.typeof('int64_t *'), [U8] = ffi.typeof('uint8_t *')}
   local IS_FLOAT = {[F32] = true, [F64] = true}
-  mf._DTYPE_NAME, mf._IS_FLOAT = DTYPE_NAME, IS_FLOAT
+  mf._DTYPE_NAME, mf._IS_FLOAT, mf._PTR = DTYPE_NAME, IS_FLOAT, PTR
 
   local raise = K.raise
   mf._raise = raise

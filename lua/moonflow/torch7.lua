@@ -7,9 +7,7 @@ local C = require 'moonflow.ffi_abi'
 return function(mf)
   local K, raise, is_tensor, methods = mf.kernels, mf._raise, mf.is_tensor, mf.Tensor
   local HOST = K.HOST
-  local PTR = {[C.MF_FLOAT32] = ffi.typeof('float *'), [C.MF_FLOAT64] = ffi.typeof('double *'),
-               [C.MF_INT32] = ffi.typeof('int32_t *'), [C.MF_INT64] = ffi.typeof('int64_t *'),
-               [C.MF_UINT8] = ffi.typeof('uint8_t *')}
+  local PTR = mf._PTR  -- element pointer type per dtype (tensor.lua)
 
   -- mf.Tensor(...): Torch7's constructor, one rule per argument kind --------------------------------
   --   mf.Tensor()            an empty 1-D tensor (0 elements)
@@ -45,10 +43,7 @@ return function(mf)
         raise(('%s: the tensor is %s; %s shares storage, so the dtype must match (convert with :type(%q))')
           :format(what, mf._DTYPE_NAME[a.dtype_id], what, dtype))
       end
-      local t = mf._T()
-      C.mf_tensor_share(t, a)
-      t.autograd = 0  -- a new header with no autograd state (src/core/types.h)
-      return t
+      return a:detach()  -- a new header of the same storage, with no autograd state
     end
     if type(a) == 'table' then return mf.tensor(a, dtype) end
     raise(('%s: the argument is a %s; expected sizes (numbers), a size object, a nested table of numbers or a tensor')
