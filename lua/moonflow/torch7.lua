@@ -31,13 +31,13 @@ return function(mf)
           raise(('%s: size %.15g at position %d is too large; sizes are below 2^53'):format(what, v, i))
         end
       end
-      return mf.empty(sizes, {dtype = dtype})
+      return mf.zeros(sizes, {dtype = dtype})  -- zeroed (mf.empty's contents are unspecified)
     end
     if n > 0 then
       raise(('%s: %d arguments; expected sizes (numbers), a size object, a nested table of numbers or a tensor')
         :format(what, n + 1))
     end
-    if mf.is_size(a) then return mf.empty(a, {dtype = dtype}) end
+    if mf.is_size(a) then return mf.zeros(a, {dtype = dtype}) end
     if is_tensor(a) then
       if mf._DTYPE_NAME[a.dtype_id] ~= dtype then
         raise(('%s: the tensor is %s; %s shares storage, so the dtype must match (convert with :type(%q))')

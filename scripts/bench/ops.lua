@@ -10,8 +10,8 @@
 --                 round's figure)
 --   --sizes       small: about 64 KB of input (16K float32, cache-resident); large: 16 MB or more
 --                 (4M float32, memory-bound); both by default
---   --only P      only cases whose op or name matches the Lua pattern P (the coverage check
---                 still runs)
+--   --only P      only cases whose op or name matches the Lua pattern P, or one of the patterns
+--                 P1|P2|... (the coverage check still runs)
 --   --json FILE   also write every figure (per-round times, limits, summary) as JSON
 --   --no-torch    moonflow alone (no python)
 --   --diff OLD NEW  compare two --json files (two builds, or before and after a change): per
@@ -619,7 +619,11 @@ local function main()
   local inst = {}  -- {case, S, dtype, mf = {µs per round}, pt = {...}, gemm = {...}, bytes, errors}
   for _, S in ipairs(size_list) do
     for _, c in ipairs(cases) do
-      if not opts.only or c[1]:match(opts.only) or c.name:match(opts.only) then
+      local hit = not opts.only
+      for alt in tostring(opts.only or ''):gmatch('[^|]+') do  -- 'a|b': either Lua pattern
+        hit = hit or c[1]:match(alt) or c.name:match(alt)
+      end
+      if hit then
         for _, dtype in ipairs(c.f64 and {'float32', 'float64'} or {'float32'}) do
           inst[#inst + 1] = {case = c, S = S, dtype = dtype, mf = {}, pt = {}}
         end

@@ -268,31 +268,34 @@ end)lua");
       .lua_compute(MF_CPU, random_kernel("1", "mean", "std"));
 
   MF_REGISTER_OP(empty)
-      .describe("A tensor of the given sizes (zeroed here, where PyTorch leaves it uninitialised: the same "
-                "program gives the same values).")
+      .describe("A tensor of the given sizes whose contents are unspecified (as PyTorch's empty): nothing is "
+                "written, so it costs an allocation only. Use zeros for zeros.")
       .inputs({})
       .param(Field::int_list("shape", "", "Sizes of the result; empty for a 0-dim tensor."))
       .list_args()
       .param(Field::dtype("dtype", "float32", "Element type."))
       .infer_shape(shape_param)
       .infer_type(dtype_param)
-      .lua_compute(MF_CPU, fill_kernel("0"));
+      // the closure does nothing: fresh memory from the allocator (a reused block, or pages the
+      // system zeroes on first touch) is handed out as it is, never written here
+      .lua_compute(MF_CPU, "function(ins, outs, p, K) return function() end end");
 
   MF_REGISTER_OP(full_like)
       .describe("value in every element, with x's shape and dtype.")
       .inputs({"x"})
+      .lends_shape(1)
       .strided()
       .param(Field::number("value", 0, "Fill value (must fit x's dtype; NaN and infinities fill floats).")
                  .mandatory()
                  .allow_nan())
       .infer_shape(same_shape)
       .infer_type(full_like_type)
-      .lua_compute(MF_CPU, fill_kernel("p.value"))
-      .gradient(kShapeOnly);
+      .lua_compute(MF_CPU, fill_kernel("p.value"));
 
   MF_REGISTER_OP(rand_like)
       .describe("Uniform draws in [low, high) with x's shape and (float) dtype, from the seeded generator.")
       .inputs({"x"})
+      .lends_shape(1)
       .strided()
       .param(Field::number("low", 0, "Lower bound, included."))
       .param(Field::number("high", 1, "Upper bound, excluded."))
@@ -303,12 +306,12 @@ end)lua");
 function(ins, outs, p, K)
   local y, lo, hi = outs[1], p.low, p.high
   return function() K.rand(y, 0, lo, hi) end
-end)lua")
-      .gradient(kShapeOnly);
+end)lua");
 
   MF_REGISTER_OP(randn_like)
       .describe("Normal draws with mean and std, with x's shape and (float) dtype, from the seeded generator.")
       .inputs({"x"})
+      .lends_shape(1)
       .strided()
       .param(Field::number("mean", 0, "Mean."))
       .param(Field::number("std", 1, "Standard deviation.").range(0, INFINITY))
@@ -319,8 +322,7 @@ end)lua")
 function(ins, outs, p, K)
   local y, mean, std = outs[1], p.mean, p.std
   return function() K.rand(y, 1, mean, std) end
-end)lua")
-      .gradient(kShapeOnly);
+end)lua");
 }
 
 }  // namespace mf

@@ -197,7 +197,7 @@ end)
 T.test('empty, full_like, rand_like, randn_like', function()
   local e = mf.empty(2, 3)
   T.eq(tostring(e:size()), '2x3'); T.eq(e:dtype(), 'float32')
-  T.tensor_eq(e, {{0, 0, 0}, {0, 0, 0}})
+  -- contents unspecified: only the shape and dtype are promised
   T.eq(mf.empty({4}, {dtype = 'int64'}):dtype(), 'int64')
   local x = mf.tensor({{1, 2}, {3, 4}}, 'int32'):t()
   local f = mf.full_like(x, 7)

@@ -158,9 +158,17 @@ add{name = 'normal_', op = 'normal_', check = function(mf, dtype, T)
   return drawn(mf, dtype, T, 'normal_', {{mean = 5, std = 2}}, -math.huge, math.huge, 5, 2)
 end}
 
--- factories: empty (zeros here), full_like, rand_like, randn_like
-add{name = 'empty', op = 'empty', params = {shape = {2, 3}}, args = {2, 3}, dtypes = ALL, dtype_param = true,
-    ref = function() return L.array({2, 3}, {0, 0, 0, 0, 0, 0}) end}
+-- factories: empty (contents unspecified: its shape and dtype are checked; no tensor input, so
+-- eager only), full_like, rand_like, randn_like
+add{name = 'empty', op = 'empty', dtypes = ALL, check = function(mf, dtype, T)
+  for _, sizes in ipairs{{2, 3}, {0, 4}, {}, {64, 1024}} do
+    local e = mf.empty(sizes, {dtype = dtype})
+    if T.dtype(e) ~= dtype or table.concat(T.shape(e), 'x') ~= table.concat(sizes, 'x') then
+      return ('empty(%s): got %s of %s'):format(table.concat(sizes, 'x'), T.dtype(e), table.concat(T.shape(e), 'x'))
+    end
+  end
+  if #T.read(mf.empty({1000, 3}, {dtype = dtype})) ~= 3000 then return 'empty(1000x3): not 3000 elements' end
+end}
 add{name = 'full_like', op = 'full_like', inputs = {input({2, 3, 4})}, params = {value = 7}, dtypes = ALL,
     ref = function(ins) return L.map(ins[1], function() return 7 end) end, empty = {{{0, 3}}}}
 add{name = 'full_like_nan', op = 'full_like', inputs = {input({3})}, params = {value = 0 / 0},
