@@ -13,12 +13,6 @@
 
 namespace mf {
 
-namespace {
-
-uint64_t u64_of(const Philox4& r) { return (uint64_t(r.v[0]) << 32) | r.v[1]; }
-
-}  // namespace
-
 void randint_cpu(mf_tensor& t, mf_rng& g, double low, double high) {
   kcheck::meta("randint", "output", t);
   kcheck::contiguous("randint", "output", t);
