@@ -1,0 +1,78 @@
+// The kernel table entries the CUDA backend does not implement yet: each MF_CUDA_PENDING line
+// defines mf::cuda::<name> (with the table's parameters, which the static_assert checks against
+// kernel_table.h) to fail with "K.<name>: not implemented on cuda yet". Whoever implements an entry
+// in a .cu file deletes its line here (a duplicate definition fails the link). Owners: cuda (shape,
+// copy and elementwise entries) and cuda2 (reductions, nn, matmul, optimizers, RNG, indexing).
+#include <type_traits>
+
+#include "kernels.h"
+
+#define MF_CUDA_PENDING(name, params)                                                                  \
+  int mf::cuda::name params { return not_implemented(#name); }                                       \
+  static_assert(std::is_same<decltype(&mf::cuda::name), decltype(mf_kernel_table::name)>::value,      \
+                "pending.cc: the parameters of " #name " differ from kernel_table.h's");
+
+// clang-format off
+MF_CUDA_PENDING(unary, (int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b))
+MF_CUDA_PENDING(binary, (int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y))
+MF_CUDA_PENDING(where, (mf_tensor *out, const mf_tensor *c, const mf_tensor *a, const mf_tensor *b))
+MF_CUDA_PENDING(copy, (mf_tensor *dst, const mf_tensor *src))
+MF_CUDA_PENDING(copy_from_host, (mf_tensor *dst, const mf_tensor *src))
+MF_CUDA_PENDING(copy_to_host, (mf_tensor *dst, const mf_tensor *src))
+MF_CUDA_PENDING(fill, (mf_tensor *t, double value))
+MF_CUDA_PENDING(arange, (mf_tensor *t, double start, double step))
+MF_CUDA_PENDING(eye, (mf_tensor *t))
+MF_CUDA_PENDING(rand, (mf_tensor *t, mf_rng *g, int32_t normal, double a, double b))
+MF_CUDA_PENDING(periodic_copy, (mf_tensor *out, const mf_tensor *x, const int64_t *shift, uint32_t flip_mask))
+MF_CUDA_PENDING(tri, (mf_tensor *out, const mf_tensor *x, int64_t k, int32_t upper))
+MF_CUDA_PENDING(linspace, (mf_tensor *t, double start, double stop, double base))
+MF_CUDA_PENDING(randint, (mf_tensor *t, mf_rng *g, double low, double high))
+MF_CUDA_PENDING(randperm, (mf_tensor *t, mf_rng *g))
+MF_CUDA_PENDING(multinomial, (mf_tensor *out, mf_rng *g, const mf_tensor *probs, int32_t replacement))
+MF_CUDA_PENDING(reduce, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask))
+MF_CUDA_PENDING(reduce_p, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask, double p))
+MF_CUDA_PENDING(softmax, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log))
+MF_CUDA_PENDING(matmul, (mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b))
+MF_CUDA_PENDING(alias, (mf_tensor *view, const mf_tensor *base, int64_t offset))
+MF_CUDA_PENDING(concat, (mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim))
+MF_CUDA_PENDING(index_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, int32_t dim))
+MF_CUDA_PENDING(index_add_like, (mf_tensor *out, const mf_tensor *g, const mf_tensor *idx, int32_t dim))
+MF_CUDA_PENDING(one_hot, (mf_tensor *out, const mf_tensor *labels))
+MF_CUDA_PENDING(gather, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, int32_t dim))
+MF_CUDA_PENDING(scatter, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, const mf_tensor *src,
+                int32_t dim, int32_t add))
+MF_CUDA_PENDING(index_add, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, const mf_tensor *src,
+                int32_t dim))
+MF_CUDA_PENDING(masked_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *mask))
+MF_CUDA_PENDING(nonzero, (mf_tensor *out, const mf_tensor *x))
+MF_CUDA_PENDING(batch_norm, (mf_tensor *y, const mf_tensor *x, const mf_tensor *w, const mf_tensor *b, double eps))
+MF_CUDA_PENDING(dropout_mask, (mf_tensor *mask, mf_rng *g, double p))
+MF_CUDA_PENDING(sum_to, (mf_tensor *out, const mf_tensor *g))
+MF_CUDA_PENDING(max_dim, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int32_t is_min))
+MF_CUDA_PENDING(sort, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int32_t descending))
+MF_CUDA_PENDING(topk, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int64_t k,
+                int32_t largest, int32_t sorted))
+MF_CUDA_PENDING(kthvalue, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int64_t k))
+MF_CUDA_PENDING(cumulate, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t prod, int32_t reverse))
+MF_CUDA_PENDING(cumprod_grad, (mf_tensor *gx, const mf_tensor *x, const mf_tensor *gy, int32_t dim, int32_t reverse))
+MF_CUDA_PENDING(pad_like, (mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step))
+MF_CUDA_PENDING(softmax_xent, (mf_tensor *loss, const mf_tensor *logits, const mf_tensor *labels, int32_t dim))
+MF_CUDA_PENDING(conv2d_workspace, (int32_t kind, const mf_tensor *out, const mf_tensor *a, const mf_tensor *b,
+                int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw, int64_t *bytes))
+MF_CUDA_PENDING(conv2d, (mf_tensor *y, const mf_tensor *x, const mf_tensor *w, mf_tensor *ws, int32_t sh,
+                int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
+MF_CUDA_PENDING(conv2d_backward_input, (mf_tensor *gx, const mf_tensor *gy, const mf_tensor *w, mf_tensor *ws,
+                int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
+MF_CUDA_PENDING(conv2d_backward_weight, (mf_tensor *gw, const mf_tensor *gy, const mf_tensor *x, mf_tensor *ws,
+                int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
+MF_CUDA_PENDING(max_pool2d, (mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
+                int32_t ph, int32_t pw))
+MF_CUDA_PENDING(max_pool2d_backward, (mf_tensor *gx, const mf_tensor *gy, const mf_tensor *x, int32_t kh,
+                int32_t kw, int32_t sh, int32_t sw, int32_t ph, int32_t pw))
+MF_CUDA_PENDING(avg_pool2d, (mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
+                int32_t ph, int32_t pw, int32_t count_include_pad))
+MF_CUDA_PENDING(avg_pool2d_backward, (mf_tensor *gx, const mf_tensor *gy, int32_t kh, int32_t kw, int32_t sh,
+                int32_t sw, int32_t ph, int32_t pw, int32_t count_include_pad))
+MF_CUDA_PENDING(adaptive_avg_pool2d, (mf_tensor *y, const mf_tensor *x))
+MF_CUDA_PENDING(adaptive_avg_pool2d_backward, (mf_tensor *gx, const mf_tensor *gy))
+// clang-format on
