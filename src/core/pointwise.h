@@ -110,6 +110,50 @@ struct IsFinite {
 #undef MF_PW_RUN
 }  // namespace pw
 
+// -- the functors as CUDA C++ source ---------------------------------------------------------------
+// The fused kernels a CUDA session runs are generated as source and compiled by NVRTC at bind time
+// (src/kernels/cuda/fused_codegen.cc), so each fusable functor also exists as text: the body of
+// `template <class A> A f(A x)` (binary: f(A x, A y)), the same math as its f above in CUDA's device
+// math (exp, erfc, rint: the C names CUDA overloads for float and double). A functor without one is
+// not fused on CUDA (its entry's cuda is nullptr; the code generator refuses it, naming the op).
+template <class F>
+struct CudaSrc {
+  static constexpr const char* src = nullptr;
+};
+#define MF_PW_CUDA(F, body)                    \
+  template <>                                  \
+  struct CudaSrc<pw::F> {                      \
+    static constexpr const char* src = body;   \
+  };
+MF_PW_CUDA(Neg, "return -x;")
+MF_PW_CUDA(Abs, "return x < 0 ? -x : x;")
+MF_PW_CUDA(Exp, "return exp(x);")
+MF_PW_CUDA(Log, "return log(x);")
+MF_PW_CUDA(Log1p, "return log1p(x);")
+MF_PW_CUDA(Sqrt, "return sqrt(x);")
+MF_PW_CUDA(Rsqrt, "return A(1) / sqrt(x);")
+MF_PW_CUDA(Sigmoid, "return x >= 0 ? A(1) / (A(1) + exp(-x)) : exp(x) / (A(1) + exp(x));")
+MF_PW_CUDA(Tanh, "return tanh(x);")
+MF_PW_CUDA(Relu, "return (x > 0 || x != x) ? x : A(0);")
+MF_PW_CUDA(Sin, "return sin(x);")
+MF_PW_CUDA(Cos, "return cos(x);")
+MF_PW_CUDA(Square, "return x * x;")
+MF_PW_CUDA(Sign, "return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x;")
+MF_PW_CUDA(Floor, "return floor(x);")
+MF_PW_CUDA(Ceil, "return ceil(x);")
+MF_PW_CUDA(Round, "return rint(x);")
+MF_PW_CUDA(Erf, "return erf(x);")
+MF_PW_CUDA(Gelu, "return A(0.5) * x * erfc(x * A(-0.7071067811865476));")
+MF_PW_CUDA(Add, "return x + y;")
+MF_PW_CUDA(Sub, "return x - y;")
+MF_PW_CUDA(Mul, "return x * y;")
+MF_PW_CUDA(Div, "return x / y;")  // fused programs hold floats only: no integer division fault
+MF_PW_CUDA(Pow, "return pow(x, y);")
+MF_PW_CUDA(Maximum, "return x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y;")
+MF_PW_CUDA(Minimum, "return x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y;")
+MF_PW_CUDA(ReluBackward, "return y <= A(0) ? A(0) : x;")
+#undef MF_PW_CUDA
+
 // -- loops ---------------------------------------------------------------------------------------
 // A 2-D run of elements: `rows` rows of n; operand k (0 the output, 1 x, 2 y) steps s[k] elements
 // within a row (0: one value repeated) and r[k] from row to row. A kernel calls a loop once per run
@@ -135,6 +179,7 @@ struct PointwiseKernels {
   bool to_uint8 = false;        // binary: the result is uint8 (a comparison)
   bool fusable = false;         // fused programs may hold it: unary without params, or binary to T
   const char* fault = nullptr;  // binary: what an invalid element is ("integer division by zero")
+  const char* cuda = nullptr;   // fusable: the functor's CUDA source (CudaSrc), for NVRTC-compiled fused kernels
   PerDtype<UnaryLoop> unary{};
   PerDtype<BinaryLoop> binary{};
 };
@@ -254,6 +299,7 @@ PointwiseKernels unary_kernels(const char* name) {
   k.arity = 1;
   k.nparams = nparams<F, double>(Rank<2>());
   k.fusable = k.nparams == 0;
+  k.cuda = CudaSrc<F>::src;
   k.unary = {&unary_loop<F, float>, &unary_loop<F, double>, &unary_loop<F, int32_t>, &unary_loop<F, int64_t>,
              &unary_loop<F, uint8_t>};
   return k;
@@ -269,6 +315,7 @@ PointwiseKernels binary_kernels(const char* name) {
   bool bad = false;
   k.to_uint8 = std::is_same<decltype(binary<F>(1.0f, 1.0f, bad, Rank<1>())), uint8_t>::value;
   k.fusable = !k.to_uint8;
+  k.cuda = CudaSrc<F>::src;
   k.fault = fault<F, float>(Rank<1>());
   k.binary = {&binary_loop<F, float>, &binary_loop<F, double>, &binary_loop<F, int32_t>, &binary_loop<F, int64_t>,
               &binary_loop<F, uint8_t>};

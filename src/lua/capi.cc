@@ -416,9 +416,6 @@ int mf_k_unary(int32_t code, mf_tensor* y, const mf_tensor* x, double a, double 
 int mf_k_binary(int32_t code, mf_tensor* z, const mf_tensor* x, const mf_tensor* y) {
   return guard(__func__, [&] { binary_cpu(code, *z, *x, *y); });
 }
-struct mf_fused {
-  mf::FusedProgram prog;
-};
 mf_fused* mf_fused_compile(int32_t nin, int32_t nprog, const int64_t* prog) {
   return guard_value(__func__, nullptr, [&] { return new mf_fused{fused_compile(nin, nprog, prog)}; });
 }

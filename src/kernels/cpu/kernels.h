@@ -127,3 +127,11 @@ void adaptive_avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy);
 const char* reduce_name(int code);
 
 }  // namespace mf
+
+// The handle mf_fused_compile returns (opaque to Lua): the program, and each device's own form of it.
+// cuda_kernel: the CUDA backend's compiled kernel per output dtype (float32, float64), set at its
+// first run there (src/kernels/cuda/fused_jit.cc).
+struct mf_fused {
+  mf::FusedProgram prog;
+  mutable void* cuda_kernel[2] = {nullptr, nullptr};
+};

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../../core/error.h"
+#include "../../core/update_math.h"
 #include "checks.h"
 #include "kernels.h"
 #include "strided.h"
@@ -110,14 +111,8 @@ void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr, double wei
 
 namespace {
 
-// one element of momentum_update: g += wd * w; m = mu * m + c * g; w -= lr * (nesterov ? g + mu * m : m)
-template <typename T, bool DECAY, bool NESTEROV>
-inline void momentum_step(T& w, T& m, T g, T a, T mu, T c, T wd) {
-  if (DECAY) g += wd * w;
-  T mi = mu * m + c * g;
-  m = mi;
-  w -= a * (NESTEROV ? g + mu * mi : mi);
-}
+// one element: upd::momentum_step (src/core/update_math.h, shared with the CUDA kernels)
+using upd::momentum_step;
 
 template <typename T, bool DECAY, bool NESTEROV>
 void momentum_loop(const StridedIter<3>& it, mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, T a, T mu, T c,
@@ -158,22 +153,11 @@ void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad
 
 namespace {
 
-// weight decay in adam_update: none, L2 (added to the gradient) or decoupled (AdamW: w scaled first)
-enum AdamDecay { kNoDecay, kL2, kDecoupled };
-
-// one element of adam_update: the decay, m and v moving averages of g and g^2, then
-// w -= step_size * m / (sqrt(v) * denom_scale + eps)
-template <typename T, int DECAY>
-inline void adam_step(T& w, T& m, T& v, T g, T b1, T b2, T c1, T c2, T step, T ds, T eps, T wd, T keep) {
-  T wi = w;
-  if (DECAY == kL2) g += wd * wi;
-  if (DECAY == kDecoupled) wi *= keep;
-  T mi = b1 * m + c1 * g;
-  T vi = b2 * v + c2 * g * g;
-  m = mi;
-  v = vi;
-  w = wi - step * mi / (std::sqrt(vi) * ds + eps);
-}
+// one element: upd::adam_step (src/core/update_math.h, shared with the CUDA kernels)
+using upd::adam_step;
+using upd::kNoDecay;
+using upd::kL2;
+using upd::kDecoupled;
 
 template <typename T, int DECAY>
 void adam_loop(const StridedIter<4>& it, mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad,
