@@ -127,7 +127,7 @@ return function(mf)
   mf._docs = DOCS
 
   -- help() finds functions and classes inside these tables as 'ns.name'
-  local NAMESPACES = {'nn', 'optim', 'data', 'train', 'autograd'}
+  local NAMESPACES = {'nn', 'optim', 'data', 'train', 'autograd', 'cuda'}
 
   function mf.list_ops()
     mf._load_new_ops()  -- ops other engines registered since this one loaded

@@ -21,4 +21,5 @@ require('moonflow.optim')(mf)
 require('moonflow.fit')(mf)
 require('moonflow.help')(mf)
 require('moonflow.linalg')(mf)  -- einsum, allclose (after help: they add their docs to mf._docs)
+require('moonflow.cuda')(mf)  -- mf.cuda (after help, as linalg)
 return mf

@@ -300,6 +300,9 @@ function K.find_device(name, what)
     raise(("%s: the device is a %s; expected a device name (%s)"):format(what, type(name), table.concat(K.device_names(), ', ')))
   end
   local id = C.mf_device_find(name)
+  if id < 0 and name == 'cuda' then  -- the backend's own reason: no GPU, or no backend in this build
+    raise(('%s: cuda: %s'):format(what, ffi.string(C.mf_cuda_reason())))
+  end
   if id < 0 then
     raise(("%s: device '%s' is not registered; the devices are %s"):format(what, name, table.concat(K.device_names(), ', ')))
   end

@@ -402,6 +402,12 @@ return function(mf)
     end
     return self
   end
+  -- m:cuda(), m:cpu(): m:to('cuda'), m:to('cpu')
+  function Module:cuda()
+    if not mf.cuda.is_available() then raise('cuda: ' .. mf.cuda.reason()) end
+    return self:to('cuda')
+  end
+  function Module:cpu() return self:to('cpu') end
 
   -- {name = tensor} of every parameter and buffer (the live tensors). A module used twice appears
   -- under each of its names (as PyTorch); load_state_dict requires those entries to agree.

@@ -287,8 +287,9 @@ return function(mf)
       local d = ins[i].device_id
       if d ~= dev then
         local function name(k) return op.variadic and ('input %d'):format(k) or op.inputs[k] end
-        raise(('%s: %s is on %s, %s is on %s; move one with :to(...)'):format(op.name, name(1), K.device_name(dev),
-          name(i), K.device_name(d)))
+        local n1, ni = K.device_name(dev), K.device_name(d)
+        local how = (n1 == 'cpu' or ni == 'cpu') and ':' .. (n1 == 'cpu' and ni or n1) .. '() or :cpu()' or ':to(...)'
+        raise(('%s: %s is on %s, %s is on %s; move one with %s'):format(op.name, name(1), n1, name(i), ni, how))
       end
     end
     return dev
@@ -656,10 +657,18 @@ return function(mf)
         end
         number_operands(op, ins, nin)  -- numbers become tensors of the operands' dtype
         local rg = ptable and ptable.requires_grad
-        if rg ~= nil and not op.param_kind.requires_grad then  -- zeros(2, 3, {requires_grad = true})
+        if rg ~= nil and op.param_kind.requires_grad then rg = nil end
+        local dev = ptable and ptable.device  -- zeros(2, 3, {device = 'cuda'}): made, then moved there
+        if dev ~= nil and op.param_kind.device then dev = nil end
+        if rg ~= nil or dev ~= nil then  -- zeros(2, 3, {requires_grad = true})
+          if dev ~= nil then K.find_device(dev, op.name) end  -- an unknown or absent device fails first
           local pt = {}
-          for k, v in pairs(ptable) do if k ~= 'requires_grad' then pt[k] = v end end
-          return methods.requires_grad_(call(op, ins, nin, next(pt) ~= nil and pt or nil), rg)
+          for k, v in pairs(ptable) do
+            if (k ~= 'requires_grad' or rg == nil) and (k ~= 'device' or dev == nil) then pt[k] = v end
+          end
+          local r = call(op, ins, nin, next(pt) ~= nil and pt or nil)
+          if dev ~= nil then r = mf.no_grad(methods.to, r, dev) end
+          return rg ~= nil and methods.requires_grad_(r, rg) or r
         end
         return call(op, ins, nin, ptable)
       end

@@ -121,6 +121,12 @@ return function(mf)
       -- a copy made under no_grad: a leaf even when data has history
       return methods.requires_grad_(mf.no_grad(mf.tensor, data, o), opts.requires_grad)
     end
+    if type(opts) == 'table' and opts.device ~= nil then  -- mf.tensor(data, {device = 'cuda'}): made here, copied there
+      K.find_device(opts.device, 'mf.tensor')
+      local o = {}
+      for k, v in pairs(opts) do if k ~= 'device' then o[k] = v end end
+      return methods.to(mf.tensor(data, o), opts.device)
+    end
     if is_tensor(data) then return mf.cast(data, DTYPE_NAME[dtype]) end
     if type(data) ~= 'table' and type(data) ~= 'number' then
       raise(('mf.tensor: expected a number or a nested table of numbers, got a %s'):format(type(data)))
@@ -378,7 +384,7 @@ return function(mf)
   end
   function methods.cpu(t) return t.device_id == HOST and t or mf.to(t, HOST) end
   function methods.cuda(t)
-    if C.mf_device_find('cuda') < 0 then raise('cuda: this build has no CUDA backend') end
+    if C.mf_device_find('cuda') < 0 then raise('cuda: ' .. ffi.string(C.mf_cuda_reason())) end
     return methods.to(t, 'cuda')
   end
   function methods.totable(t)

@@ -158,6 +158,19 @@ int mf_device_strings(int32_t device);
    NULL for an unknown id. unary and binary take an op's pointwise code (mf_op_pointwise); a and b:
    the params of a unary op that has them, in its block's order. The table lives as long as the process. */
 const mf_kernel_table *mf_device_kernels(int32_t device);
+
+/* the CUDA backend (src/kernels/cuda/backend.h, src/lua/capi_cuda.cc): 1 when device "cuda" is
+   registered (the build has the backend and the runtime found a GPU when the library loaded), else 0;
+   mf_cuda_reason() then says why ("this build has no CUDA backend", "no CUDA device: <runtime's
+   text>"), "" when available. mf_cuda_device_count: GPUs the runtime reports (0 without the backend).
+   mf_cuda_synchronize waits for the compute stream (MF_OK when there is no device). TF32 in cuBLAS
+   matrix products: off unless mf_cuda_set_allow_tf32(1). */
+int mf_cuda_available(void);
+const char *mf_cuda_reason(void);
+int mf_cuda_device_count(void);
+int mf_cuda_synchronize(void);
+int mf_cuda_set_allow_tf32(int32_t allow);
+int mf_cuda_allow_tf32(void);
 /* fused elementwise program: nprog numbers, (op, a, b) triples over values 0..nin-1 (inputs) and
    nin + s (step s's result); the last step's result is the output. Compiled once, run many times. */
 mf_fused *mf_fused_compile(int32_t nin, int32_t nprog, const int64_t *prog);

@@ -252,5 +252,8 @@ void synchronize_all() {
   if (available()) synchronize("synchronize");
 }
 
+void set_tf32(bool allow) { set_allow_tf32(allow); }
+bool tf32() { return allow_tf32(); }
+
 }  // namespace cuda
 }  // namespace mf

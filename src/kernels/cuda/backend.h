@@ -19,6 +19,9 @@ int device_id();
 // Waits for all work queued on the compute stream; throws mf::Error naming what failed. A no-op
 // when no device is registered.
 void synchronize_all();
+// TF32 in cuBLAS products (kernels.h's set_allow_tf32), off by default.
+void set_tf32(bool allow);
+bool tf32();
 
 }  // namespace cuda
 }  // namespace mf
