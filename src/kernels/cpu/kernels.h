@@ -88,6 +88,9 @@ void pad_like_cpu(mf_tensor& out, const mf_tensor& g, int dim, int64_t start, in
 // integers into int64. cumprod_grad: the gradient of cumprod given gy, exact with zeros in x.
 enum { kSortAll = 0, kSortTop = 1, kSortKth = 2 };
 void max_dim_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min);
+// max_dim_cpu's computation once its operands are checked (src/kernels/cpu/reduce.cc: the arg paths
+// of the reductions): values and indices contiguous.
+void max_dim_lines(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min);
 void sort_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, int64_t k, int mode, bool descending,
               bool sorted);
 void cumulate_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool prod, bool reverse);

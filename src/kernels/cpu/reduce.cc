@@ -1,12 +1,24 @@
-// Reductions over any set of dims, and softmax / log_softmax along one dim.
+// Reductions over any set of dims. Every path streams memory contiguously and gives results that
+// do not depend on the thread count:
+//   rows     the reduced elements of an output are contiguous runs (x's stride-1 dim is reduced):
+//            each run is folded with lane accumulators (reduce_rows.h); a full reduction of one
+//            run is cut into fixed kBlock blocks folded on the pool and combined in block order;
+//   columns  x's stride-1 dim is kept (an outer or middle dim is reduced): each output row
+//            accumulates whole contiguous input rows, one reduced index after the other, so no
+//            column is ever walked; threads split the output columns, which never changes an
+//            element's order of operations;
+//   generic  any other layout (a permuted view): one output at a time, element by element.
+// Softmax and its kin are in softmax.cc.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "../../core/error.h"
 #include "../../core/threads.h"
+#include "../../core/vecmath.h"
 #include "checks.h"
 #include "kernels.h"
+#include "reduce_rows.h"
 
 namespace mf {
 
@@ -17,14 +29,25 @@ const char* reduce_name(int code) {
   return code >= 0 && code < MF_R_COUNT ? names[code] : "reduce?";
 }
 
+namespace {
+
+enum class Path { kGeneric, kRows, kColumns };
+
+// Output columns per work item of the column path: its accumulators (16 KB of double) stay in L1.
+constexpr int64_t kTile = 2048;
+
 // Splits x's dims into kept (outer loop, the output's order) and reduced (inner loop).
 struct ReducePlan {
   int nk = 0, nr = 0;
   int64_t kshape[kMaxDims], kstride[kMaxDims], rshape[kMaxDims], rstride[kMaxDims];
   int64_t rcount = 1;
-  // the reduced dims with neighbours that step contiguously merged: rows of mshape[nm-1] elements
+  // the reduced dims of size other than 1, neighbours that step contiguously merged: rows of
+  // mshape[nm-1] elements mstride[nm-1] apart, in row-major order of the reduced dims
   int nm = 0;
   int64_t mshape[kMaxDims], mstride[kMaxDims];
+  // the kept dims of size other than 1, merged alike: the output is row-major over them
+  int nkm = 0;
+  int64_t kmshape[kMaxDims], kmstride[kMaxDims];
   ReducePlan(const mf_tensor& x, uint32_t mask) {
     for (int d = 0; d < x.ndim; ++d) {
       if (mask & (1u << d)) {
@@ -36,17 +59,29 @@ struct ReducePlan {
         kstride[nk++] = x.strides[d];
       }
     }
-    for (int d = 0; d < nr; ++d) {
-      if (nm > 0 && mstride[nm - 1] == rstride[d] * rshape[d]) {
-        mshape[nm - 1] *= rshape[d];
-        mstride[nm - 1] = rstride[d];
+    merge(nr, rshape, rstride, nm, mshape, mstride);
+    merge(nk, kshape, kstride, nkm, kmshape, kmstride);
+  }
+  static void merge(int n, const int64_t* shape, const int64_t* stride, int& nmerged, int64_t* ms, int64_t* mst) {
+    for (int d = 0; d < n; ++d) {
+      if (shape[d] == 1) continue;
+      if (nmerged > 0 && mst[nmerged - 1] == stride[d] * shape[d]) {
+        ms[nmerged - 1] *= shape[d];
+        mst[nmerged - 1] = stride[d];
       } else {
-        mshape[nm] = rshape[d];
-        mstride[nm++] = rstride[d];
+        ms[nmerged] = shape[d];
+        mst[nmerged++] = stride[d];
       }
     }
   }
-  // Calls row(offset, n, stride) for each row of the merged reduced dims (in no particular order).
+  Path path() const {
+    if (nm >= 1 && mstride[nm - 1] == 1) return Path::kRows;
+    if (nm >= 1 && nkm >= 1 && kmstride[nkm - 1] == 1) return Path::kColumns;
+    return Path::kGeneric;
+  }
+  // one contiguous run holds every reduced element of an output
+  bool one_run() const { return nm == 1 && mstride[0] == 1; }
+  // Calls row(offset, n, stride) for each row of the merged reduced dims, in row-major order.
   template <typename F>
   void for_rows(int64_t base, F&& row) const {
     if (nm == 0) {
@@ -93,74 +128,246 @@ struct ReducePlan {
       }
     }
   }
+  // The column path: f(x_offset, out_offset, len) for each tile of len output columns of each
+  // output row (row-major over the kept dims but the last merged one, whose K columns are
+  // contiguous in x and in the output). The tiling only balances threads: an output element's
+  // order of operations is the same for any tiling.
+  template <typename F>
+  void for_column_tiles(F&& f) const {
+    int64_t K = kmshape[nkm - 1], outer = 1;
+    for (int d = 0; d < nkm - 1; ++d) outer *= kmshape[d];
+    int64_t tile = std::min(kTile, K), nt = get_num_threads();
+    if (outer < nt && K > 256) tile = std::min(tile, std::max<int64_t>(256, (K * outer + nt - 1) / nt + 15) & ~int64_t(15));
+    int64_t ntiles = (K + tile - 1) / tile;
+    parallel_for(outer * ntiles, std::max<int64_t>(rcount, 1) * tile, [&](int64_t b, int64_t e) {
+      for (int64_t it = b; it < e; ++it) {
+        int64_t o = it / ntiles, c0 = (it % ntiles) * tile, xo = 0;
+        int64_t r = o;
+        for (int d = nkm - 2; d >= 0; --d) {
+          xo += (r % kmshape[d]) * kmstride[d];
+          r /= kmshape[d];
+        }
+        f(xo + c0, o * K + c0, std::min(tile, K - c0));
+      }
+    });
+  }
 };
 
-// Integer sums and products accumulate in uint64 (wrapping, as two's complement int64 does, with no
-// signed-overflow UB) and are written as int64 (the sum and prod ops: PyTorch's rule) or as T
-// (sum_to, whose result keeps its input's dtype); float ones accumulate in double, written as T.
+// -- sum, mean, prod ---------------------------------------------------------------------------
+// Integer sums and products accumulate in uint64 (wrapping, as two's complement int64 does) and are
+// written as int64 (the sum and prod ops: PyTorch's rule) or as T (sum_to, whose result keeps its
+// input's dtype); float ones accumulate in double, written as T. Error bound of a float sum: rows
+// fold in 16 double lanes added pairwise, and a full reduction's kBlock blocks are added pairwise,
+// so |error| <= (min(n, kBlock) / 16 + 5 + log2(n / kBlock)) * 2^-53 * sum |x| before the final
+// rounding to T; a column sum adds its rows in order: |error| <= n * 2^-53 * sum |x|.
 template <typename T>
-static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
+static void sum_prod_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
+  using A = rr::Acc<T>;
   constexpr bool kInt = !std::is_floating_point<T>::value;
-  using A = std::conditional_t<kInt, uint64_t, double>;
   const T* xp = (const T*)x.ptr;
-  int64_t nout = out.count;
-  parallel_for(nout, plan.rcount, [&](int64_t ob, int64_t oe) {
-    for (int64_t o = ob; o < oe; ++o) {
-      int64_t base = plan.kept_offset(o);
-      if (code == MF_R_SUM || code == MF_R_MEAN || code == MF_R_PROD) {
-        A acc = code == MF_R_PROD ? A(1) : A(0);
-        if (code == MF_R_PROD) {
-          plan.for_reduced(base, [&](int64_t off, int64_t) { acc *= A(xp[off]); });
-        } else {
-          // row by row, four partial sums on unit stride: bias gradients reduce 1e6 elements per step
-          plan.for_rows(base, [&](int64_t off, int64_t n, int64_t st) {
-            const T* p = xp + off;
-            if (st == 1) {
-              A s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-              int64_t i = 0;
-              for (; i + 4 <= n; i += 4) {
-                s0 += A(p[i]);
-                s1 += A(p[i + 1]);
-                s2 += A(p[i + 2]);
-                s3 += A(p[i + 3]);
-              }
-              for (; i < n; ++i) s0 += A(p[i]);
-              acc += (s0 + s1) + (s2 + s3);
-            } else {
-              for (int64_t i = 0; i < n; ++i) acc += A(p[i * st]);
-            }
+  const bool prod = code == MF_R_PROD;
+  const A one = prod ? A(1) : A(0);
+  auto put = [&](int64_t o, A acc) {
+    if (code == MF_R_MEAN)  // floats only (checked by reduce_cpu)
+      ((T*)out.ptr)[o] = T(plan.rcount ? double(acc) / double(plan.rcount) : std::numeric_limits<double>::quiet_NaN());
+    else if (kInt && out.dtype_id == MF_INT64)
+      ((int64_t*)out.ptr)[o] = int64_t(acc);
+    else
+      ((T*)out.ptr)[o] = T(acc);
+  };
+  auto fold = [&](const T* p, int64_t n) { return prod ? rr::prod(p, n) : rr::sum(p, n); };
+  switch (plan.path()) {
+    case Path::kRows:
+      if (out.count == 1 && plan.one_run()) {  // one run: fixed blocks on the pool
+        const T* p = xp + plan.kept_offset(0);
+        auto parts = rr::per_block<A>(plan.rcount, 1, [&](int64_t b, int64_t e) { return fold(p + b, e - b); });
+        A acc = one;
+        if (prod) for (A v : parts) acc *= v;
+        else acc = rr::pairwise(parts);
+        put(0, acc);
+        return;
+      }
+      parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
+        for (int64_t o = ob; o < oe; ++o) {
+          A acc = one;
+          plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t) {
+            A v = fold(xp + off, n);
+            acc = prod ? acc * v : acc + v;
           });
+          put(o, acc);
         }
-        if (code == MF_R_MEAN) {  // floats only (checked by reduce_cpu)
-          double m = plan.rcount ? double(acc) / double(plan.rcount) : std::numeric_limits<double>::quiet_NaN();
-          ((T*)out.ptr)[o] = T(m);
-        } else if (kInt && out.dtype_id == MF_INT64) {
-          ((int64_t*)out.ptr)[o] = int64_t(acc);
-        } else {
-          ((T*)out.ptr)[o] = T(acc);
+      });
+      return;
+    case Path::kColumns:
+      plan.for_column_tiles([&](int64_t xo, int64_t oo, int64_t len) {
+        A acc[kTile];
+        std::fill(acc, acc + len, one);
+        plan.for_reduced(xo, [&](int64_t off, int64_t) {
+          const T* r = xp + off;
+          if (prod)
+            for (int64_t i = 0; i < len; ++i) acc[i] *= A(r[i]);
+          else
+            for (int64_t i = 0; i < len; ++i) acc[i] += A(r[i]);
+        });
+        for (int64_t i = 0; i < len; ++i) put(oo + i, acc[i]);
+      });
+      return;
+    case Path::kGeneric:
+      parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
+        for (int64_t o = ob; o < oe; ++o) {
+          A acc = one;
+          plan.for_reduced(plan.kept_offset(o), [&](int64_t off, int64_t) {
+            acc = prod ? acc * A(xp[off]) : acc + A(xp[off]);
+          });
+          put(o, acc);
         }
-      } else {
-        bool want_max = code == MF_R_MAX || code == MF_R_ARGMAX;
-        T best = xp[base];
-        int64_t best_j = 0;
-        bool nan_seen = false;
-        plan.for_reduced(base, [&](int64_t off, int64_t j) {
-          T v = xp[off];
-          if (nan_seen) return;
-          if (v != v) {  // NaN wins, as in PyTorch
-            nan_seen = true;
-            best = v;
-            best_j = j;
-          } else if (want_max ? v > best : v < best) {
-            best = v;
-            best_j = j;
+      });
+      return;
+  }
+}
+
+// -- max, min ----------------------------------------------------------------------------------
+// NaN wins (PyTorch): the result is NaN when any reduced element is.
+template <typename T, bool Max>
+static void extreme_typed(mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
+  const T* xp = (const T*)x.ptr;
+  T* yp = (T*)out.ptr;
+  // b, then v: v when v is NaN or better and b is not NaN (b > NaN is false: a NaN b stays)
+  auto better = [](T v, T b) { return (Max ? v > b : v < b) || rr::is_nan(v) ? v : b; };
+  switch (plan.path()) {
+    case Path::kRows:
+      if (out.count == 1 && plan.one_run()) {
+        const T* p = xp + plan.kept_offset(0);
+        auto parts = rr::per_block<T>(plan.rcount, 1, [&](int64_t b, int64_t e) {
+          return rr::extreme_nan<T, Max>(p + b, e - b);
+        });
+        T r = parts[0];
+        for (T v : parts) r = rr::is_nan(r) ? r : better(v, r);
+        yp[0] = r;
+        return;
+      }
+      parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
+        for (int64_t o = ob; o < oe; ++o) {
+          bool first = true;
+          T r{};
+          plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t) {
+            T v = rr::extreme_nan<T, Max>(xp + off, n);
+            r = first ? v : rr::is_nan(r) ? r : better(v, r);
+            first = false;
+          });
+          yp[o] = r;
+        }
+      });
+      return;
+    case Path::kColumns:
+      plan.for_column_tiles([&](int64_t xo, int64_t oo, int64_t len) {
+        T* y = yp + oo;
+        plan.for_reduced(xo, [&](int64_t off, int64_t j) {
+          const T* r = xp + off;
+          if (j == 0) std::copy(r, r + len, y);
+          else
+            for (int64_t i = 0; i < len; ++i) y[i] = rr::is_nan(y[i]) ? y[i] : better(r[i], y[i]);
+        });
+      });
+      return;
+    case Path::kGeneric:
+      parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
+        for (int64_t o = ob; o < oe; ++o) {
+          T r{};
+          plan.for_reduced(plan.kept_offset(o), [&](int64_t off, int64_t j) {
+            r = j == 0 ? xp[off] : rr::is_nan(r) ? r : better(xp[off], r);
+          });
+          yp[o] = r;
+        }
+      });
+      return;
+  }
+}
+
+// -- argmax, argmin, and max / min over one dim (values and indices) -------------------------
+// The first of equal extremes, or the first NaN (PyTorch's CPU choices); positions are row-major
+// over the reduced dims, written 1-based (Torch7). vals, when not null, gets the extremes.
+template <typename T, bool Max>
+static void arg_typed(T* vals, int64_t* idx, int64_t nout, const mf_tensor& x, const ReducePlan& plan) {
+  const T* xp = (const T*)x.ptr;
+  auto put = [&](int64_t o, const rr::Best<T>& b) {
+    if (vals) vals[o] = b.v;
+    idx[o] = b.i + 1;
+  };
+  switch (plan.path()) {
+    case Path::kRows:
+      if (nout == 1 && plan.one_run()) {
+        const T* p = xp + plan.kept_offset(0);
+        auto parts = rr::per_block<rr::Best<T>>(plan.rcount, 1, [&](int64_t b, int64_t e) {
+          rr::Best<T> r = rr::arg<T, Max>(p + b, e - b);
+          r.i += b;
+          return r;
+        });
+        rr::Best<T> r = parts[0];
+        for (const auto& v : parts) r = rr::first_best<T, Max>(r, v);
+        put(0, r);
+        return;
+      }
+      parallel_for(nout, plan.rcount, [&](int64_t ob, int64_t oe) {
+        for (int64_t o = ob; o < oe; ++o) {
+          rr::Best<T> r{};
+          int64_t at = 0;
+          plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t) {
+            if (at > 0 && r.nan) return;
+            rr::Best<T> v = rr::arg<T, Max>(xp + off, n);
+            v.i += at;
+            r = at == 0 ? v : rr::first_best<T, Max>(r, v);
+            at += n;
+          });
+          put(o, r);
+        }
+      });
+      return;
+    case Path::kColumns:
+      plan.for_column_tiles([&](int64_t xo, int64_t oo, int64_t len) {
+        T bv_local[kTile];
+        T* bv = vals ? vals + oo : bv_local;
+        int64_t* bi = idx + oo;
+        plan.for_reduced(xo, [&](int64_t off, int64_t j) {
+          const T* r = xp + off;
+          if (j == 0) {
+            std::copy(r, r + len, bv);
+            std::fill(bi, bi + len, int64_t(1));
+            return;
+          }
+          for (int64_t i = 0; i < len; ++i) {
+            T v = r[i], b = bv[i];
+            bool take = !rr::is_nan(b) && ((Max ? v > b : v < b) || rr::is_nan(v));
+            bv[i] = take ? v : b;
+            bi[i] = take ? j + 1 : bi[i];
           }
         });
-        if (code == MF_R_MAX || code == MF_R_MIN) ((T*)out.ptr)[o] = best;
-        else ((int64_t*)out.ptr)[o] = best_j + 1;  // 1-based, Torch7's convention
-      }
-    }
-  });
+      });
+      return;
+    case Path::kGeneric:
+      parallel_for(nout, plan.rcount, [&](int64_t ob, int64_t oe) {
+        for (int64_t o = ob; o < oe; ++o) {
+          rr::Best<T> r{};
+          plan.for_reduced(plan.kept_offset(o), [&](int64_t off, int64_t j) {
+            rr::Best<T> v{xp[off], j, rr::is_nan(xp[off])};
+            r = j == 0 ? v : rr::first_best<T, Max>(r, v);
+          });
+          put(o, r);
+        }
+      });
+      return;
+  }
+}
+
+template <typename T>
+static void reduce_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
+  switch (code) {
+    case MF_R_MAX: return extreme_typed<T, true>(out, x, plan);
+    case MF_R_MIN: return extreme_typed<T, false>(out, x, plan);
+    case MF_R_ARGMAX: return arg_typed<T, true>(nullptr, (int64_t*)out.ptr, out.count, x, plan);
+    case MF_R_ARGMIN: return arg_typed<T, false>(nullptr, (int64_t*)out.ptr, out.count, x, plan);
+    default: return sum_prod_typed<T>(code, out, x, plan);
+  }
 }
 
 // -- any / all -------------------------------------------------------------------------------------
@@ -191,11 +398,66 @@ static void any_all_typed(int code, mf_tensor& out, const mf_tensor& x, const Re
 // is two-pass: the mean, then the squared deviations from it, divided by max(0, n - correction)
 // (so n <= correction gives NaN or inf, as PyTorch). norm of order p: p = 0 counts the nonzeros;
 // inf / -inf take the largest / smallest |x|; else (sum |x|^p)^(1/p).
+// The fast path of stat_typed where each output's elements are one contiguous run (a full
+// reduction of it in kBlock blocks on the pool, added pairwise): logsumexp, var, std and the 1- and
+// 2-norms, folded in double lanes (reduce_rows.h). Returns false for the other cases.
+template <typename T>
+static bool stat_runs(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan, double p) {
+  bool fast = code == MF_R_LOGSUMEXP || code == MF_R_VAR || code == MF_R_STD || (code == MF_R_NORM && (p == 1 || p == 2));
+  if (!fast || plan.path() != Path::kRows || !plan.one_run() || plan.rcount == 0) return false;
+  const T* xp = (const T*)x.ptr;
+  T* yp = (T*)out.ptr;
+  const int64_t n = plan.rcount;
+  const bool whole = out.count == 1;
+  // the sum of f(q, b, e) over [0, n): in blocks when the run is the whole reduction
+  auto total = [&](const T* q, auto f) -> double {
+    if (!whole) return f(q, int64_t(0), n);
+    return rr::pairwise(rr::per_block<double>(n, 4, [&](int64_t b, int64_t e) { return f(q, b, e); }));
+  };
+  auto one = [&](const T* q) -> double {
+    if (code == MF_R_LOGSUMEXP) {
+      T m;
+      if (whole) {
+        auto parts = rr::per_block<T>(n, 1, [&](int64_t b, int64_t e) { return rr::extreme_nan<T, true>(q + b, e - b); });
+        m = parts[0];
+        for (T v : parts) m = rr::is_nan(m) ? m : rr::is_nan(v) || v > m ? v : m;
+      } else {
+        m = rr::extreme_nan<T, true>(q, n);
+      }
+      if (std::isinf(m)) m = 0;  // NaN stays: the sum is NaN too
+      double s = total(q, [m](const T* r, int64_t b, int64_t e) { return rr::exp_sum(r + b, e - b, m); });
+      return std::log(s) + double(m);
+    }
+    if (code == MF_R_NORM) {
+      double s = total(q, [p](const T* r, int64_t b, int64_t e) {
+        if (p == 2) return rr::sum_map<double>(r + b, e - b, [](double v) { return v * v; });
+        return rr::sum_map<double>(r + b, e - b, [](double v) { return std::fabs(v); });
+      });
+      return p == 2 ? std::sqrt(s) : s;
+    }
+    double mean = total(q, [](const T* r, int64_t b, int64_t e) { return double(rr::sum(r + b, e - b)); }) / double(n);
+    double ss = total(q, [mean](const T* r, int64_t b, int64_t e) {
+      return rr::sum_map<double>(r + b, e - b, [mean](double v) { return (v - mean) * (v - mean); });
+    });
+    double v = ss / std::max(0.0, double(n) - p);
+    return code == MF_R_STD ? std::sqrt(v) : v;
+  };
+  if (whole) {
+    yp[0] = T(one(xp + plan.kept_offset(0)));
+    return true;
+  }
+  parallel_for(out.count, n * 4, [&](int64_t ob, int64_t oe) {
+    for (int64_t o = ob; o < oe; ++o) yp[o] = T(one(xp + plan.kept_offset(o)));
+  });
+  return true;
+}
+
 template <typename T>
 static void stat_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan, double p) {
   const T* xp = (const T*)x.ptr;
   T* yp = (T*)out.ptr;
   const double inf = std::numeric_limits<double>::infinity();
+  if (stat_runs<T>(code, out, x, plan, p)) return;
   parallel_for(out.count, plan.rcount * 4, [&](int64_t ob, int64_t oe) {
     for (int64_t o = ob; o < oe; ++o) {
       int64_t base = plan.kept_offset(o);
@@ -244,6 +506,8 @@ static void stat_typed(int code, mf_tensor& out, const mf_tensor& x, const Reduc
     }
   });
 }
+
+}  // namespace
 
 // Checks a reduction's operands and returns its plan: out must hold x's kept dims in order (size-1
 // dims aside) in the code's result dtype.
@@ -296,6 +560,7 @@ static bool takes_number(int code) { return code == MF_R_VAR || code == MF_R_STD
 void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
   if (takes_number(code)) fail(reduce_name(code), ": takes a number (the correction or order); run it with reduce_p");
   ReducePlan plan = checked_plan(code, out, x, dim_mask);
+  if (out.count == 0) return;  // nothing to write (and a kept dim of size 0 would divide by 0)
   if (code == MF_R_ANY || code == MF_R_ALL) {
     MF_DISPATCH(x.dtype_id, T, any_all_typed<T>(code, out, x, plan));
   } else if (code == MF_R_LOGSUMEXP) {
@@ -314,108 +579,21 @@ void reduce_p_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mas
   if (code != MF_R_NORM && p < 0) fail(op, ": the correction is ", p, "; expected 0 or more");
   if (code == MF_R_NORM && std::isinf(p) && p < 0 && plan.rcount == 0)
     fail("norm: the -inf norm over an empty dim of a ", shape_str(x), " tensor has no value (no identity)");
+  if (out.count == 0) return;
   MF_DISPATCH_FLOAT(x.dtype_id, T, op, stat_typed<T>(code, out, x, plan, p));
 }
 
-// -- softmax / log_softmax -----------------------------------------------------------------
-template <typename T>
-static void softmax_typed(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
-  int64_t n = x.shape[dim], xs = x.strides[dim], ys = y.strides[dim];
-  // lines along dim: for every other index
-  ReducePlan plan(x, 1u << dim);
-  ReducePlan yplan(y, 1u << dim);
-  int64_t lines = x.count / (n ? n : 1);
-  if (n == 0) return;
-  const T* xp = (const T*)x.ptr;
-  T* yp = (T*)y.ptr;
-  parallel_for(lines, n * 8, [&](int64_t lb, int64_t le) {
-    for (int64_t l = lb; l < le; ++l) {
-      const T* xl = xp + plan.kept_offset(l);
-      T* yl = yp + yplan.kept_offset(l);
-      T m = xl[0];
-      for (int64_t i = 1; i < n; ++i) m = xl[i * xs] > m ? xl[i * xs] : m;
-      double s = 0;
-      for (int64_t i = 0; i < n; ++i) s += std::exp(double(xl[i * xs] - m));
-      if (log) {
-        double ls = std::log(s);
-        for (int64_t i = 0; i < n; ++i) yl[i * ys] = T(double(xl[i * xs] - m) - ls);
-      } else {
-        double inv = 1.0 / s;
-        for (int64_t i = 0; i < n; ++i) yl[i * ys] = T(std::exp(double(xl[i * xs] - m)) * inv);
-      }
-    }
+
+// -- max / min over one dim: values and indices --------------------------------------------------
+// Called by max_dim_cpu (sort.cc) once it has checked the operands: values and indices are
+// contiguous, shaped as x without dim (or with it kept as size 1).
+void max_dim_lines(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min) {
+  if (values.count == 0) return;
+  ReducePlan plan(x, x.ndim ? 1u << dim : 0u);
+  MF_DISPATCH(x.dtype_id, T, {
+    if (is_min) arg_typed<T, false>((T*)values.ptr, (int64_t*)indices.ptr, values.count, x, plan);
+    else arg_typed<T, true>((T*)values.ptr, (int64_t*)indices.ptr, values.count, x, plan);
   });
-}
-
-// -- softmax_cross_entropy -------------------------------------------------------------------
-// loss = -sum(labels * log_softmax(x)) along dim, in one pass per line with the max subtracted.
-template <typename T>
-static void softmax_xent_typed(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labels, int dim) {
-  int64_t n = x.shape[dim], xs = x.strides[dim], ls = labels.strides[dim];
-  ReducePlan xplan(x, 1u << dim), lplan(labels, 1u << dim);
-  int64_t lines = loss.count;
-  const T* xp = (const T*)x.ptr;
-  const T* lp = (const T*)labels.ptr;
-  T* out = (T*)loss.ptr;
-  parallel_for(lines, n * 8, [&](int64_t lb, int64_t le) {
-    for (int64_t l = lb; l < le; ++l) {
-      const T* xl = xp + xplan.kept_offset(l);
-      const T* ll = lp + lplan.kept_offset(l);
-      if (n == 0) {
-        out[l] = T(0);
-        continue;
-      }
-      T m = xl[0];
-      for (int64_t i = 1; i < n; ++i) m = xl[i * xs] > m ? xl[i * xs] : m;
-      double s = 0, lsum = 0, dot = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        double z = double(xl[i * xs] - m);
-        s += std::exp(z);
-        lsum += double(ll[i * ls]);
-        dot += double(ll[i * ls]) * z;
-      }
-      out[l] = T(lsum * std::log(s) - dot);
-    }
-  });
-}
-
-void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labels, int dim) {
-  if (dim < 0 || dim >= x.ndim) fail("softmax_cross_entropy: dim ", dim + 1, " out of range");
-  const char* op = "softmax_cross_entropy";
-  kcheck::meta(op, "logits", x);
-  kcheck::meta(op, "labels", labels);
-  kcheck::meta(op, "loss", loss);
-  kcheck::dtype(op, "labels", labels, x.dtype_id, " like the logits");
-  kcheck::dtype(op, "loss", loss, x.dtype_id, " like the logits");
-  kcheck::contiguous(op, "loss", loss);
-  {  // loss: logits' shape without dim (or with it kept as size 1)
-    bool ok = loss.ndim == x.ndim || loss.ndim == x.ndim - 1;
-    for (int d = 0, i = 0; d < x.ndim && ok; ++d) {
-      if (d == dim) {
-        if (loss.ndim == x.ndim) ok = loss.shape[i++] == 1;
-        continue;
-      }
-      ok = loss.shape[i++] == x.shape[d];
-    }
-    if (!ok)
-      fail(op, ": loss is ", shape_str(loss), ", logits ", shape_str(x), "; expected the logits' shape without dim ",
-           dim + 1);
-  }
-  for (int d = 0; d < x.ndim; ++d)
-    if (labels.ndim != x.ndim || labels.shape[d] != x.shape[d])
-      fail("softmax_cross_entropy: labels are ", shape_str(labels), ", logits ", shape_str(x), "; expected one shape");
-  MF_DISPATCH_FLOAT(x.dtype_id, T, "softmax_cross_entropy", softmax_xent_typed<T>(loss, x, labels, dim));
-}
-
-void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
-  const char* op = log ? "log_softmax" : "softmax";
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "y", y);
-  if (dim < 0 || dim >= x.ndim) fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
-  kcheck::same_shape(op, "y", y, "x", x);
-  kcheck::dtype(op, "y", y, x.dtype_id, " like x");
-  kcheck::writable(op, "y", y);
-  MF_DISPATCH_FLOAT(x.dtype_id, T, log ? "log_softmax" : "softmax", softmax_typed<T>(y, x, dim, log));
 }
 
 }  // namespace mf

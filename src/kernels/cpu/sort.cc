@@ -92,65 +92,8 @@ void check_along_shape(const char* op, const char* name, const mf_tensor& out, c
 }  // namespace
 
 // -- max_dim / min_dim ----------------------------------------------------------------------------
-// One pass per line; the first of equal extremes, or the first NaN (PyTorch's CPU choices).
-template <typename T>
-static void max_dim_typed(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min) {
-  Lines lx(x, dim);
-  const T* xp = (const T*)x.ptr;
-  T* vp = (T*)values.ptr;
-  int64_t* ip = (int64_t*)indices.ptr;
-  const int64_t n = lx.n, st = lx.stride;
-  int64_t inner = 1;
-  for (int d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
-  if (inner > 1 && is_contiguous(x)) {  // a row of `inner` lines at a time, so the reads stream
-    parallel_for(lx.count / inner, n * inner, [&](int64_t ob, int64_t oe) {
-      for (int64_t o = ob; o < oe; ++o) {
-        T* bv = vp + o * inner;
-        int64_t* bi = ip + o * inner;
-        const T* row = xp + o * n * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          bv[i] = row[i];
-          bi[i] = 1;
-        }
-        for (int64_t j = 1; j < n; ++j) {
-          row += inner;
-          for (int64_t i = 0; i < inner; ++i) {
-            T v = row[i], b = bv[i];
-            if (!is_nan(b) && (is_nan(v) || (is_min ? v < b : v > b))) {
-              bv[i] = v;
-              bi[i] = j + 1;
-            }
-          }
-        }
-      }
-    });
-    return;
-  }
-  parallel_for(lx.count, n, [&](int64_t lb, int64_t le) {
-    for (int64_t l = lb; l < le; ++l) {
-      const T* p = xp + lx.offset(l);
-      T best = p[0];
-      int64_t bi = 0;
-      if (!is_nan(best)) {
-        for (int64_t j = 1; j < n; ++j) {
-          T v = p[j * st];
-          if (is_nan(v)) {
-            best = v;
-            bi = j;
-            break;
-          }
-          if (is_min ? v < best : v > best) {
-            best = v;
-            bi = j;
-          }
-        }
-      }
-      vp[l] = best;
-      ip[l] = bi + 1;
-    }
-  });
-}
-
+// Checked here; computed by the reductions' arg paths (max_dim_lines, reduce.cc): the first of equal
+// extremes, or the first NaN (PyTorch's CPU choices).
 void max_dim_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min) {
   const char* op = is_min ? "min" : "max";
   kcheck::meta(op, "x", x);
@@ -164,7 +107,7 @@ void max_dim_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int 
   check_along_shape(op, "values", values, x, dim, 1, true);
   kcheck::same_shape(op, "indices", indices, "values", values);
   if (Lines(x, dim).n == 0) fail(op, ": cannot reduce over dim ", dim + 1, " of size 0 (x is ", shape_str(x), ")");
-  MF_DISPATCH(x.dtype_id, T, max_dim_typed<T>(values, indices, x, dim, is_min));
+  max_dim_lines(values, indices, x, dim, is_min);
 }
 
 // -- sort / topk / kthvalue -----------------------------------------------------------------------
