@@ -328,6 +328,10 @@ local POOLS = {
   {'_nonsquare', {1, 3, 5, 7}, {kernel_size = {2, 3}, stride = {1, 2}, padding = {1, 1}}},
   {'_stride_gt_kernel', {2, 2, 9, 8}, {kernel_size = 2, stride = 3}},
   {'_threads', {4, 16, 24, 24}, {kernel_size = 2}},
+  {'_narrow', {2, 3, 4, 6}, {kernel_size = 2}},                       -- 3 windows a row: scalar / short vectors
+  {'_wide_nan', {1, 2, 4, 42}, {kernel_size = 2}, nil, NANS},         -- NaN in full and overlapping vectors
+  {'_wide_ties', {1, 2, 6, 26}, {kernel_size = 2}, nil, TIES},
+  {'_wide_overlap', {1, 2, 6, 40}, {kernel_size = 3, stride = 2, padding = 1}},
   {'_ties', {2, 3, 6, 8}, {kernel_size = 2}, nil, TIES},
   {'_ties_overlap', {2, 2, 5, 6}, {kernel_size = 3, stride = 1, padding = 1}, nil, TIES},
   {'_nan', {2, 3, 6, 8}, {kernel_size = 2}, nil, NANS},

@@ -111,7 +111,7 @@ struct AdamScalars {
 void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, const AdamScalars& k);
 void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& logits, const mf_tensor& labels, int dim);
 
-// Convolution and pooling, NCHW (src/kernels/cpu/conv.cc). hp: stride h, w, padding h, w, dilation h, w.
+// Convolution and pooling, NCHW (src/kernels/cpu/conv.cc, pool.cc). hp: stride h, w, padding h, w, dilation h, w.
 // ws is the bind-time uint8 workspace sized by conv2d_workspace_cpu (kind 0 forward, 1 input
 // gradient, 2 weight gradient; out, a, b as the routine takes them); a smaller or null one makes the
 // routine borrow temporary memory. Strided inputs are packed into it; outputs must be contiguous.
