@@ -4,6 +4,7 @@
 // Counter layout: value i of a draw reads counter offset + i (low word c0, high word c1; c2 = c3 = 0)
 // under the key (seed low, seed high).
 #pragma once
+#include <math.h>
 #include <stdint.h>
 
 #if defined(__CUDACC__)
@@ -41,5 +42,50 @@ MF_PHILOX_HD double u64_to_unit_double(uint32_t hi, uint32_t lo) {
 }
 // The 64-bit integer of a draw's first two words (randint, randperm, multinomial).
 MF_PHILOX_HD uint64_t u64_of(const Philox4& r) { return (uint64_t(r.v[0]) << 32) | r.v[1]; }
+
+// -- how a draw spends its counters (the element layout) ----------------------------------------
+// rand, randn, randint and dropout_mask take P values from each counter: a draw of n values from
+// offset o reads counters o .. o + ceil(n / P) - 1, leaves the offset at o + ceil(n / P), and
+// element e reads counter o + e / P:
+//   P = 4  rand float32: word e % 4, 24 bits (u32_to_unit_float); dropout_mask: word e % 4, the
+//          element is dropped when word < p * 2^32; randn float32: Box-Muller on the word pair
+//          (2h, 2h + 1), h = (e % 4) / 2, elements 4j + 2h and 4j + 2h + 1 (box_muller_float)
+//   P = 2  rand float64: words (2h, 2h + 1), h = e % 2 (u64_to_unit_double); randint: the 64-bit
+//          integer of those words scaled to the range (scale_u64); randn float64: Box-Muller on u1
+//          from words (0, 1) and u2 from words (2, 3), elements 2j and 2j + 1 (box_muller_double)
+// Box-Muller: r = sqrt(-2 log u1) with u1 in (0, 1], t = 2 pi u2 with u2 in [0, 1); the even
+// element is r cos t, the odd one r sin t. The functions below are the definition; the CPU
+// computes the same in vector lanes (src/kernels/cpu/sample.cc) with the build's vector math,
+// within a few ulps of these scalar forms (bit-equal for rand, randint and dropout_mask).
+// (Until 2026-11-25 every element took a whole counter: one word for rand float32, Box-Muller's
+// cosine alone from four words for randn; the same seed gives other numbers since.)
+constexpr int kDrawPerCounter32 = 4;  // float32 rand / randn, dropout_mask
+constexpr int kDrawPerCounter64 = 2;  // float64 rand / randn, randint
+
+// (r cos t, r sin t) from two words, in float: u1 = (w0 >> 8) + 1 over 2^24, u2 from w1's top 24 bits
+MF_PHILOX_HD void box_muller_float(uint32_t w0, uint32_t w1, float* z) {
+  float u1 = float((w0 >> 8) + 1) * (1.0f / 16777216.0f);
+  float t = 6.28318530717958648f * u32_to_unit_float(w1);
+  float r = sqrtf(-2.0f * logf(u1));
+  z[0] = r * cosf(t);
+  z[1] = r * sinf(t);
+}
+// (r cos t, r sin t) from four words, in double: u1 = 1 - u64_to_unit_double(w0, w1), u2 from (w2, w3)
+MF_PHILOX_HD void box_muller_double(const Philox4& q, double* z) {
+  double u1 = 1.0 - u64_to_unit_double(q.v[0], q.v[1]);
+  double t = 6.283185307179586477 * u64_to_unit_double(q.v[2], q.v[3]);
+  double r = sqrt(-2.0 * log(u1));
+  z[0] = r * cos(t);
+  z[1] = r * sin(t);
+}
+// floor(x * range / 2^64): an integer in [0, range), biased by at most range / 2^64 (as x % range
+// is, without the division)
+MF_PHILOX_HD uint64_t scale_u64(uint64_t x, uint64_t range) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(x, range);
+#else
+  return uint64_t((unsigned __int128)x * range >> 64);
+#endif
+}
 
 }  // namespace mf

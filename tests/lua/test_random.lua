@@ -122,4 +122,125 @@ T.test('a seed gives the same numbers whatever the thread count', function()
   if not ok then error(err, 0) end
 end)
 
+
+-- The element layout (src/core/philox.h): float32 rand/randn and dropout_mask take 4 values per
+-- counter, float64 rand/randn and randint 2; randn is Box-Muller on word pairs (cosine, then sine).
+-- The stream changed on 2026-11-25 (each element took a whole counter before). These values were
+-- computed independently: Philox4x32-10 in Python integers and the layout's formulas in float64
+-- (/usr/bin/python3, seed 2024, offset 0).
+local GOLD = {
+  rand32 = {0.6036898493766785, 0.26856327056884766, 0.984598696231842, 0.08359599113464355, 0.3462841510772705,
+            0.435894250869751, 0.897896409034729, 0.4639272689819336, 0.5752686262130737, 0.049291014671325684},
+  rand32_m2_3 = {1.018449306488037, -0.6571836471557617, 2.9229934215545654, -1.5820200443267822,
+                 -0.26857924461364746, 0.17947125434875488},
+  rand64 = {0.6036898762147322, 0.9845987393249748, 0.3462842068252838, 0.8978964468613098, 0.5752686453166629},
+  randn32 = {-0.116917239, 0.997857493, 0.152437543, 0.0883456058, -1.33981186, 0.570872165, -0.452243124,
+             0.104293688, 1.00155674, 0.320499963},
+  randn64 = {1.3541920905069686, -0.13145435979650869, 0.73872119363163302, -0.55177547612667899,
+             0.63447017366308034},
+  randint = {60, 98, 34, 89, 57, 83, 66, 23, 1},
+  randint_big = {207379752429464, 969197478649949, -307431586349433},
+  dropout = {2, 0, 2, 0, 0, 0, 2, 0, 2},
+}
+
+T.test('draws equal independently computed values for seed 2024', function()
+  local function check(name, t, want, tol)
+    local got = t:double():totable()
+    T.eq(#got, #want, name .. ' count')
+    for i = 1, #want do
+      if tol then T.near(got[i], want[i], tol, ('%s[%d]'):format(name, i))
+      else T.eq(got[i], want[i], ('%s[%d]'):format(name, i)) end
+    end
+  end
+  local function fresh() mf.manual_seed(2024) end
+  fresh() check('rand float32', mf.rand(10), GOLD.rand32)
+  fresh() check('rand float32 [-2, 3)', mf.rand(6, {low = -2, high = 3}), GOLD.rand32_m2_3)
+  fresh() check('rand float64', mf.rand(5, {dtype = 'float64'}), GOLD.rand64)
+  fresh() check('randn float32', mf.randn(10), GOLD.randn32, 2e-6)  -- the vector math is within a few ulps
+  fresh() check('randn float64', mf.randn(5, {dtype = 'float64'}), GOLD.randn64, 1e-14)
+  fresh() check('randint', mf.randint(0, 100, {9}), GOLD.randint)
+  fresh() check('randint wide', mf.randint(-1e15, 1e15, {3}), GOLD.randint_big)
+  fresh() check('dropout_mask', mf.dropout_mask(mf.ones(9), 0.5), GOLD.dropout)
+  -- the like-factories and in-place fills draw the same way
+  fresh() check('rand_like', mf.rand_like(mf.zeros(2, 5)):reshape(10), GOLD.rand32)
+  fresh() check('uniform_', mf.zeros(10):uniform_(), GOLD.rand32)
+  fresh() check('normal_', mf.zeros(2, 5):normal_():reshape(10), GOLD.randn32, 2e-6)
+  fresh() check('randn_like float64', mf.randn_like(mf.zeros(5, {dtype = 'float64'})), GOLD.randn64, 1e-14)
+end)
+
+T.test('a draw advances the offset by the counters it used', function()
+  mf.manual_seed(5)
+  local function used(f) local o = mf.get_rng_state().offset; f(); return mf.get_rng_state().offset - o end
+  T.eq(used(function() mf.rand(10) end), 3, 'rand float32: 4 a counter')
+  T.eq(used(function() mf.randn(8) end), 2, 'randn float32')
+  T.eq(used(function() mf.rand(5, {dtype = 'float64'}) end), 3, 'rand float64: 2 a counter')
+  T.eq(used(function() mf.randn(1, {dtype = 'float64'}) end), 1, 'randn float64')
+  T.eq(used(function() mf.randint(0, 3, {7}) end), 4, 'randint: 2 a counter')
+  T.eq(used(function() mf.dropout_mask(mf.ones(13), 0.1) end), 4, 'dropout_mask: 4 a counter')
+  T.eq(used(function() mf.rand(0) end), 0, 'an empty draw')
+  -- two draws in a row continue the stream at the next counter
+  mf.manual_seed(2024)
+  mf.rand(4)
+  local second = mf.rand(6):totable()
+  mf.manual_seed(2024)
+  local whole = mf.rand(10):totable()
+  for i = 1, 6 do T.eq(second[i], whole[4 + i], 'second draw element ' .. i) end
+end)
+
+-- Philox4x32-10 in plain LuaJIT (64-bit cdata products), written from Salmon et al. (SC'11), to check
+-- the vector lanes over long runs: partial blocks, both thread splits, a counter crossing 2^32.
+local ffi = require 'ffi'
+local bit = require 'bit'
+local U64 = ffi.typeof('uint64_t')
+local function u32(x) return tonumber(bit.band(x, 0xffffffffULL)) end
+local function philox(seed, ctr)
+  local c0, c1, c2, c3 = u32(ctr), u32(bit.rshift(ctr, 32)), 0, 0
+  local k0, k1 = u32(seed), u32(bit.rshift(seed, 32))
+  for r = 1, 10 do
+    if r > 1 then k0, k1 = u32(U64(k0) + 0x9E3779B9), u32(U64(k1) + 0xBB67AE85) end
+    local p0, p1 = U64(0xD2511F53) * c0, U64(0xCD9E8D57) * c2
+    c0, c1, c2, c3 = bit.bxor(u32(bit.rshift(p1, 32)), c1, k0), u32(p1), bit.bxor(u32(bit.rshift(p0, 32)), c3, k1), u32(p0)
+    c0, c2 = c0 % 2^32, c2 % 2^32  -- bit.bxor gives signed 32-bit results
+  end
+  return {c0, c1, c2, c3}
+end
+
+T.test('the vector lanes equal a plain Philox over long draws and a 2^32 counter carry', function()
+  local seed, start = 0x243F6A88, 2^32 - 150   -- counters run across 2^32
+  local n = 1001                                -- a partial last block
+  local keep = ffi.new('float[1]', 1 / (1 - 0.3))[0]  -- the float32 mask's value
+  local saved = mf.get_num_threads()
+  local ok, err = pcall(function()
+    for _, threads in ipairs{1, 2} do
+      mf.set_num_threads(threads)
+      mf.set_rng_state({seed = seed, offset = start})
+      local r = mf.rand(n):totable()
+      mf.set_rng_state({seed = seed, offset = start})
+      local m = mf.dropout_mask(mf.ones(n), 0.3):totable()
+      mf.set_rng_state({seed = seed, offset = start})
+      local k = mf.randint(0, 1000, {n}):totable()
+      mf.set_rng_state({seed = seed, offset = start})
+      local z = mf.randn(n, {dtype = 'float64'}):totable()
+      for e = 0, n - 1 do
+        local w = philox(U64(seed), U64(start) + math.floor(e / 4))
+        local word = w[e % 4 + 1]
+        local u = math.floor(word / 256) / 2^24
+        T.eq(r[e + 1], u, ('rand element %d (%d threads)'):format(e + 1, threads))
+        T.eq(m[e + 1], word < 0.3 * 2^32 and 0 or keep, ('dropout element %d'):format(e + 1))
+        local w2 = philox(U64(seed), U64(start) + math.floor(e / 2))
+        local h = e % 2
+        -- floor(x * 1000 / 2^64) from the 32-bit halves (no 128-bit products in Lua)
+        local want = math.floor((w2[2 * h + 1] * 1000 + math.floor(w2[2 * h + 2] * 1000 / 2^32)) / 2^32)
+        T.eq(k[e + 1], want, ('randint element %d'):format(e + 1))
+        local u1 = 1 - tonumber(bit.rshift(U64(w2[1]) * 2^32 + w2[2], 11)) / 2^53
+        local u2 = tonumber(bit.rshift(U64(w2[3]) * 2^32 + w2[4], 11)) / 2^53
+        local rr, t = math.sqrt(-2 * math.log(u1)), 2 * math.pi * u2
+        T.near(z[e + 1], rr * (h == 0 and math.cos(t) or math.sin(t)), 1e-13, ('randn float64 element %d'):format(e + 1))
+      end
+    end
+  end)
+  mf.set_num_threads(saved)
+  if not ok then error(err, 0) end
+end)
+
 T.finish()

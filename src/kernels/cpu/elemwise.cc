@@ -7,6 +7,7 @@
 #include "../../core/pointwise.h"
 #include "../../core/writes.h"
 #include "checks.h"
+#include "copy.h"
 #include "kernels.h"
 #include "strided.h"
 
@@ -201,8 +202,12 @@ void copy_cpu(mf_tensor& dst, const mf_tensor& src) {
     mf_tensor staged{};
     tensor_init(staged, shape_of(src), src.dtype_id, MF_CPU);
     try {
-      MF_DISPATCH(src.dtype_id, S, copy_typed<S, S>(staged, src));
-      MF_DISPATCH(dst.dtype_id, D, { MF_DISPATCH(src.dtype_id, S, copy_typed<D, S>(dst, staged)); });
+      copy_same_dtype(staged, src);
+      if (dst.dtype_id == src.dtype_id) {
+        copy_same_dtype(dst, staged);
+      } else {
+        MF_DISPATCH(dst.dtype_id, D, { MF_DISPATCH(src.dtype_id, S, copy_typed<D, S>(dst, staged)); });
+      }
     } catch (...) {
       tensor_release(staged);
       throw;
@@ -210,6 +215,7 @@ void copy_cpu(mf_tensor& dst, const mf_tensor& src) {
     tensor_release(staged);
     return;
   }
+  if (dst.dtype_id == src.dtype_id) return copy_same_dtype(dst, src);  // by layout (copy.cc)
   MF_DISPATCH(dst.dtype_id, D, { MF_DISPATCH(src.dtype_id, S, copy_typed<D, S>(dst, src)); });
 }
 
@@ -269,34 +275,6 @@ void eye_cpu(mf_tensor& t) {
     T* p = (T*)t.ptr;
     for (int64_t i = 0; i < n; ++i) p[i * t.shape[1] + i] = T(1);
   });
-}
-
-void rand_cpu(mf_tensor& t, mf_rng& g, bool normal, double a, double b) {
-  // Element i draws from counter offset + i alone, so any split across threads gives the same values.
-  const char* op = normal ? "randn" : "rand";
-  kcheck::meta(op, "output", t);
-  kcheck::float_dtype(op, "output", t);
-  kcheck::contiguous(op, "output", t);
-  uint64_t seed = g.seed, base = g.offset;
-  MF_DISPATCH_FLOAT(t.dtype_id, T, normal ? "randn" : "rand", {
-    T* p = (T*)t.ptr;
-    parallel_for(t.count, 20, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        Philox4 r = philox(seed, base + uint64_t(i));
-        if (normal) {
-          double u1 = 1.0 - u64_to_unit_double(r.v[0], r.v[1]);  // (0, 1]: log is finite
-          double u2 = u64_to_unit_double(r.v[2], r.v[3]);
-          p[i] = T(a + b * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-        } else if (sizeof(T) == 4) {
-          p[i] = T(a + (b - a) * double(u32_to_unit_float(r.v[0])));
-        } else {
-          p[i] = T(a + (b - a) * u64_to_unit_double(r.v[0], r.v[1]));
-        }
-        if (!normal && p[i] >= T(b) && b > a) p[i] = T(a);  // rounding must not reach the open end
-      }
-    });
-  });
-  g.offset = base + uint64_t(t.count);
 }
 
 }  // namespace mf

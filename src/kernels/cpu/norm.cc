@@ -67,24 +67,4 @@ void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const 
   MF_DISPATCH_FLOAT(x.dtype_id, T, "batch_norm", batch_norm_typed<T>(y, x, w, b, eps));
 }
 
-void dropout_mask_cpu(mf_tensor& mask, mf_rng& g, double p) {
-  kcheck::meta("dropout_mask", "mask", mask);
-  kcheck::float_dtype("dropout_mask", "mask", mask);
-  kcheck::contiguous("dropout_mask", "mask", mask);
-  if (!(p >= 0 && p <= 1)) fail("dropout_mask: p is ", p, "; expected 0 <= p <= 1");
-  uint64_t seed = g.seed, base = g.offset;
-  double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;
-  MF_DISPATCH_FLOAT(mask.dtype_id, T, "dropout_mask", {
-    T* m = (T*)mask.ptr;
-    parallel_for(mask.count, 20, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        Philox4 r = philox(seed, base + uint64_t(i));
-        double u = u64_to_unit_double(r.v[0], r.v[1]);
-        m[i] = u < p ? T(0) : T(scale);
-      }
-    });
-  });
-  g.offset = base + uint64_t(mask.count);
-}
-
 }  // namespace mf

@@ -1,0 +1,230 @@
+-- Copies by layout (issue 12): the transposed-block, contiguous-run, broadcast-row and element paths
+-- of copy, contiguous, concat, index_select, one_hot, flip / roll / repeat and tril / triu, on every
+-- dtype width, with sizes that are not multiples of the 8 x 8 blocks and large enough to run on
+-- several threads. References are index arithmetic in Lua over the source's own values, read
+-- through raw pointers and strides (never through the copy under test).
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+
+local DTYPES = {'float32', 'float64', 'int32', 'int64', 'uint8'}
+
+-- The values of t in row-major order of its shape, read through its strides.
+local function read(t)
+  local nd, p, out = t:dim(), t:data(), {}
+  if nd == 0 then return {tonumber(p[0])} end
+  local shape, st, idx = {}, {}, {}
+  for d = 1, nd do shape[d], st[d], idx[d] = tonumber(t.shape[d - 1]), tonumber(t.strides[d - 1]), 0 end
+  local n = t:numel()
+  for _ = 1, n do
+    local off = 0
+    for d = 1, nd do off = off + idx[d] * st[d] end
+    out[#out + 1] = tonumber(p[off])
+    for d = nd, 1, -1 do
+      idx[d] = idx[d] + 1
+      if idx[d] < shape[d] then break end
+      idx[d] = 0
+    end
+  end
+  return out
+end
+
+-- A contiguous tensor of shape whose element at row-major position i (0-based) is f(i) (default
+-- i % 251, which every dtype holds exactly).
+local function pattern(shape, dtype, f)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  local v = {}
+  for i = 0, n - 1 do v[i + 1] = f and f(i) or i % 251 end
+  return mf.tensor(v, dtype):reshape(shape)
+end
+
+local function strides_of(shape)
+  local st, acc = {}, 1
+  for d = #shape, 1, -1 do st[d] = acc; acc = acc * shape[d] end
+  return st
+end
+
+-- Row-major values of pattern(shape):permute(perm), by index arithmetic.
+local function permuted_ref(shape, perm)
+  local st, oshape = strides_of(shape), {}
+  for j, p in ipairs(perm) do oshape[j] = shape[p] end
+  local out, idx, n = {}, {}, 1
+  for j = 1, #oshape do idx[j] = 0; n = n * oshape[j] end
+  for _ = 1, n do
+    local lin = 0
+    for j = 1, #perm do lin = lin + idx[j] * st[perm[j]] end
+    out[#out + 1] = lin % 251
+    for j = #oshape, 1, -1 do
+      idx[j] = idx[j] + 1
+      if idx[j] < oshape[j] then break end
+      idx[j] = 0
+    end
+  end
+  return out, oshape
+end
+
+local function same(got, want, what)
+  T.eq(#got, #want, what .. ': element count')
+  for i = 1, #want do
+    if got[i] ~= want[i] and not (got[i] ~= got[i] and want[i] ~= want[i]) then
+      error(('%s: element %d is %s, want %s'):format(what, i, tostring(got[i]), tostring(want[i])), 2)
+    end
+  end
+end
+
+local function is_contiguous(t)
+  local acc = 1
+  for d = t:dim(), 1, -1 do
+    if t:size(d) > 1 and tonumber(t.strides[d - 1]) ~= acc then return false end
+    acc = acc * t:size(d)
+  end
+  return true
+end
+
+local function all_perms(n)
+  local out = {}
+  local function rec(pre, left)
+    if #left == 0 then out[#out + 1] = pre return end
+    for i = 1, #left do
+      local p, l = {unpack(pre)}, {unpack(left)}
+      p[#p + 1] = table.remove(l, i)
+      rec(p, l)
+    end
+  end
+  local l = {}
+  for i = 1, n do l[i] = i end
+  rec({}, l)
+  return out
+end
+
+T.test('t():contiguous() of every dtype: block edges, thin and large matrices', function()
+  for _, dtype in ipairs(DTYPES) do
+    for _, sh in ipairs{{8, 8}, {9, 17}, {17, 9}, {7, 7}, {1, 50}, {50, 1}, {3, 1000}, {515, 300}} do
+      local x = pattern(sh, dtype)
+      local y = x:t():contiguous()
+      local want = permuted_ref(sh, {2, 1})
+      local what = ('%s %dx%d'):format(dtype, sh[1], sh[2])
+      T.eq(is_contiguous(y), true, what .. ' contiguous')
+      T.eq(y:dtype(), dtype, what .. ' dtype')
+      same(read(y), want, what)
+    end
+  end
+end)
+
+T.test('permute then contiguous: every order of 3 and 4 dims', function()
+  for _, case in ipairs{{{37, 41, 90}, {'float32', 'int64', 'uint8'}}, {{3, 5, 7, 9}, {'float64', 'int32'}},
+                        {{2, 16, 9, 24}, {'float32'}}} do
+    local shape, dtypes = case[1], case[2]
+    for _, dtype in ipairs(dtypes) do
+      local x = pattern(shape, dtype)
+      for _, perm in ipairs(all_perms(#shape)) do
+        local want, oshape = permuted_ref(shape, perm)
+        local y = x:permute(perm):contiguous()
+        local what = ('%s %s permute {%s}'):format(dtype, table.concat(shape, 'x'), table.concat(perm, ','))
+        T.eq(table.concat(y:size(), 'x'), table.concat(oshape, 'x'), what)
+        same(read(y), want, what)
+      end
+    end
+  end
+end)
+
+T.test('copy into a transposed destination writes only the view', function()
+  for _, dtype in ipairs{'float32', 'int64', 'uint8'} do
+    local base = mf.full({40, 70}, 7, {dtype = dtype})
+    local src = pattern({30, 40}, dtype)            -- lands in columns 3..32 of base's rows, transposed
+    base:narrow(2, 3, 30):t():copy(src)
+    local got, st = read(base), strides_of({30, 40})
+    for r = 0, 39 do
+      for c = 0, 69 do
+        local want = 7
+        if c >= 2 and c < 32 then want = ((c - 2) * st[1] + r * st[2]) % 251 end
+        if got[r * 70 + c + 1] ~= want then error(('%s: base[%d][%d] is %s, want %s'):format(dtype, r + 1, c + 1,
+          tostring(got[r * 70 + c + 1]), want)) end
+      end
+    end
+  end
+end)
+
+T.test('views as sources: narrow, slice with a step, select, expand', function()
+  local x = pattern({60, 50}, 'float32')
+  -- narrow then transpose: rows 4..23, columns 6..40
+  local y = x:narrow(1, 4, 20):narrow(2, 6, 35):t():contiguous()
+  local want = {}
+  for c = 5, 39 do for r = 3, 22 do want[#want + 1] = (r * 50 + c) % 251 end end
+  same(read(y), want, 'narrow x narrow, transposed')
+  -- every third column (a slice with step 3), then contiguous
+  local s = mf.slice(x, 2, 2, 50, 3):contiguous()
+  want = {}
+  for r = 0, 59 do for c = 1, 49, 3 do want[#want + 1] = (r * 50 + c) % 251 end end
+  same(read(s), want, 'slice step 3')
+  -- expand: a row and a column materialised (broadcast rows, and one value per row)
+  local row = pattern({1, 300}, 'int64')
+  local e = row:expand(700, 300):contiguous()
+  want = {}
+  for _ = 1, 700 do for c = 0, 299 do want[#want + 1] = c % 251 end end
+  same(read(e), want, 'expanded row')
+  local col = pattern({700, 1}, 'float64')
+  e = col:expand(700, 300):contiguous()
+  want = {}
+  for r = 0, 699 do for _ = 1, 300 do want[#want + 1] = r % 251 end end
+  same(read(e), want, 'expanded column')
+  -- a 1-element source broadcast to everything, and a column broadcast into a transposed view
+  local dst = mf.zeros(300, 200, {dtype = 'int32'})
+  dst:copy(mf.tensor({5}, 'int32'))
+  want = {}
+  for i = 1, 60000 do want[i] = 5 end
+  same(read(dst), want, 'one value everywhere')
+  dst:t():copy(pattern({200, 1}, 'int32'))
+  want = {}
+  for _ = 0, 299 do for c = 0, 199 do want[#want + 1] = c end end
+  same(read(dst), want, 'a column into a transposed view')
+end)
+
+T.test('NaN, -0 and infinities move bit for bit', function()
+  local v = {0 / 0, -0.0, math.huge, -math.huge, 1.5, -2.25, 3, 4, 5}
+  for _, dtype in ipairs{'float32', 'float64'} do
+    local x = pattern({9, 9}, dtype, function(i) return v[i % 9 + 1] end)
+    local y = x:t():contiguous()
+    local got = read(y)
+    for i = 0, 8 do
+      for j = 0, 8 do
+        local g, w = got[i * 9 + j + 1], v[(j * 9 + i) % 9 + 1]
+        T.eq(g ~= g, w ~= w, dtype .. ' NaN place')
+        if w == w then T.eq(g, w, dtype .. ' value'); T.eq(1 / g, 1 / w, dtype .. ' sign of zero') end
+      end
+    end
+  end
+end)
+
+T.test('a copy from a source sharing the destination memory (a:copy(a:t()))', function()
+  local a = pattern({33, 33}, 'float32')
+  a:copy(a:t())
+  same(read(a), (permuted_ref({33, 33}, {2, 1})), 'in-place transpose')
+end)
+
+T.test('the same values with 1 and 2 threads', function()
+  local old = mf.get_num_threads()
+  local x = pattern({37, 41, 90}, 'float32')
+  local r = {}
+  for k, n in ipairs{1, 2} do
+    mf.set_num_threads(n)
+    r[k] = {read(x:permute({3, 1, 2}):contiguous()), read(mf.concat({x, x:narrow(2, 1, 5)}, 2)),
+            read(x:narrow(3, 2, 80):transpose(1, 3):contiguous())}
+  end
+  mf.set_num_threads(old)
+  for i = 1, 3 do same(r[1][i], r[2][i], 'result ' .. i) end
+end)
+
+T.test('in a graph: a transposed copy as an intermediate', function()
+  mf.reset_default_graph()
+  local p = mf.placeholder('float32', {-1, -1}, 'x')
+  local y = mf.contiguous(mf.transpose(p, 1, 2)) * 2
+  local x = pattern({19, 130}, 'float32')
+  local got = read(mf.Session():run(y, {[p] = x}))
+  local want = permuted_ref({19, 130}, {2, 1})
+  for i = 1, #want do want[i] = want[i] * 2 end
+  same(got, want, 'graph')
+  mf.reset_default_graph()
+end)
+
+T.finish()
