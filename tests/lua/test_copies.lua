@@ -215,6 +215,69 @@ T.test('the same values with 1 and 2 threads', function()
   for i = 1, 3 do same(r[1][i], r[2][i], 'result ' .. i) end
 end)
 
+T.test('index_select by rows: every dim, repeated indices, views, large enough for threads', function()
+  local shape = {30, 47, 130}
+  local st = strides_of(shape)
+  local idx = {5, 1, 5, 30, 2, 17, 17, 9}
+  for _, dtype in ipairs{'float32', 'int64', 'uint8', 'float64'} do
+    local x = pattern(shape, dtype)
+    for dim = 1, 3 do
+      local ix = {}
+      for k, v in ipairs(idx) do ix[k] = math.min(v, shape[dim]) end
+      local y = mf.index_select(x, mf.tensor(ix, 'int64'), dim)
+      local want, oshape = {}, {shape[1], shape[2], shape[3]}
+      oshape[dim] = #ix
+      for a = 0, oshape[1] - 1 do
+        for b = 0, oshape[2] - 1 do
+          for c = 0, oshape[3] - 1 do
+            local i = {a, b, c}
+            i[dim] = ix[i[dim] + 1] - 1
+            want[#want + 1] = (i[1] * st[1] + i[2] * st[2] + i[3] * st[3]) % 251
+          end
+        end
+      end
+      same(read(y), want, ('%s index_select dim %d'):format(dtype, dim))
+    end
+  end
+  -- x a transposed view (the run after dim strided) and a permuted one (dims after dim do not merge)
+  local x = pattern({200, 90}, 'float32')
+  local y = mf.index_select(x:t(), mf.tensor({3, 90, 1, 3}, 'int64'), 1)
+  local want = {}
+  for _, r in ipairs{3, 90, 1, 3} do for c = 0, 199 do want[#want + 1] = (c * 90 + r - 1) % 251 end end
+  same(read(y), want, 'rows of a transposed view')
+  local x3 = pattern({6, 5, 4}, 'int32')
+  y = mf.index_select(x3:permute({2, 3, 1}), mf.tensor({2, 2, 5}, 'int64'), 1)  -- 3x4x6
+  want = {}
+  for _, r in ipairs{2, 2, 5} do
+    for c = 0, 3 do for k = 0, 5 do want[#want + 1] = (k * 20 + (r - 1) * 4 + c) % 251 end end
+  end
+  same(read(y), want, 'rows of a permuted view')
+  T.errors(function() mf.index_select(x, mf.tensor({1, 201}, 'int64'), 1) end,
+    'index_select: index 201 at position 2 is out of range 1..200')
+end)
+
+T.test('one_hot row by row: strided labels, every output dtype, a bad label before any write', function()
+  local labs = {}
+  for i = 1, 3000 do labs[i] = (i * 7) % 97 + 1 end
+  local l = mf.tensor(labs, 'int32'):reshape(60, 50):t()  -- 50x60, transposed
+  for _, dtype in ipairs{'float32', 'int64', 'uint8'} do
+    local y = mf.one_hot(l, 97, dtype)
+    T.eq(table.concat(y:size(), 'x'), '50x60x97')
+    local got, k = read(y), 0
+    for i = 0, 49 do
+      for j = 0, 59 do
+        local lab = labs[j * 50 + i + 1]
+        for c = 1, 97 do
+          k = k + 1
+          if got[k] ~= (c == lab and 1 or 0) then error(('%s one_hot [%d][%d][%d] is %s'):format(dtype, i + 1, j + 1, c, got[k])) end
+        end
+      end
+    end
+  end
+  T.errors(function() mf.one_hot(mf.tensor({1, 2, 98}, 'int64'), 97) end,
+    'one_hot: label 98 at position 3 is out of range 1..97')
+end)
+
 T.test('in a graph: a transposed copy as an intermediate', function()
   mf.reset_default_graph()
   local p = mf.placeholder('float32', {-1, -1}, 'x')

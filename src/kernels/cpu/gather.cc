@@ -1,9 +1,12 @@
 // -- index_select / index_add_like / one_hot ---------------------------------------------------
-// Gathers and scatters along one dim by 1-based int64 indices, slice by slice through the strided
-// copy and add routines (each slice is itself parallel when large).
+// Gathers and scatters along one dim by 1-based int64 indices: index_select row by row (a row: the
+// run of x's dims after dim) when the layout allows, else slice by slice through the strided copy
+// and add routines (each slice is itself parallel when large); one_hot one output row at a time.
+#include <cstring>
 #include <vector>
 
 #include "../../core/error.h"
+#include "../../core/threads.h"
 #include "checks.h"
 #include "kernels.h"
 
@@ -48,12 +51,69 @@ void check_along(const char* op, const mf_tensor& a, const char* an, const mf_te
     fail(op, ": ", an, " has ", a.shape[dim], " slices along dim ", dim + 1, " for ", idx.count, " indices");
 }
 
+// x's dims after dim as one run: its length and stride, or false when they do not merge into one.
+bool inner_run(const mf_tensor& x, int dim, int64_t& n, int64_t& stride) {
+  n = 1;
+  stride = 1;
+  bool first = true;
+  for (int d = x.ndim - 1; d > dim; --d) {
+    if (x.shape[d] == 1) continue;
+    if (first) {
+      stride = x.strides[d];
+    } else if (x.strides[d] != stride * n) {
+      return false;
+    }
+    first = false;
+    n *= x.shape[d];
+  }
+  return true;
+}
+
+// index_select into a contiguous out of x's dtype, x's dims after dim forming one run: out is
+// (outer x indices) rows of that run, each copied by memcpy (unit stride) or a strided loop, rows
+// split across threads. Elements move as W-byte words.
+template <typename W>
+void select_rows(mf_tensor& out, const mf_tensor& x, const std::vector<int64_t>& p, int dim, int64_t n, int64_t sn) {
+  int64_t nidx = int64_t(p.size()), rows = n ? out.count / n : 0;
+  W* dst = (W*)out.ptr;
+  const W* src = (const W*)x.ptr;
+  int64_t sd = x.strides[dim];
+  parallel_for(rows, n + 16, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      int64_t o = r / nidx, off = (p[size_t(r % nidx)] - 1) * sd;
+      for (int d = dim - 1; d >= 0; --d) {  // the outer index over x's dims before dim
+        off += (o % x.shape[d]) * x.strides[d];
+        o /= x.shape[d];
+      }
+      W* q = dst + r * n;
+      const W* s = src + off;
+      if (sn == 1 && n * int64_t(sizeof(W)) >= 128) {
+        std::memcpy(q, s, size_t(n) * sizeof(W));
+      } else {
+        for (int64_t i = 0; i < n; ++i) q[i] = s[i * sn];
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim) {
   check_along("index_select", out, "output", x, "x", dim, idx);
   std::vector<int64_t> p = checked_indices("index_select", idx, x.shape[dim]);
-  for (int64_t j = 0; j < idx.count; ++j) {
+  kcheck::meta("index_select", "output", out);
+  kcheck::meta("index_select", "x", x);
+  int64_t n, sn;
+  if (out.dtype_id == x.dtype_id && is_contiguous(out) && inner_run(x, dim, n, sn) && !memory_overlaps(out, x)) {
+    switch (dtype_size(x.dtype_id)) {
+      case 1: return select_rows<uint8_t>(out, x, p, dim, n, sn);
+      case 4: return select_rows<uint32_t>(out, x, p, dim, n, sn);
+      case 8: return select_rows<uint64_t>(out, x, p, dim, n, sn);
+      default: break;
+    }
+  }
+  for (int64_t j = 0; j < idx.count; ++j) {  // any other layout: slice by slice
+
     mf_tensor dst = slice_at(out, dim, j), src = slice_at(x, dim, p[size_t(j)] - 1);
     copy_cpu(dst, src);
   }
@@ -80,21 +140,30 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels) {
   int64_t classes = out.shape[out.ndim - 1];
   if (labels.dtype_id != MF_INT64 && labels.dtype_id != MF_INT32 && labels.dtype_id != MF_UINT8)
     fail("one_hot: labels are ", dtype_name(labels.dtype_id), "; expected an integer dtype");
-  fill_cpu(out, 0);
+  // every label read (through the strides) and checked before any write; then each output row is
+  // written once, its zeros and its one together, rows split across threads
+  std::vector<int64_t> hot(size_t(labels.count));
   MF_DISPATCH(labels.dtype_id, L, {
     const L* lp = (const L*)labels.ptr;
-    MF_DISPATCH(out.dtype_id, T, {
-      T* o = (T*)out.ptr;
-      for (int64_t i = 0; i < labels.count; ++i) {
-        int64_t off = 0, rem = i;  // label i in row-major order, read through the strides
-        for (int d = labels.ndim - 1; d >= 0; --d) {
-          off += (rem % labels.shape[d]) * labels.strides[d];
-          rem /= labels.shape[d];
-        }
-        int64_t lab = int64_t(lp[off]);
-        if (lab < 1 || lab > classes)
-          fail("one_hot: label ", lab, " at position ", i + 1, " is out of range 1..", classes);
-        o[i * classes + lab - 1] = T(1);
+    for (int64_t i = 0; i < labels.count; ++i) {
+      int64_t off = 0, rem = i;  // label i in row-major order
+      for (int d = labels.ndim - 1; d >= 0; --d) {
+        off += (rem % labels.shape[d]) * labels.strides[d];
+        rem /= labels.shape[d];
+      }
+      int64_t lab = int64_t(lp[off]);
+      if (lab < 1 || lab > classes)
+        fail("one_hot: label ", lab, " at position ", i + 1, " is out of range 1..", classes);
+      hot[size_t(i)] = lab - 1;
+    }
+  });
+  MF_DISPATCH(out.dtype_id, T, {
+    T* o = (T*)out.ptr;
+    parallel_for(labels.count, classes, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        T* row = o + i * classes;
+        for (int64_t j = 0; j < classes; ++j) row[j] = T(0);
+        row[hot[size_t(i)]] = T(1);
       }
     });
   });
