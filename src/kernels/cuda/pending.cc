@@ -29,10 +29,6 @@ MF_CUDA_PENDING(linspace, (mf_tensor *t, double start, double stop, double base)
 MF_CUDA_PENDING(randint, (mf_tensor *t, mf_rng *g, double low, double high))
 MF_CUDA_PENDING(randperm, (mf_tensor *t, mf_rng *g))
 MF_CUDA_PENDING(multinomial, (mf_tensor *out, mf_rng *g, const mf_tensor *probs, int32_t replacement))
-MF_CUDA_PENDING(reduce, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask))
-MF_CUDA_PENDING(reduce_p, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask, double p))
-MF_CUDA_PENDING(softmax, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log))
-MF_CUDA_PENDING(matmul, (mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b))
 MF_CUDA_PENDING(alias, (mf_tensor *view, const mf_tensor *base, int64_t offset))
 MF_CUDA_PENDING(concat, (mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim))
 MF_CUDA_PENDING(index_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, int32_t dim))
@@ -47,8 +43,6 @@ MF_CUDA_PENDING(masked_select, (mf_tensor *out, const mf_tensor *x, const mf_ten
 MF_CUDA_PENDING(nonzero, (mf_tensor *out, const mf_tensor *x))
 MF_CUDA_PENDING(batch_norm, (mf_tensor *y, const mf_tensor *x, const mf_tensor *w, const mf_tensor *b, double eps))
 MF_CUDA_PENDING(dropout_mask, (mf_tensor *mask, mf_rng *g, double p))
-MF_CUDA_PENDING(sum_to, (mf_tensor *out, const mf_tensor *g))
-MF_CUDA_PENDING(max_dim, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int32_t is_min))
 MF_CUDA_PENDING(sort, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int32_t descending))
 MF_CUDA_PENDING(topk, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int64_t k,
                 int32_t largest, int32_t sorted))
@@ -56,7 +50,6 @@ MF_CUDA_PENDING(kthvalue, (mf_tensor *values, mf_tensor *indices, const mf_tenso
 MF_CUDA_PENDING(cumulate, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t prod, int32_t reverse))
 MF_CUDA_PENDING(cumprod_grad, (mf_tensor *gx, const mf_tensor *x, const mf_tensor *gy, int32_t dim, int32_t reverse))
 MF_CUDA_PENDING(pad_like, (mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step))
-MF_CUDA_PENDING(softmax_xent, (mf_tensor *loss, const mf_tensor *logits, const mf_tensor *labels, int32_t dim))
 MF_CUDA_PENDING(conv2d_workspace, (int32_t kind, const mf_tensor *out, const mf_tensor *a, const mf_tensor *b,
                 int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw, int64_t *bytes))
 MF_CUDA_PENDING(conv2d, (mf_tensor *y, const mf_tensor *x, const mf_tensor *w, mf_tensor *ws, int32_t sh,

@@ -1,0 +1,182 @@
+// -- matmul ------------------------------------------------------------------------------------
+// GEMM through cuBLAS (FP32 math, TF32 only after mf.cuda.allow_tf32(true)): the CPU's operand rules
+// (src/kernels/cpu/matmul.cc) with cuBLAS's column-major view. A row-major m x n product C = A B is
+// the column-major n x m product C^T = B^T A^T, so the operands swap places and each keeps the
+// transpose flag BLAS would take in row-major order. Batches go through one strided-batched call per
+// run of batch dims that a single stride walks (all of them, for dense or broadcast operands);
+// layouts cuBLAS cannot describe are packed into scratch memory first.
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "../cpu/checks.h"
+#include "kernels.h"
+
+namespace mf {
+namespace cuda {
+
+namespace {
+
+struct GemmOperand {
+  const char* base;
+  int64_t rows, cols;  // logical, after the op's transpose param
+  bool trans;          // as row-major BLAS takes it
+  int64_t ld;
+  Shape batch_stride;  // in elements, per batch dim of the output
+};
+
+GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int es, std::vector<Scratch*>& packs) {
+  GemmOperand g;
+  int nd = t.ndim;
+  int64_t r = t.shape[nd - 2], c = t.shape[nd - 1];
+  int64_t rs = t.strides[nd - 2], cs = t.strides[nd - 1];
+  g.base = static_cast<const char*>(t.ptr);
+  g.batch_stride.assign(batch.size(), 0);
+  size_t lead = batch.size() - size_t(nd - 2);
+  for (int d = 0; d < nd - 2; ++d) g.batch_stride[lead + size_t(d)] = t.shape[d] == 1 ? 0 : t.strides[d];
+  if ((cs == 1 || c == 1) && (r == 1 || rs >= c)) {
+    g.trans = false;
+    g.ld = std::max<int64_t>({rs, c, 1});
+  } else if ((rs == 1 || r == 1) && (c == 1 || cs >= r)) {
+    g.trans = true;
+    g.ld = std::max<int64_t>({cs, r, 1});
+  } else {  // pack every batch densely with the device copy (rare: a doubly strided view)
+    int64_t nb = 1;
+    for (int64_t b : batch) nb *= b;
+    Scratch* s = new Scratch(size_t(std::max<int64_t>(r * c * nb, 1)) * size_t(es));
+    packs.push_back(s);
+    Shape full = batch;
+    full.push_back(r);
+    full.push_back(c);
+    mf_tensor dst{};
+    set_meta(dst, full, t.dtype_id, MF_CUDA);
+    dst.device_id = t.device_id;
+    dst.ptr = s->get();
+    mf_tensor src = t;
+    Shape st = g.batch_stride;
+    st.push_back(rs);
+    st.push_back(cs);
+    set_strided(src, full, st, t.offset);
+    src.ptr = t.ptr;
+    if (copy(&dst, &src) != MF_OK) fail("matmul: packing a strided operand failed: ", last_error());
+    g.base = static_cast<const char*>(s->get());
+    g.trans = false;
+    g.ld = c > 0 ? c : 1;
+    g.batch_stride = contiguous_strides(full);
+    g.batch_stride.resize(batch.size());
+  }
+  g.rows = r;
+  g.cols = c;
+  if (transpose) {
+    std::swap(g.rows, g.cols);
+    g.trans = !g.trans;
+  }
+  return g;
+}
+
+int to_int(int64_t v, const char* what) {
+  if (v > INT_MAX) fail("matmul: ", what, " is ", v, "; cuBLAS takes sizes up to ", INT_MAX);
+  return int(v);
+}
+
+void gemm(const mf_tensor& c, const GemmOperand& A, const GemmOperand& B, int64_t m, int64_t n, int64_t k,
+          int64_t oa, int64_t ob, int64_t oc, int64_t sa, int64_t sb, int64_t sc, int64_t count) {
+  cublasOperation_t opb = B.trans ? CUBLAS_OP_T : CUBLAS_OP_N, opa = A.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int N = to_int(n, "n"), M = to_int(m, "m"), K = to_int(k, "k"), ldb = to_int(B.ld, "ldb"), lda = to_int(A.ld, "lda");
+  int cnt = to_int(count, "the batch");
+  if (c.dtype_id == MF_FLOAT32) {
+    const float one = 1.0f, zero = 0.0f;
+    check(cublasSgemmStridedBatched(cublas(), opb, opa, N, M, K, &one, reinterpret_cast<const float*>(B.base) + ob, ldb,
+                                    sb, reinterpret_cast<const float*>(A.base) + oa, lda, sa, &zero,
+                                    static_cast<float*>(c.ptr) + oc, N, sc, cnt),
+          "matmul", "cublasSgemmStridedBatched");
+  } else {
+    const double one = 1.0, zero = 0.0;
+    check(cublasDgemmStridedBatched(cublas(), opb, opa, N, M, K, &one, reinterpret_cast<const double*>(B.base) + ob,
+                                    ldb, sb, reinterpret_cast<const double*>(A.base) + oa, lda, sa, &zero,
+                                    static_cast<double*>(c.ptr) + oc, N, sc, cnt),
+          "matmul", "cublasDgemmStridedBatched");
+  }
+}
+
+void matmul_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
+  if (a.dtype_id != b.dtype_id || c.dtype_id != a.dtype_id) fail("matmul: a, b and the output must share one dtype");
+  if (a.ndim < 2 || b.ndim < 2 || c.ndim < 2)
+    fail("matmul: a is ", shape_str(a), ", b ", shape_str(b), ", output ", shape_str(c),
+         "; the kernel expects operands of at least 2 dims");
+  kcheck::meta("matmul", "a", a);
+  kcheck::meta("matmul", "b", b);
+  kcheck::meta("matmul", "output", c);
+  kcheck::float_dtype("matmul", "a", a);
+  kcheck::contiguous("matmul", "output", c);
+  {  // as the CPU: c = (batch) m x n with a (batch) m x k, b (batch) k x n; batches broadcast
+    int64_t m = a.shape[a.ndim - (trans_a ? 1 : 2)], ka = a.shape[a.ndim - (trans_a ? 2 : 1)];
+    int64_t kb = b.shape[b.ndim - (trans_b ? 1 : 2)], n = b.shape[b.ndim - (trans_b ? 2 : 1)];
+    bool ok = ka == kb && c.shape[c.ndim - 2] == m && c.shape[c.ndim - 1] == n;
+    mf_tensor ba = a, bb = b, bc = c;
+    ba.ndim -= 2, bb.ndim -= 2, bc.ndim -= 2;
+    const mf_tensor* ins[] = {&ba, &bb};
+    bool batch_ok = ba.ndim <= bc.ndim && bb.ndim <= bc.ndim && kcheck::is_broadcast_of(bc, 2, ins);
+    if (!ok || !batch_ok)
+      fail("matmul: output is ", shape_str(c), ", a ", shape_str(a), trans_a ? " (transposed)" : "", ", b ", shape_str(b),
+           trans_b ? " (transposed)" : "",
+           "; expected a's columns to equal b's rows and the output of (broadcast batch) x a's rows x b's columns");
+  }
+  int es = dtype_size(a.dtype_id);
+  Shape batch(c.shape, c.shape + c.ndim - 2);
+  std::vector<Scratch*> packs;
+  struct Free {
+    std::vector<Scratch*>& p;
+    ~Free() {
+      for (Scratch* s : p) delete s;
+    }
+  } free_packs{packs};
+  GemmOperand A = prepare(a, trans_a, batch, es, packs), B = prepare(b, trans_b, batch, es, packs);
+  int64_t m = c.shape[c.ndim - 2], n = c.shape[c.ndim - 1], k = A.cols;
+  if (A.rows != m || B.cols != n || B.rows != k) fail("matmul: kernel shapes disagree with the output ", shape_str(c));
+  if (m * n == 0) return;
+  if (k == 0) {  // an empty sum: zeros (all-zero bits are 0.0)
+    check(cudaMemsetAsync(c.ptr, 0, size_t(c.count) * size_t(es), stream()), "matmul", "cudaMemsetAsync");
+    return;
+  }
+  // the trailing batch dims one stride walks for A, B and C alike, merged into one strided batch
+  Shape cst = contiguous_strides(shape_of(c));
+  int nbd = int(batch.size()), first = nbd;
+  int64_t inner = 1;
+  while (first > 0) {
+    int d = first - 1;
+    if (first < nbd) {  // can dim d join the run below it?
+      int e = first;
+      bool ok = A.batch_stride[size_t(d)] == A.batch_stride[size_t(e)] * batch[size_t(e)] &&
+                B.batch_stride[size_t(d)] == B.batch_stride[size_t(e)] * batch[size_t(e)] &&
+                cst[size_t(d)] == cst[size_t(e)] * batch[size_t(e)];
+      if (!ok) break;
+    }
+    inner *= batch[size_t(d)];
+    first = d;
+  }
+  int64_t sa = first < nbd ? A.batch_stride[size_t(nbd - 1)] : 0, sb = first < nbd ? B.batch_stride[size_t(nbd - 1)] : 0;
+  int64_t sc = m * n;
+  int64_t outer = 1;
+  for (int d = 0; d < first; ++d) outer *= batch[size_t(d)];
+  for (int64_t bi = 0; bi < outer; ++bi) {
+    int64_t oa = 0, ob = 0, oc = 0, rem = bi;
+    for (int d = first - 1; d >= 0; --d) {
+      int64_t i = rem % batch[size_t(d)];
+      rem /= batch[size_t(d)];
+      oa += i * A.batch_stride[size_t(d)];
+      ob += i * B.batch_stride[size_t(d)];
+      oc += i * cst[size_t(d)];
+    }
+    gemm(c, A, B, m, n, k, oa, ob, oc, sa, sb, sc, inner);
+  }
+}
+
+}  // namespace
+
+int matmul(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t trans_a, int32_t trans_b) {
+  return entry("matmul", [&] { matmul_impl(*c, *a, *b, trans_a != 0, trans_b != 0); });
+}
+
+}  // namespace cuda
+}  // namespace mf
