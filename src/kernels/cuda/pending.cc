@@ -39,7 +39,6 @@ MF_CUDA_PENDING(index_add, (mf_tensor *out, const mf_tensor *x, const mf_tensor 
                 int32_t dim))
 MF_CUDA_PENDING(masked_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *mask))
 MF_CUDA_PENDING(nonzero, (mf_tensor *out, const mf_tensor *x))
-MF_CUDA_PENDING(batch_norm, (mf_tensor *y, const mf_tensor *x, const mf_tensor *w, const mf_tensor *b, double eps))
 MF_CUDA_PENDING(sort, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int32_t descending))
 MF_CUDA_PENDING(topk, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int64_t k,
                 int32_t largest, int32_t sorted))
@@ -55,14 +54,4 @@ MF_CUDA_PENDING(conv2d_backward_input, (mf_tensor *gx, const mf_tensor *gy, cons
                 int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
 MF_CUDA_PENDING(conv2d_backward_weight, (mf_tensor *gw, const mf_tensor *gy, const mf_tensor *x, mf_tensor *ws,
                 int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
-MF_CUDA_PENDING(max_pool2d, (mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
-                int32_t ph, int32_t pw))
-MF_CUDA_PENDING(max_pool2d_backward, (mf_tensor *gx, const mf_tensor *gy, const mf_tensor *x, int32_t kh,
-                int32_t kw, int32_t sh, int32_t sw, int32_t ph, int32_t pw))
-MF_CUDA_PENDING(avg_pool2d, (mf_tensor *y, const mf_tensor *x, int32_t kh, int32_t kw, int32_t sh, int32_t sw,
-                int32_t ph, int32_t pw, int32_t count_include_pad))
-MF_CUDA_PENDING(avg_pool2d_backward, (mf_tensor *gx, const mf_tensor *gy, int32_t kh, int32_t kw, int32_t sh,
-                int32_t sw, int32_t ph, int32_t pw, int32_t count_include_pad))
-MF_CUDA_PENDING(adaptive_avg_pool2d, (mf_tensor *y, const mf_tensor *x))
-MF_CUDA_PENDING(adaptive_avg_pool2d_backward, (mf_tensor *gx, const mf_tensor *gy))
 // clang-format on
