@@ -278,6 +278,40 @@ T.test('one_hot row by row: strided labels, every output dtype, a bad label befo
     'one_hot: label 98 at position 3 is out of range 1..97')
 end)
 
+T.test('flip, roll, repeat by runs; tril, triu by ranges: views, dtypes, large', function()
+  local R, C = 300, 517
+  for _, dtype in ipairs{'float32', 'int64', 'uint8'} do
+    local x = pattern({R, C}, dtype)
+    local function at(r, c) return (r * C + c) % 251 end  -- 0-based
+    local cases = {
+      {'flip 2', x:flip({2}), R, C, function(r, c) return at(r, C - 1 - c) end},
+      {'flip 1, 2', x:flip({1, 2}), R, C, function(r, c) return at(R - 1 - r, C - 1 - c) end},
+      {'roll 3 along 2', x:roll(3, 2), R, C, function(r, c) return at(r, (c - 3) % C) end},
+      {'roll -200 along 2, 7 along 1', x:roll({7, -200}, {1, 2}), R, C,
+       function(r, c) return at((r - 7) % R, (c + 200) % C) end},
+      {'repeat 2, 3', mf['repeat'](x, {2, 3}), 2 * R, 3 * C, function(r, c) return at(r % R, c % C) end},
+      {'tril 5', x:tril(5), R, C, function(r, c) return c - r <= 5 and at(r, c) or 0 end},
+      {'tril -400', x:tril(-400), R, C, function(r, c) return c - r <= -400 and at(r, c) or 0 end},
+      {'triu -3', x:triu(-3), R, C, function(r, c) return c - r >= -3 and at(r, c) or 0 end},
+      {'triu 2^40', x:triu(2 ^ 40), R, C, function() return 0 end},
+      {'tril -2^40', x:tril(-2 ^ 40), R, C, function() return 0 end},
+    }
+    for _, k in ipairs(cases) do
+      local want = {}
+      for r = 0, k[3] - 1 do for c = 0, k[4] - 1 do want[#want + 1] = k[5](r, c) end end
+      same(read(k[2]), want, dtype .. ' ' .. k[1])
+    end
+  end
+  -- a transposed source (its last dim strided): the element loop, same values
+  local x = pattern({40, 30}, 'int32')
+  local want = {}
+  for r = 0, 29 do for c = 0, 39 do want[#want + 1] = ((39 - c) * 30 + r) % 251 end end
+  same(read(x:t():flip({2})), want, 'flip of a transposed view')
+  want = {}
+  for r = 0, 29 do for c = 0, 39 do want[#want + 1] = c - r >= 1 and (c * 30 + r) % 251 or 0 end end
+  same(read(x:t():triu(1)), want, 'triu of a transposed view')
+end)
+
 T.test('in a graph: a transposed copy as an intermediate', function()
   mf.reset_default_graph()
   local p = mf.placeholder('float32', {-1, -1}, 'x')

@@ -1,7 +1,9 @@
 // -- periodic_copy / tri / linspace ------------------------------------------------------------
 // Native routines of the everyday shape ops and ranges (issue 21): one index-remapping copy serves
 // repeat, roll and flip; tri masks a triangle (tril, triu); linspace fills linear or log ranges.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "../../core/error.h"
@@ -24,7 +26,29 @@ int64_t row_offset(const mf_tensor& t, int64_t r, int lead) {
   return off;
 }
 
-// Copies elements of W bytes: dst[i] = src[tab[i]] along out's rows, the row's source found per dim.
+// A run of an output row read from one run of x: dst[at + k] = src[from + dir * k] for k < len.
+struct Run {
+  int64_t at, len, from, dir;
+};
+
+// The last dim's source offsets cut into runs of unit steps, forward or backward (one run for a copy
+// or a flip, two for a roll, one per period for a repeat); empty when x's last dim is not unit-stride
+// and the runs would be single elements.
+std::vector<Run> runs_of(const std::vector<int64_t>& inner) {
+  std::vector<Run> runs;
+  int64_t n = int64_t(inner.size());
+  for (int64_t j = 0; j < n;) {
+    int64_t dir = j + 1 < n && inner[size_t(j + 1)] - inner[size_t(j)] == -1 ? -1 : 1, k = j + 1;
+    while (k < n && inner[size_t(k)] - inner[size_t(k - 1)] == dir) ++k;
+    runs.push_back({j, k - j, inner[size_t(j)], dir});
+    j = k;
+  }
+  if (int64_t(runs.size()) * 4 > n) runs.clear();  // mostly single elements: the gather loop is better
+  return runs;
+}
+
+// Copies elements of W bytes: dst[i] = src[tab[i]] along out's rows, the row's source found per dim;
+// within a row by runs (memcpy forward, a reversed loop backward) when runs_of finds them.
 template <typename W>
 void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std::vector<int64_t>>& tab) {
   int nd = out.ndim;
@@ -36,6 +60,7 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
   }
   int64_t last = out.shape[nd - 1], rows = out.count / last;
   const int64_t* inner = tab[size_t(nd - 1)].data();
+  std::vector<Run> runs = runs_of(tab[size_t(nd - 1)]);
   parallel_for(rows, last, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       int64_t base = 0, q = r;
@@ -44,7 +69,21 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
         q /= out.shape[d];
       }
       W* o = dst + r * last;
-      for (int64_t j = 0; j < last; ++j) o[j] = src[base + inner[j]];
+      if (runs.empty()) {
+        for (int64_t j = 0; j < last; ++j) o[j] = src[base + inner[j]];
+        continue;
+      }
+      for (const Run& u : runs) {
+        W* d = o + u.at;
+        const W* s = src + base + u.from;
+        if (u.dir > 0 && u.len * int64_t(sizeof(W)) >= 128) {
+          std::memcpy(d, s, size_t(u.len) * sizeof(W));
+        } else if (u.dir > 0) {
+          for (int64_t k = 0; k < u.len; ++k) d[k] = s[k];
+        } else {
+          for (int64_t k = 0; k < u.len; ++k) d[k] = s[-k];
+        }
+      }
     }
   });
 }
@@ -104,9 +143,15 @@ void tri_cpu(mf_tensor& out, const mf_tensor& x, int64_t k, bool upper) {
         int64_t i = r % n;  // row within its matrix
         const T* s = src + row_offset(x, r / n, x.ndim - 2) + i * sr;
         T* o = dst + r * m;
-        for (int64_t j = 0; j < m; ++j) {
-          bool keep = upper ? j - i >= k : j - i <= k;
-          o[j] = keep ? s[j * sc] : T(0);
+        // the kept columns are one range: j <= i + k (tril) or j >= i + k (triu); the rest are zeros
+        int64_t kk = std::max(-n - 1, std::min(k, m + 1));  // same result, and i + kk cannot overflow
+        int64_t cut = std::min(m, std::max(int64_t(0), upper ? i + kk : i + kk + 1));
+        int64_t keep_lo = upper ? cut : 0, keep_hi = upper ? m : cut;
+        for (int64_t j = upper ? 0 : cut; j < (upper ? cut : m); ++j) o[j] = T(0);
+        if (sc == 1) {
+          for (int64_t j = keep_lo; j < keep_hi; ++j) o[j] = s[j];
+        } else {
+          for (int64_t j = keep_lo; j < keep_hi; ++j) o[j] = s[j * sc];
         }
       }
     });
