@@ -166,7 +166,6 @@ void masked_fill_inplace_shape(InferCtx& c) {
 }
 
 void nonzero_shape(InferCtx& c) { c.set_out(0, {given_count(c), c.input(0).ndim}); }
-void int64_type(InferCtx& c) { c.out[0].dtype_id = MF_INT64; }
 
 // Gradient w.r.t. src of scatter and scatter_add: the gradient gathered at the index, placed at
 // the start of each dim of src (src may be larger than the index); summed for a 0-dim src.

@@ -43,8 +43,6 @@ void reduce_shape(InferCtx& c) {
   reduce_out_shape(c, op == "sum" || op == "prod" || op == "mean");
 }
 
-void arg_type(InferCtx& c) { c.out[0].dtype_id = MF_INT64; }
-
 // PyTorch's rule: integer (and uint8) sums and products are int64, so they do not wrap in the
 // input's dtype; float ones keep it.
 void int64_accum_type(InferCtx& c) {
@@ -54,7 +52,14 @@ void int64_accum_type(InferCtx& c) {
 
 }  // namespace
 
-std::string reduce_kernel(const char* code) {
+std::string reduce_kernel(const char* code, const char* number) {
+  if (number)
+    return std::string(R"lua(
+function(ins, outs, p, K)
+  local y, x = outs[1], ins[1]
+  local code, mask, number = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x.ndim), )lua" + number + R"lua(
+  return function() K.reduce_p(code, y, x, mask, number) end
+end)lua";
   return std::string(R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
@@ -77,8 +82,8 @@ void register_reduce_ops() {
       {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 (floats keep their dtype) or int64 (integers and uint8 give int64, as in PyTorch).", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end", "reduce_sum"},
       {"mean", "MEAN", "Arithmetic mean over dims (all when none given); float input only, as in PyTorch.", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end", "reduce_mean"},
       {"prod", "PROD", "Product over dims (all when none given); integers and uint8 give int64, as in PyTorch.", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end", "reduce_prod"},
-      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr, nullptr},
-      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them; the first NaN if any), int64.", arg_type, nullptr, nullptr},
+      {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them; the first NaN if any), int64.", int64_type, nullptr, nullptr},
+      {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them; the first NaN if any), int64.", int64_type, nullptr, nullptr},
   };
   for (const ReduceDef& r : defs) {
     OpDef& op = Registry::get()

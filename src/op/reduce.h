@@ -15,7 +15,8 @@ uint32_t reduce_mask(InferCtx& c);
 // Output 1: input 1 without the reduced dims (size 1 with "keepdim"). allow_empty: reducing a size-0
 // dim gives the op's identity; else it is an error naming the dim.
 void reduce_out_shape(InferCtx& c, bool allow_empty);
-// The kernel string of a reduction over p.dim: K.reduce(K.R.<code>, y, x, mask).
-std::string reduce_kernel(const char* code);
+// The kernel string of a reduction over p.dim: K.reduce(K.R.<code>, y, x, mask), or with number
+// (the Lua expression of its number, e.g. "p.p") K.reduce_p(K.R.<code>, y, x, mask, number).
+std::string reduce_kernel(const char* code, const char* number = nullptr);
 
 }  // namespace mf

@@ -136,6 +136,10 @@ void float_type(InferCtx& c) {
   for (auto& o : c.out) o.dtype_id = dt;
 }
 
+void int64_type(InferCtx& c) {
+  for (auto& o : c.out) o.dtype_id = MF_INT64;
+}
+
 void check_writable(InferCtx& c, const mf_tensor& t, const std::string& name) {
   check_writable(t, c.name(), name.c_str());  // the one rule, src/core/writes.h
 }

@@ -203,6 +203,7 @@ extern const char* const kShapeOnly;
 void same_shape(InferCtx& c);        // out 1 has input 1's shape
 void same_type(InferCtx& c);         // every output has input 1's dtype
 void float_type(InferCtx& c);        // input 1 must be float; outputs take its dtype
+void int64_type(InferCtx& c);        // every output is int64 (indices, counts)
 // Ops that write t in place: refuses a view with overlapping elements (expand), naming it
 // (the rule of src/core/writes.h, which copy and fill apply at run time too).
 void check_writable(InferCtx& c, const mf_tensor& t, const std::string& name);

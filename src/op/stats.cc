@@ -13,16 +13,6 @@ void stat_shape(InferCtx& c) { reduce_out_shape(c, true); }
 
 void uint8_type(InferCtx& c) { c.out[0].dtype_id = MF_UINT8; }
 
-// A reduction through K.reduce_p; number: the Lua expression of its number.
-std::string reduce_p_kernel(const char* code, const char* number) {
-  return std::string(R"lua(
-function(ins, outs, p, K)
-  local y, x = outs[1], ins[1]
-  local code, mask, number = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x.ndim), )lua" + number + R"lua(
-  return function() K.reduce_p(code, y, x, mask, number) end
-end)lua";
-}
-
 // A predicate's functor runs in the binary loops with x as both operands (they can write uint8).
 std::string predicate_kernel(int code) {
   return R"lua(
@@ -88,7 +78,7 @@ void register_stats_ops() {
       .param(keepdim_field())
       .infer_shape(stat_shape)
       .infer_type(float_type)
-      .lua_compute(MF_CPU, reduce_p_kernel("VAR", "p.unbiased and 1 or 0"))
+      .lua_compute(MF_CPU, reduce_kernel("VAR", "p.unbiased and 1 or 0"))
       .gradient(kVarGrad);
 
   MF_REGISTER_OP(std)
@@ -101,7 +91,7 @@ void register_stats_ops() {
       .param(keepdim_field())
       .infer_shape(stat_shape)
       .infer_type(float_type)
-      .lua_compute(MF_CPU, reduce_p_kernel("STD", "p.unbiased and 1 or 0"))
+      .lua_compute(MF_CPU, reduce_kernel("STD", "p.unbiased and 1 or 0"))
       .gradient(kStdGrad);
 
   MF_REGISTER_OP(norm)
@@ -115,7 +105,7 @@ void register_stats_ops() {
       .param(keepdim_field())
       .infer_shape(stat_shape)
       .infer_type(float_type)
-      .lua_compute(MF_CPU, reduce_p_kernel("NORM", "p.p"))
+      .lua_compute(MF_CPU, reduce_kernel("NORM", "p.p"))
       .gradient(kNormGrad);
 
   MF_REGISTER_OP(logsumexp)
