@@ -46,12 +46,4 @@ MF_CUDA_PENDING(kthvalue, (mf_tensor *values, mf_tensor *indices, const mf_tenso
 MF_CUDA_PENDING(cumulate, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t prod, int32_t reverse))
 MF_CUDA_PENDING(cumprod_grad, (mf_tensor *gx, const mf_tensor *x, const mf_tensor *gy, int32_t dim, int32_t reverse))
 MF_CUDA_PENDING(pad_like, (mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step))
-MF_CUDA_PENDING(conv2d_workspace, (int32_t kind, const mf_tensor *out, const mf_tensor *a, const mf_tensor *b,
-                int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw, int64_t *bytes))
-MF_CUDA_PENDING(conv2d, (mf_tensor *y, const mf_tensor *x, const mf_tensor *w, mf_tensor *ws, int32_t sh,
-                int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
-MF_CUDA_PENDING(conv2d_backward_input, (mf_tensor *gx, const mf_tensor *gy, const mf_tensor *w, mf_tensor *ws,
-                int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
-MF_CUDA_PENDING(conv2d_backward_weight, (mf_tensor *gw, const mf_tensor *gy, const mf_tensor *x, mf_tensor *ws,
-                int32_t sh, int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw))
 // clang-format on
