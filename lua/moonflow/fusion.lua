@@ -13,9 +13,8 @@ return function(mf)
   local OPF_WRITES = C.MF_OPF_WRITES
   local MAX_STEPS = 24       -- at most 25 inputs: within the kernel's limit of 32
 
-  -- mf._infer's header pool for emit_fused's check: one header, reused (see ops.lua's out_lists)
-  local scratch_headers = ffi.new('mf_tensor[1]')
-  local scratch = {metas = {}, alias = {}, meta = function() return scratch_headers[0] end}
+  -- mf._infer's header pool for emit_fused's check (rewound per check: its headers are scratch)
+  local scratch = mf._header_pool()
 
   -- the program code of op when fused programs may hold it, else false; read once per op
   local fuse_codes, fusable = {}, ffi.new('int32_t[1]')
@@ -200,6 +199,7 @@ return function(mf)
       if e.last_use < at.step then e.last_use = at.step end
     end
     -- a check only: the step keeps at's outputs, so the headers inferred here are scratch
+    scratch:rewind()
     local ok, err = pcall(mf._infer, op, rec, structs, #ins, nil, scratch)
     if not ok then error(('fusion of %s: %s'):format(root.name, tostring(err)), 0) end
     if ref then cx.gone[root] = true else pick_inplace(root.outs[1], ins) end

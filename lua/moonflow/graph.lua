@@ -215,17 +215,7 @@ return function(mf)
   -- per input and output of every node was collector work that grew with the graph. A rule that
   -- builds nodes itself (a Lua shape rule could) gets fresh headers: the scratch is in use.
   local scratch_ins, scratch_cap = ffi.new('mf_tensor[?]', 256), 256
-  local function scratch_pool()
-    local arr = ffi.new('mf_tensor[?]', 64)  -- ops.lua's MAXOUT outputs
-    return {n = 0, metas = {}, alias = {}, meta = function(self)
-      if self.n >= 64 then return T() end  -- (a Lua shape rule may give more)
-      local m = arr[self.n]
-      self.n = self.n + 1
-      ffi.fill(m, SZ)
-      return m
-    end}
-  end
-  local pools = {[UNKNOWN] = scratch_pool(), [UNKNOWN2] = scratch_pool()}
+  local pools = {[UNKNOWN] = mf._header_pool(), [UNKNOWN2] = mf._header_pool()}  -- rewound per node
   local scratch_busy = false
 
   local function infer_with(op, rec, ins, sentinel, has_unknown, into)
@@ -248,7 +238,7 @@ return function(mf)
       m.is_contig = 1
       metas[i] = m
     end
-    if into then into.n = 0 end
+    if into then into:rewind() end
     return pcall(mf._infer, op, rec, metas, #metas, has_unknown and sentinel or nil, into)
   end
 
@@ -319,10 +309,10 @@ return function(mf)
     end
     local what = info and SOURCE_WHAT[tonumber(info.kind)]
     if what then
-      local plain = op.name:match('^(.-)_$')
+      local plain = op.in_place_of  -- its block's in_place_of: add for add_
       raise(("%s: %s is '%s', %s; in a graph an op that writes in place writes only a Variable "
         .. '(mf.Variable) or a result computed in the graph%s'):format(op.name, op.inputs[1] or 'input 1', info.name, what,
-        plain and mf._ops[plain] and ('; ' .. plain .. ' returns a new result') or ''))
+        plain and ('; ' .. plain .. ' returns a new result') or ''))
     end
   end
 

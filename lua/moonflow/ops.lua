@@ -140,10 +140,38 @@ return function(mf)
   mf._params_record, mf._params_record_text = params_record, params_record_text
 
   -- shape inference --------------------------------------------------------------------------
-  -- Output headers and their lists: fresh ones, or (graph binding) from into, a session's header
-  -- pool: into:meta() gives a zeroed header that owns nothing and has no finalizer (a finalizable
-  -- cdata per node made the collector's work on big graphs grow faster than the graph), and
-  -- into.metas/into.alias are scratch lists, valid until into's next use.
+  -- A header pool (mf._header_pool()): pool:meta() hands out a zeroed mf_tensor from arrays of 8 to
+  -- 256 headers, each element a reference: it owns nothing and has no finalizer (a finalizable cdata
+  -- per node made the collector's work on big graphs grow faster than the graph). Headers live as
+  -- long as the pool; pool:rewind() lets the next meta() calls hand the same headers out again
+  -- (scratch inference: graph building, fusion's check). pool.metas and pool.alias are mf._infer's
+  -- scratch lists when it takes headers from the pool (its into), valid until the pool's next use.
+  local Headers = ffi.typeof('mf_tensor[?]')
+  local HeaderPool = {}
+  HeaderPool.__index = HeaderPool
+  function HeaderPool:meta()
+    local n = self.n
+    if n == self.size then  -- the current array is used up: the next one (kept from before a rewind, or new)
+      local k = self.k + 1
+      if not self.arrays[k] then
+        self.sizes[k] = k == 1 and 8 or math.min(2 * self.sizes[k - 1], 256)
+        self.arrays[k] = Headers(self.sizes[k])  -- zero-filled
+      end
+      self.k, self.cur, self.size, n = k, self.arrays[k], self.sizes[k], 0
+    end
+    self.n = n + 1
+    local m = self.cur[n]
+    if self.rewound then ffi.fill(m, SZ) end  -- a header handed out before
+    return m
+  end
+  function HeaderPool:rewind() self.k, self.n, self.size, self.cur, self.rewound = 0, 0, 0, false, true end
+  function mf._header_pool()
+    return setmetatable({arrays = {}, sizes = {}, k = 0, n = 0, size = 0, cur = false, rewound = false,
+                         metas = {}, alias = {}}, HeaderPool)
+  end
+
+  -- Output headers and their lists: fresh ones, or (graph binding) from into, a header pool
+  -- (mf._header_pool above; its metas/alias lists are reused).
   local function out_lists(into)
     if not into then return {}, {} end
     local metas, alias = into.metas, into.alias
@@ -161,14 +189,13 @@ return function(mf)
       else
         st = C.mf_op_infer(op.index, rec.h, nin, in_ptrs, out_cap, meta_buf, alias_buf, nout_buf)
       end
-      if st == 0 then break end
-      -- more outputs than the buffers hold (unbind of 100 slices): grow them to the count and retry
-      local need = tonumber(ffi.string(C.mf_last_error()):match(": (%d+) outputs exceed the caller's %d+$"))
-      if not need then break end
-      out_cap = need
-      meta_buf, alias_buf = ffi.new('mf_tensor[?]', need), ffi.new('int[?]', need)
+      -- more outputs than the buffers hold (unbind of 100 slices): nout_buf has the count; grow and retry
+      if st ~= 0 or nout_buf[0] <= out_cap then break end
+      out_cap = nout_buf[0]
+      meta_buf, alias_buf = ffi.new('mf_tensor[?]', out_cap), ffi.new('int[?]', out_cap)
     end
     if st ~= 0 then raise(ffi.string(C.mf_last_error())) end
+    if nout_buf[0] > out_cap then raise(('%s: its shape rule gave a changing output count'):format(op.name)) end
     local metas, alias = out_lists(into)
     for i = 1, nout_buf[0] do
       local m = into and into:meta() or T()
@@ -703,6 +730,16 @@ return function(mf)
     local shape_src = cstr(C.mf_op_lua_shape(index))
     if shape_src and shape_src ~= '' then op.lua_infer = compile_kernel(op.name, 'infer_shape', shape_src) end
     for i = 0, C.mf_op_num_inputs(index) - 1 do op.inputs[i + 1] = cstr(C.mf_op_input_name(index, i)) end
+    -- inputs whose values the op never reads (lends_shape): [i] = true; shape_only when that is all of
+    -- them (zeros_like, rand_like): the tape records no node, nothing can flow back
+    op.lends_shape = {}
+    local nlend = 0
+    for i = 1, #op.inputs do
+      if C.mf_op_lends_shape(index, i - 1) == 1 then op.lends_shape[i], nlend = true, nlend + 1 end
+    end
+    op.shape_only = nlend > 0 and nlend == #op.inputs
+    local twin = cstr(C.mf_op_in_place_of(index))
+    op.in_place_of = twin ~= '' and twin or nil  -- add for add_ (in_place_of)
     -- the input that is a uint8 selection mask (where's cond): it never decides a number's dtype
     op.mask_input = C.mf_op_mask_input(index)
     op.aliases = {}
@@ -772,7 +809,8 @@ return function(mf)
   function mf.register_op(def)
     if type(def) ~= 'table' then raise('register_op: expected a table {name=, num_inputs=, doc=, lua_compute=, ...}') end
     require('moonflow.options').keys('register_op ' .. tostring(def.name), def,
-      {'name', 'num_inputs', 'doc', 'lua_compute', 'infer_shape', 'gradient', 'params', 'strided'}, 'field')
+      {'name', 'num_inputs', 'doc', 'lua_compute', 'infer_shape', 'gradient', 'params', 'strided', 'writes',
+       'lends_shape', 'in_place_of'}, 'field')
     local name = def.name
     if type(name) ~= 'string' or not name:match('^[%a_][%w_]*$') then
       raise(('register_op: name %s must be an identifier'):format(tostring(name)))
@@ -794,6 +832,24 @@ return function(mf)
     if infer == 'same' and nin == 0 then raise(("register_op %s: infer_shape 'same' needs an input; give a shape rule"):format(name)) end
     if def.strided ~= nil and type(def.strided) ~= 'boolean' then
       raise(('register_op %s: strided must be true (the kernel takes views with their strides) or false'):format(name))
+    end
+    -- block attributes (src/op/registry.h): writes = n (or true: 1), lends_shape = {input, ...},
+    -- in_place_of = 'op'; the registry checks them against the op
+    local nw = def.writes == true and 1 or def.writes or 0
+    if type(nw) ~= 'number' or nw ~= math.floor(nw) then
+      raise(('register_op %s: writes must be true or the number n of inputs 1..n it writes in place'):format(name))
+    end
+    local lends = def.lends_shape or {}
+    if type(lends) ~= 'table' then
+      raise(('register_op %s: lends_shape must be a list of the inputs (1-based) it reads only the shape of'):format(name))
+    end
+    for i = 1, #lends do
+      if type(lends[i]) ~= 'number' then
+        raise(('register_op %s: lends_shape item %d is a %s; expected an input number'):format(name, i, type(lends[i])))
+      end
+    end
+    if def.in_place_of ~= nil and type(def.in_place_of) ~= 'string' then
+      raise(('register_op %s: in_place_of must be the name of the out-of-place op'):format(name))
     end
     local grad = def.gradient
     if grad ~= nil and type(grad) ~= 'function' and type(grad) ~= 'string' then
@@ -825,8 +881,15 @@ return function(mf)
                    dflt = spec.default ~= nil and encode_value({name = name, param_kind = {}}, k, spec.default) or nil}
     end
     local factory = compile_kernel(name, K.STRINGS[CPU], def.lua_compute)  -- load errors surface before registering
-    local flags = bit.bor(def.strided and C.MF_OPF_STRIDED or 0, type(infer) == 'function' and C.MF_OPF_LOCAL_SHAPE or 0,
+    -- a write op takes its inputs as they are (strided): a contiguous copy of a view would take the write
+    local flags = bit.bor((def.strided or nw ~= 0) and C.MF_OPF_STRIDED or 0, nw ~= 0 and OPF_WRITES or 0,
+                          type(infer) == 'function' and C.MF_OPF_LOCAL_SHAPE or 0,
                           type(grad) == 'function' and C.MF_OPF_LOCAL_GRADIENT or 0)
+    local attrs = ffi.new('mf_op_lua_attrs')
+    local lend_arr = ffi.new('int32_t[?]', #lends + 1)  -- alive until the call returns
+    for i = 1, #lends do lend_arr[i - 1] = lends[i] end
+    attrs.num_written, attrs.num_shape_inputs, attrs.shape_inputs = nw, #lends, lend_arr
+    attrs.in_place_of = def.in_place_of
     local np = #pnames
     local pn, pk, pd, pdoc = ffi.new('const char *[?]', np + 1), ffi.new('const char *[?]', np + 1),
                              ffi.new('const char *[?]', np + 1), ffi.new('const char *[?]', np + 1)
@@ -836,7 +899,7 @@ return function(mf)
     end
     local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, type(grad) == 'string' and grad or nil,
                                        type(infer) == 'string' and infer ~= 'same' and infer or nil, flags,
-                                       np, pn, pk, pd, pdoc)
+                                       np, pn, pk, pd, pdoc, attrs)
     if index < 0 then raise(ffi.string(C.mf_last_error())) end
     local op = load_op(index)
     op.factories[CPU] = factory

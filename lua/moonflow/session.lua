@@ -85,27 +85,11 @@ return function(mf)
   end
 
   -- The headers of a bound executor (every entry's mf_tensor: feeds, variables, constants, op
-  -- outputs) come from a pool of arrays, each element handed out as a reference. One finalizable
-  -- cdata per header (mf._T has a __gc) cost the collector a finalizer-table entry and a finalizer
-  -- call per node, the main reason bind time grew faster than the graph; a pool header never owns
-  -- storage (owns = 0), so it needs none. Arrays grow from 16 to 256 headers, so a small executor
-  -- stays small. The executor keeps its pool (ex.pool): its closures hold references into it.
-  local Headers = ffi.typeof('mf_tensor[?]')
-  local Pool = {}
-  Pool.__index = Pool
-  function Pool:meta()
-    local n = self.n
-    if n == self.size then
-      self.size = math.min(self.size * 2, 256)
-      self.cur = Headers(self.size)  -- zero-filled
-      self.arrays[#self.arrays + 1] = self.cur
-      n = 0
-    end
-    self.n = n + 1
-    return self.cur[n]
-  end
-  -- metas, alias: mf._infer's scratch lists when it takes headers from the pool
-  local function new_pool() return setmetatable({arrays = {}, cur = false, n = 8, size = 8, metas = {}, alias = {}}, Pool) end
+  -- outputs) come from a header pool (mf._header_pool, ops.lua): one finalizable cdata per header
+  -- cost the collector a finalizer-table entry and a finalizer call per node, the main reason bind
+  -- time grew faster than the graph; a pool header never owns storage (owns = 0), so it needs none.
+  -- The executor keeps its pool (ex.pool): its closures hold references into it.
+  local new_pool = mf._header_pool
 
   local function struct_of(pool, t)
     local s = pool:meta()

@@ -290,12 +290,9 @@ return function(mf)
       return bumped(ins, nw, op, finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin)))
     end
     local record = false
-    local shape_only = op.shape_only  -- zeros_like, rand_like ...: outputs independent of input values
-    if shape_only == nil then
-      shape_only = op.gradient_src == 'function() return {} end'
-      op.shape_only = shape_only
-    end
-    if enabled and not shape_only then
+    -- every input lends only its shape (zeros_like, rand_like: the registry's lends_shape): the outputs
+    -- do not depend on input values, so nothing is recorded
+    if enabled and not op.shape_only then
       for i = 1, nin do
         local s = state(ins[i])
         if s and (s.node or s.leaf) then record = true break end
@@ -327,10 +324,57 @@ return function(mf)
 
   -- Which saved tensors an op's gradient rule reads the values of, from the rule's Lua source (the
   -- registry's gradient_src): a parameter counts where the body names it, except where only its shape
-  -- is used (sum_to's target, zeros_like(x), pad_like's like argument, x.shape, x:size() ...). A rule
-  -- with no source or with varargs reads everything. {ins = {bool per input}, out = bool}, per op.
+  -- is used: passed to an op at an input that lends only its shape (the called op's block declares
+  -- lends_shape: sum_to's like, zeros_like's x, pad_like's like), or read through x.shape, x:size() ...
+  -- A rule with no source or with varargs reads everything. {ins = {bool per input}, out = bool}, per op.
   local SHAPE_FIELD = {shape = true, ndim = true, count = true, dtype_id = true, device_id = true, size = true,
                        dim = true, nDimension = true, dtype = true, shape_str = true, nElement = true, numel = true}
+  local BRACKET = {['('] = 1, ['{'] = 1, ['['] = 1, [')'] = -1, ['}'] = -1, [']'] = -1}
+  -- the arguments of a call, split at the commas outside brackets (args: the text inside its parens)
+  local function split_args(args)
+    local parts, depth, from = {}, 0, 1
+    for k = 1, #args do
+      local ch = args:sub(k, k)
+      depth = depth + (BRACKET[ch] or 0)
+      if ch == ',' and depth == 0 then
+        parts[#parts + 1] = args:sub(from, k - 1)
+        from = k + 1
+      end
+    end
+    parts[#parts + 1] = args:sub(from)
+    return parts
+  end
+  local function called_op(name)
+    local op = rawget(mf._ops, name)
+    if not op and mf._aliases[name] then op = rawget(mf._ops, mf._aliases[name]) end
+    return op
+  end
+  -- body with every bare name passed at an input that lends only its shape replaced by _; first is the
+  -- argument number of the first parenthesised argument (2 for a method call: the receiver is 1)
+  local hide_lent
+  local function hide_in_call(name, args, first, receiver)
+    args = hide_lent(args:sub(2, -2))  -- calls nested in the arguments first
+    local op = called_op(name)
+    local lends = op and op.lends_shape
+    if not lends or next(lends) == nil then return nil, args end
+    if receiver and lends[1] then receiver = '_' end
+    local parts = split_args(args)
+    for k, a in ipairs(parts) do
+      if lends[first + k - 1] and a:match('^%s*[%a_][%w_]*%s*$') then parts[k] = '_' end
+    end
+    return receiver, table.concat(parts, ',')
+  end
+  function hide_lent(body)
+    -- method calls x:op(...) (the receiver, when a bare name, is argument 1), then calls mf.op(...)
+    body = body:gsub('([%w_]*)(%s*:%s*)([%a_][%w_]*)(%s*)(%b())', function(recv, colon, name, sp, args)
+      local r, a = hide_in_call(name, args, 2, recv ~= '' and recv or nil)
+      return (r or recv) .. colon .. name .. sp .. '(' .. a .. ')'
+    end)
+    return (body:gsub('(mf%s*%.%s*)([%a_][%w_]*)(%s*)(%b())', function(prefix, name, sp, args)
+      local _, a = hide_in_call(name, args, 1)
+      return prefix .. name .. sp .. '(' .. a .. ')'
+    end))
+  end
   function rule_reads(op)
     local r = op.rule_reads
     if r ~= nil then return r end
@@ -339,19 +383,8 @@ return function(mf)
     if params and not params:find('...', 1, true) then
       local names = {}
       for nm in params:gmatch('[%w_]+') do names[#names + 1] = nm end
-      body = body:gsub('sum_to(%b())', function(args)
-        local head = args:sub(2, -2):match('^(.*),%s*[%w_]+%s*$')
-        if head then return 'sum_to((' .. head .. '))' end
-      end)
-      for _, f in ipairs{'zeros_like', 'ones_like', 'full_like', 'empty_like'} do  -- shape-only first argument
-        body = body:gsub(f .. '%(%s*[%w_]+%s*([,)])', f .. '(_%1')
-      end
-      body = body:gsub('pad_like(%b())', function(args)  -- like, its second argument, lends its shape
-        local a1, rest = args:sub(2, -2):match('^(.-),%s*[%w_]+%s*(,.*)$')
-        if a1 and select(2, a1:gsub('%(', '')) == select(2, a1:gsub('%)', '')) then
-          return 'pad_like((' .. a1 .. ')' .. rest .. ')'
-        end
-      end)
+      body = body:gsub("'[^'\n]*'", "''"):gsub('"[^"\n]*"', '""')  -- string contents hold no names
+      body = hide_lent(body)
       body = body:gsub('([%w_]+)(%s*[.:]%s*)([%w_]+)', function(nm, sep, f)
         if SHAPE_FIELD[f] then return '_' .. sep .. f end
       end)

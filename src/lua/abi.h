@@ -84,6 +84,11 @@ int mf_op_flags(int op);
 int mf_op_mask_input(int op);
 /* write ops: inputs 1..n are written in place (0 for other ops) */
 int mf_op_num_written(int op);
+/* 1 when input i (0-based) lends only its shape and dtype (its block's lends_shape: zeros_like's x,
+   sum_to's like): the op never reads its values and no gradient flows to it; else 0 */
+int mf_op_lends_shape(int op, int i);
+/* an in-place op's out-of-place form (its block's in_place_of: "add" for add_), else "" */
+const char *mf_op_in_place_of(int op);
 /* how many outputs the op returns for params p (NULL: the defaults) when the params alone decide it
    (sort: 2; max: 2 over one dim, else 1), else -1 (the shape rule decides: split, or undeclared) */
 int mf_op_num_outputs(int op, const mf_params *p);
@@ -109,10 +114,18 @@ const char *mf_op_param_doc(int op, int i);
    Sources given as text (kernel, gradient, shape rule) serve every engine; shape_src NULL without
    MF_OPF_LOCAL_SHAPE in flags: the output has input 1's shape and dtype. The op's num_params params
    come complete with it: names, kinds ("boolean", "integer", "number", "dtype", "integer list" or
-   "enum:a|b|c"), defaults as user text (NULL: required) and docs. */
+   "enum:a|b|c"), defaults as user text (NULL: required) and docs. attrs (NULL: none) are the block
+   attributes register_op takes beyond flags. */
+typedef struct {
+  int32_t num_written;      /* MF_OPF_WRITES in flags: inputs 1..n are written in place (writes(n)) */
+  int32_t num_shape_inputs; /* shape_inputs[0 .. n): 1-based inputs that lend only their shape */
+  const int32_t *shape_inputs;
+  const char *in_place_of;  /* the out-of-place op this write op is the in-place form of, or NULL */
+} mf_op_lua_attrs;
 int mf_op_register_lua(const char *name, const char *doc, int num_inputs, const char *cpu_src, const char *gradient_src,
                        const char *shape_src, int flags, int num_params, const char *const *param_names,
-                       const char *const *param_kinds, const char *const *param_defaults, const char *const *param_docs);
+                       const char *const *param_kinds, const char *const *param_defaults, const char *const *param_docs,
+                       const mf_op_lua_attrs *attrs);
 
 /* params: parsed from "key=value;key=value" text, validated against the op's fields */
 mf_params *mf_params_parse(int op, const char *text);
@@ -128,7 +141,9 @@ int64_t mf_params_list_item(const mf_params *p, int i, int j);
 
 /* shape and type inference of a registered op: in_meta are the inputs (data unused);
    fills out_meta[0..*n_out) with shape, dtype, device and strides; out_alias[i] = 1 marks an output that
-   is a view of input 1, whose offset field is then relative to input 1's data */
+   is a view of input 1, whose offset field is then relative to input 1's data. When the op gives more
+   than max_out outputs (unbind of many slices), *n_out is their count and nothing else is written:
+   call again with arrays that hold them. */
 int mf_op_infer(int op, const mf_params *p, int n_in, const mf_tensor *const *in_meta, int max_out, mf_tensor *out_meta, int *out_alias, int *n_out);
 /* the same at graph-build time: a size equal to unknown (a sentinel no real size takes) is not known
    yet; rules check every size they know (a mismatch is an error naming the op and the shapes, with

@@ -203,6 +203,8 @@ int mf_op_pointwise(int op, int32_t* arity, int32_t* fusable) {
 }
 int mf_op_mask_input(int op) { MF_OP_FIELD(op_at(op).mask_input_, -1) }
 int mf_op_num_written(int op) { MF_OP_FIELD(op_at(op).num_written_, -1) }
+int mf_op_lends_shape(int op, int i) { MF_OP_FIELD(op_at(op).lends_shape_of(size_t(i)) ? 1 : 0, -1) }
+const char* mf_op_in_place_of(int op) { MF_OP_FIELD(cstr(op_at(op).in_place_of_), nullptr) }
 int mf_op_num_outputs(int op, const mf_params* p) {
   return guard_value(__func__, -1, [&] {
     const OpDef& def = op_at(op);
@@ -268,7 +270,8 @@ static Field lua_param(const std::string& op, const char* name, const char* kind
 int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const char* cpu_src,
                        const char* gradient_src, const char* shape_src, int flags, int num_params,
                        const char* const* param_names, const char* const* param_kinds,
-                       const char* const* param_defaults, const char* const* param_docs) {
+                       const char* const* param_defaults, const char* const* param_docs,
+                       const mf_op_lua_attrs* attrs) {
   int index = -1;
   int st = guard(__func__, [&] {
     if (!name || !*name) fail("register_op: name is required");
@@ -283,6 +286,16 @@ int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const 
     if (cpu_src) op.lua_compute(MF_CPU, cpu_src);
     if (gradient_src) op.gradient(gradient_src);
     op.flags_ |= (flags | MF_OPF_LUA);
+    if (flags & MF_OPF_WRITES) {
+      int n = attrs ? attrs->num_written : 0;
+      if (n < 1 || n > num_inputs)
+        fail("register_op ", name, ": writes ", n, " inputs; expected 1..", num_inputs, " (inputs 1..n are written)");
+      op.writes(n);
+    }
+    if (attrs) {
+      for (int i = 0; i < attrs->num_shape_inputs; ++i) op.lends_shape(attrs->shape_inputs[i]);
+      if (attrs->in_place_of) op.in_place_of(attrs->in_place_of);
+    }
     if (shape_src) {
       op.lua_shape_ = shape_src;
     } else if (!(flags & MF_OPF_LOCAL_SHAPE)) {  // 'same': a native rule, so every engine has it
@@ -377,7 +390,8 @@ int mf_op_infer_partial(int op, const mf_params* p, int n_in, const mf_tensor* c
     if (declared >= 0 && size_t(declared) != ctx.out.size())
       fail(def.name_, ": its shape rule gave ", ctx.out.size(), " outputs, its block declares ", declared,
            " (an error in the op)");
-    if (int(ctx.out.size()) > max_out) fail(def.name_, ": ", ctx.out.size(), " outputs exceed the caller's ", max_out);
+    *n_out = int(ctx.out.size());
+    if (*n_out > max_out) return;  // the caller's arrays are too small: it learns the count, nothing written
     for (size_t i = 0; i < ctx.out.size(); ++i) {
       mf_tensor& o = ctx.out[i];
       o.ptr = nullptr;
@@ -386,7 +400,6 @@ int mf_op_infer_partial(int op, const mf_params* p, int n_in, const mf_tensor* c
       out_meta[i] = o;
       out_alias[i] = i < ctx.alias.size() ? ctx.alias[i] : 0;
     }
-    *n_out = int(ctx.out.size());
   });
 }
 

@@ -80,13 +80,11 @@ void reduced_count_shape(InferCtx& c) { c.set_out(0, {}); }
 
 }  // namespace
 
-// The rule of ops whose inputs only lend their shape: nothing flows back to them.
-const char* const kShapeOnly = "function() return {} end";
-
 void register_autodiff_ops() {
   MF_REGISTER_OP(sum_to)
       .describe("Sums x over the dims where it was broadcast from like's shape (the gradient of broadcasting).")
       .inputs({"x", "like"})
+      .lends_shape(2)
       .view()
       .identity_if_same_shape()
       .infer_shape(sum_to_shape)
@@ -102,6 +100,7 @@ end)lua")
   MF_REGISTER_OP(broadcast_like)
       .describe("x broadcast (NumPy rules) to like's shape, as a view.")
       .inputs({"x", "like"})
+      .lends_shape(2)
       .view()
       .identity_if_same_shape()
       .infer_shape(broadcast_like_shape)
@@ -112,6 +111,7 @@ end)lua")
   MF_REGISTER_OP(unreduce_like)
       .describe("Undoes a reduction's shape: x (like reduced over dim) broadcast back to like's shape, as a view.")
       .inputs({"x", "like"})
+      .lends_shape(2)
       .strided()
       .param(Field::int_list("dim", "", "The reduction's dims, 1-based; empty: all."))
       .param(Field::boolean("keepdim", false, "Whether the reduction kept its dims."))
@@ -124,6 +124,7 @@ end)lua")
   MF_REGISTER_OP(reshape_as)
       .describe("x with like's shape (same element count); a view when x is contiguous.")
       .inputs({"x", "like"})
+      .lends_shape(2)
       .view()
       .infer_shape(reshape_as_shape)
       .infer_type(first_type)
@@ -133,6 +134,7 @@ end)lua")
   MF_REGISTER_OP(pad_like)
       .describe("Zeros of like's shape with x written at start, start+step, ... along dim (the gradient of narrow/slice/select).")
       .inputs({"x", "like"})
+      .lends_shape(2)
       .strided()
       .param(Field::integer("dim", 1, "Dim x is placed along, 1-based."))
       .param(Field::integer("start", 1, "First index, 1-based (negative counts from the end)."))
@@ -162,6 +164,7 @@ end)lua");
   MF_REGISTER_OP(reduced_count)
       .describe("Number of elements a reduction of x over dim combines, as a 0-dim tensor of x's dtype.")
       .inputs({"x"})
+      .lends_shape(1)
       .strided()
       .param(Field::int_list("dim", "", "The reduction's dims, 1-based; empty: all."))
       .infer_shape(reduced_count_shape)
@@ -174,26 +177,25 @@ function(ins, outs, p, K)
     if math.floor(mask / 2 ^ d) % 2 == 1 then n = n * tonumber(x.shape[d]) end
   end
   return function() K.fill(y, n) end
-end)lua")
-      .gradient(kShapeOnly);
+end)lua");
 
   MF_REGISTER_OP(ones_like)
       .describe("Ones with x's shape and dtype (the seed of a gradient).")
       .inputs({"x"})
+      .lends_shape(1)
       .strided()
       .infer_shape(same_shape)
       .infer_type(same_type)
-      .lua_compute(MF_CPU, fill_kernel("1"))
-      .gradient(kShapeOnly);
+      .lua_compute(MF_CPU, fill_kernel("1"));
 
   MF_REGISTER_OP(zeros_like)
       .describe("Zeros with x's shape and dtype.")
       .inputs({"x"})
+      .lends_shape(1)
       .strided()
       .infer_shape(same_shape)
       .infer_type(same_type)
-      .lua_compute(MF_CPU, fill_kernel("0"))
-      .gradient(kShapeOnly);
+      .lua_compute(MF_CPU, fill_kernel("0"));
 }
 
 }  // namespace mf

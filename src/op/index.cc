@@ -371,6 +371,7 @@ end)lua");
   // In-place forms, PyTorch's trailing underscore: x is written and returned (no gradient: they
   // write x; the forms without _ have one).
   MF_REGISTER_OP(index_add_)
+      .in_place_of("index_add")
       .describe("index_add written into x in place; returns x. Spellings: x:index_add_(dim, index, src), "
                 "mf.index_add_(x, index, src, dim), Torch7's x:indexAdd(dim, index, src). Not differentiable: it "
                 "writes x (index_add is).")
@@ -391,6 +392,7 @@ function(ins, outs, p, K)
 end)lua");
 
   MF_REGISTER_OP(masked_fill_)
+      .in_place_of("masked_fill")
       .describe("masked_fill written into x in place; returns x. Spellings: x:masked_fill_(mask, value), "
                 "mf.masked_fill_(x, mask, value), Torch7's x:maskedFill(mask, value). Not differentiable: it writes x "
                 "(masked_fill is).")

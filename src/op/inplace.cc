@@ -25,7 +25,7 @@ void binary_shape(InferCtx& c) {
   Shape b = broadcast_shapes(c.name(), shape_of(x), shape_of(o), "x", "other");
   if (!shapes_match(b, shape_of(x)))
     fail(c.name(), ": other is ", shape_str(o), "; it must broadcast to x ", shape_str(x),
-         " (an in-place op keeps x's shape; use the op without _ for a new tensor)");
+         " (an in-place op keeps x's shape; use ", c.op.in_place_of_, " for a new tensor)");
   write_x(c);
 }
 
@@ -166,6 +166,7 @@ void alpha_binary_type(InferCtx& c) {
 
 void register_inplace_ops() {
   MF_REGISTER_OP(add_)
+      .in_place_of("add")
       .describe("x + alpha * other written into x in place (other broadcasts to x; numbers allowed); returns x. "
                 "Not differentiable: it writes x (add is).")
       .inputs({"x", "other"})
@@ -177,6 +178,7 @@ void register_inplace_ops() {
       .lua_compute(MF_CPU, alpha_kernel("add", true));
 
   MF_REGISTER_OP(sub_)
+      .in_place_of("sub")
       .describe("x - alpha * other written into x in place (other broadcasts to x; numbers allowed); returns x. "
                 "Not differentiable: it writes x (sub is).")
       .inputs({"x", "other"})
@@ -188,6 +190,7 @@ void register_inplace_ops() {
       .lua_compute(MF_CPU, alpha_kernel("sub", true));
 
   MF_REGISTER_OP(mul_)
+      .in_place_of("mul")
       .describe("x * other written into x in place (other broadcasts to x; numbers allowed); returns x. "
                 "Not differentiable: it writes x (mul is).")
       .inputs({"x", "other"})
@@ -198,6 +201,7 @@ void register_inplace_ops() {
       .lua_compute(MF_CPU, binary_inplace_kernel("mul"));
 
   MF_REGISTER_OP(div_)
+      .in_place_of("div")
       .describe("x / other written into x in place (other broadcasts to x; integers divide truncating toward "
                 "zero); returns x. Not differentiable: it writes x (div is).")
       .inputs({"x", "other"})
@@ -223,6 +227,7 @@ function(ins, outs, p, K)
 end)lua");
 
   MF_REGISTER_OP(clamp_)
+      .in_place_of("clamp")
       .describe("Limits every element of x to [min, max] in place and returns x; NaN elements stay NaN. "
                 "Not differentiable: it writes x (clamp is).")
       .inputs({"x"})

@@ -99,6 +99,7 @@ end)lua");
   MF_REGISTER_OP(dropout_mask)
       .describe("Random mask shaped like x: 0 with probability p, else 1 / (1 - p) (inverted dropout: x * mask).")
       .inputs({"like"})
+      .lends_shape(1)
       .strided()
       .param(Field::number("p", 0.5, "Probability of dropping an element.").range(0, 1))
       .random()
@@ -108,8 +109,7 @@ end)lua");
 function(ins, outs, p, K)
   local m, prob = outs[1], p.p
   return function() K.dropout_mask(m, prob) end
-end)lua")
-      .gradient(kShapeOnly);
+end)lua");
 
   MF_REGISTER_OP(softmax_cross_entropy)
       .describe("-sum(labels * log_softmax(logits)) along dim: the loss of a softmax classifier, stable for any "

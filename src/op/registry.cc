@@ -1,6 +1,7 @@
 // Registry storage and the shared shape/type rules.
 #include "registry.h"
 
+#include <functional>
 #include <mutex>
 
 #include "../core/writes.h"
@@ -33,6 +34,27 @@ void InferCtx::set_view(size_t i, const Shape& s, const Shape& stride, int64_t r
   alias[i] = 1;
 }
 
+const char* const kNoInputGradient = "function() return {} end";
+
+// The attributes a block declares that refer to its inputs or to other ops, checked once the op is
+// complete (has_op: whether an op of that name is registered). An op whose every input lends its
+// shape gets kNoInputGradient: nothing can flow back to inputs whose values it never reads.
+static void complete_attributes(OpDef& op, const std::function<bool(const std::string&)>& has_op) {
+  for (int i : op.shape_inputs_)
+    if (i < 1 || size_t(i) > op.inputs_.size() || (op.flags_ & MF_OPF_VARIADIC))
+      fail(op.name_, ": lends_shape(", i, "), but the op has ", op.inputs_.size(), " fixed input",
+           op.inputs_.size() == 1 ? "" : "s");
+  if (op.lends_only_shapes()) {
+    if ((!op.lua_gradient_.empty() && op.lua_gradient_ != kNoInputGradient) || (op.flags_ & MF_OPF_LOCAL_GRADIENT))
+      fail(op.name_, ": every input lends only its shape, so no gradient flows to them; it must declare no gradient");
+    op.lua_gradient_ = kNoInputGradient;
+  }
+  if (!op.in_place_of_.empty()) {
+    if (!(op.flags_ & MF_OPF_WRITES)) fail(op.name_, ": in_place_of('", op.in_place_of_, "') on an op that writes nothing");
+    if (!has_op(op.in_place_of_)) fail(op.name_, ": in_place_of('", op.in_place_of_, "'), an unknown op");
+  }
+}
+
 Registry& Registry::get() {
   static Registry r;
   return r;
@@ -49,6 +71,7 @@ OpDef& Registry::add(const std::string& name) {
 int Registry::add(OpDef op) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (find_unlocked(op.name_)) fail("register_op: an op named '", op.name_, "' is already registered");
+  complete_attributes(op, [&](const std::string& n) { return find_unlocked(n) != nullptr; });
   ops_.push_back(std::move(op));
   return int(ops_.size()) - 1;
 }
@@ -107,9 +130,10 @@ void register_builtin_ops() {
     register_sort_ops();
     register_index_ops();
     register_inplace_ops();
+    Registry& reg = Registry::get();
+    for (OpDef& op : reg.ops_) complete_attributes(op, [&](const std::string& n) { return reg.find_unlocked(n) != nullptr; });
     // the simplification rules, by index; a rule naming a missing op, or an outer op that takes
     // params or more than one input (they would be lost), is a mistake in its block
-    Registry& reg = Registry::get();
     for (int i = 0; i < reg.size(); ++i) {
       for (const OpDef::Fold& f : reg.at(i).folds_) {
         int outer = reg.index_of(f.outer), inner = reg.index_of(f.inner);

@@ -62,6 +62,8 @@ struct OpDef {
   std::vector<std::string> aliases_;  // other names of its function and method (alias)
   int num_outputs_ = -1;              // outputs(n), or -1: the shape rule decides
   int (*count_outputs_)(const ParamValues&) = nullptr;  // outputs(f)
+  std::vector<int> shape_inputs_;     // lends_shape(i): 1-based input indices
+  std::string in_place_of_;           // in_place_of(op): the out-of-place op it is the in-place form of
 
   // Builder used by MF_REGISTER_OP blocks.
   OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }
@@ -85,6 +87,25 @@ struct OpDef {
   // Its first param, an integer list, may also be given as separate numbers after the inputs:
   // reshape(x, 2, 3), zeros(2, 3); its other params then come in a trailing table.
   OpDef& list_args() { flags_ |= MF_OPF_LIST_ARGS; return *this; }
+  // Input i (1-based) lends only its shape and dtype: the op never reads its values (zeros_like's x,
+  // sum_to's like), so no gradient flows to it, and a gradient rule that passes a saved tensor there
+  // does not read that tensor (the tape checks the versions only of what rules read). An op whose
+  // every input lends its shape gets the rule kNoInputGradient from the registry (it must give none).
+  OpDef& lends_shape(int i) { shape_inputs_.push_back(i); return *this; }  // checked when registered
+  bool lends_shape_of(size_t i) const {  // i: 0-based
+    for (int k : shape_inputs_)
+      if (size_t(k) == i + 1) return true;
+    return false;
+  }
+  // Every input lends only its shape (and there is one): the outputs do not depend on input values.
+  bool lends_only_shapes() const {
+    if (inputs_.empty() || (flags_ & MF_OPF_VARIADIC)) return false;
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (!lends_shape_of(i)) return false;
+    return true;
+  }
+  // This write op is the in-place form of op (add_ of add): a graph refusing the write points there.
+  OpDef& in_place_of(std::string op) { in_place_of_ = std::move(op); return *this; }
   // Returns input 1 unchanged when inputs 1 and 2 have the same shape (sum_to, broadcast_like):
   // graph building adds no node for it then.
   OpDef& identity_if_same_shape() { flags_ |= MF_OPF_SAME_SHAPE_IDENTITY; return *this; }
@@ -196,8 +217,9 @@ extern const char* const kCopyKernel;
 // Kernel factory that fills output 1 with value, a Lua expression ("0", "p.value") (src/op/init.cc).
 std::string fill_kernel(const char* value);
 
-// Gradient rule of ops whose inputs only lend their shape (zeros_like, dropout_mask, ...).
-extern const char* const kShapeOnly;
+// Gradient rule through which nothing flows back to any input: one_hot's integer labels. An op
+// whose every input lends only its shape (lends_shape) gets it from the registry.
+extern const char* const kNoInputGradient;
 
 // Common rules.
 void same_shape(InferCtx& c);        // out 1 has input 1's shape

@@ -338,6 +338,7 @@ end)lua")
   MF_REGISTER_OP(index_add_like)
       .describe("Zeros of like's shape with slice j of x added at index indices[j] along dim (the gradient of index_select).")
       .inputs({"x", "indices", "like"})
+      .lends_shape(3)
       .strided()
       .param(Field::integer("dim", 1, "Dim the indices address, 1-based."))
       .infer_shape(index_add_like_shape)
@@ -363,7 +364,7 @@ function(ins, outs, p, K)
   local y, labels = outs[1], ins[1]
   return function() K.one_hot(y, labels) end
 end)lua")
-      .gradient(kShapeOnly);
+      .gradient(kNoInputGradient);  // integer labels
 
   MF_REGISTER_OP(reshape)
       .describe("Same elements in a new shape (one size may be -1); a view when x is contiguous, else a copy.")

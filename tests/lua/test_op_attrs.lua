@@ -120,4 +120,121 @@ T.test('register_op: rule sources and the same rule are checked before registeri
   mf.register_op{name = 'attrs_bad_shape', num_inputs = 1, doc = 'x', lua_compute = k}
 end)
 
+T.test('built-in blocks declare lends_shape and in_place_of; Lua reads them at load', function()
+  local ops = mf._ops
+  T.eq(ops.zeros_like.shape_only, true)
+  T.eq(ops.rand_like.shape_only, true)
+  T.eq(ops.sum_to.lends_shape[2], true)
+  T.eq(ops.sum_to.lends_shape[1], nil)
+  T.eq(ops.sum_to.shape_only, false)
+  T.eq(ops.index_add_like.lends_shape[3], true)
+  T.eq(ops.add_.in_place_of, 'add')
+  T.eq(ops.masked_fill_.in_place_of, 'masked_fill')
+  T.eq(ops.add.in_place_of, nil)
+  -- an op whose inputs all lend their shape has the registry's empty rule (nothing flows back)
+  T.eq(#mf._gradient_rule(ops.ones_like)(), 0)
+  local w = mf.randn(2, 3, {requires_grad = true})
+  T.eq(mf.zeros_like(w):requires_grad(), false)
+  T.eq(mf.sum_to(w, mf.zeros(3)):requires_grad(), true)
+  T.errors(function() mf.add_(mf.ones(3), mf.ones(2, 3)) end, 'add_: other is 2x3', 'use add for a new tensor')
+end)
+
+-- Lua ops declaring the attributes. attrs_twice_like(x, like) = 2 x; like lends only its shape.
+local k2 = [[ function(ins, outs)
+  return function()
+    local n, x, y = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+    for i = 0, n - 1 do y[i] = 2 * x[i] end
+  end end ]]
+mf.register_op{name = 'attrs_twice_like', num_inputs = 2, doc = '2 x (like lends its shape)', lua_compute = k2,
+  lends_shape = {2}, gradient = 'function(x, like, y, gy) return {gy * 2} end'}
+-- attrs_double(x) = 2 x twice over: its rule passes x only where attrs_twice_like reads the shape
+mf.register_op{name = 'attrs_double', num_inputs = 1, doc = '2 x', lua_compute = k2,
+  gradient = 'function(x, y, gy) return {mf.attrs_twice_like(gy, x)} end'}
+mf.register_op{name = 'attrs_double_reads', num_inputs = 1, doc = '2 x', lua_compute = k2,
+  gradient = 'function(x, y, gy) return {mf.attrs_twice_like(gy, x) + x * 0} end'}
+-- attrs_fives(x): 5 in every element; x lends only its shape, so the op declares no gradient
+mf.register_op{name = 'attrs_fives', num_inputs = 1, doc = 'fives shaped like x', lends_shape = {1},
+  lua_compute = [[ function(ins, outs)
+    return function() local y = outs[1]:data(); for i = 0, outs[1]:numel() - 1 do y[i] = 5 end end end ]]}
+-- attrs_double_(x): writes 2 x into x (and returns a copy); the in-place form of attrs_double
+mf.register_op{name = 'attrs_double_', num_inputs = 1, doc = 'x = 2 x in place', writes = true,
+  in_place_of = 'attrs_double', lua_compute = [[ function(ins, outs)
+    return function()
+      local n, x, y = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+      for i = 0, n - 1 do x[i] = 2 * x[i]; y[i] = x[i] end
+    end end ]]}
+
+T.test('a Lua op lending every input its shape: nothing recorded, nothing flows back', function()
+  local ops = mf._ops
+  T.eq(ops.attrs_fives.shape_only, true)
+  local w = mf.tensor({1, 2, 3}, {requires_grad = true})
+  local f = mf.attrs_fives(w)
+  T.tensor_eq(f, {5, 5, 5})
+  T.eq(f:requires_grad(), false)
+  -- d/dx sum(fives(x) * x) = 5 (the fives are constant), eager and in a graph
+  local l = mf.sum(mf.attrs_fives(w) * w)
+  l:backward()
+  T.tensor_eq(w.grad, {5, 5, 5})
+  mf.reset_default_graph()
+  local x = mf.placeholder('float32', {3}, 'x')
+  local g = mf.gradients(mf.sum(mf.attrs_fives(x) * x), {x})[1]
+  T.tensor_eq(mf.Session():run(g, {[x] = mf.tensor{1, 2, 3}}), {5, 5, 5})
+end)
+
+T.test("the tape checks versions only of what a rule reads: a lent shape is not read", function()
+  local ops = mf._ops
+  T.eq(ops.attrs_twice_like.lends_shape[2], true)
+  -- attrs_double's rule passes x only as attrs_twice_like's like: writing x after the call is fine
+  local w = mf.tensor({1, 2, 3}, {requires_grad = true})
+  local y = mf.attrs_double(w)
+  mf.no_grad(function() w:add_(10) end)
+  mf.sum(y):backward()
+  T.tensor_eq(w.grad, {2, 2, 2})  -- d(sum 2w)/dw, by hand
+  -- attrs_double_reads also reads x's values (x * 0): the same write is refused at backward
+  local v = mf.tensor({1, 2, 3}, {requires_grad = true})
+  local z = mf.attrs_double_reads(v)
+  mf.no_grad(function() v:add_(10) end)
+  T.errors(function() mf.sum(z):backward() end, "op 'attrs_double_reads'", 'modified in place')
+  -- graph mode calls the same rules on symbols
+  mf.reset_default_graph()
+  local x = mf.placeholder('float32', {3}, 'x')
+  local g = mf.gradients(mf.sum(mf.attrs_double(x)), {x})[1]
+  T.tensor_eq(mf.Session():run(g, {[x] = mf.tensor{1, 2, 3}}), {2, 2, 2})
+end)
+
+T.test('a Lua write op names its out-of-place form (in_place_of) when a graph refuses it', function()
+  local x = mf.tensor{1, 2, 3}
+  T.tensor_eq(mf.attrs_double_(x), {2, 4, 6})
+  T.tensor_eq(x, {2, 4, 6})
+  T.eq(mf._ops.attrs_double_.in_place_of, 'attrs_double')
+  mf.reset_default_graph()
+  local p = mf.placeholder('float32', {3}, 'p')
+  T.errors(function() mf.attrs_double_(p) end, "attrs_double_: x1 is 'p', a placeholder",
+    'attrs_double returns a new result')
+  -- as an intermediate: a write into a result the graph computed runs
+  local v = mf.Variable(mf.tensor{1, 1, 1}, 'v')
+  local s = mf.Session()
+  s:run(mf.global_variables_initializer())
+  T.tensor_eq(s:run(mf.attrs_double_(v * 3) + 1), {7, 7, 7})
+end)
+
+T.test('register_op: the attributes are checked against the op', function()
+  local k = 'function(ins, outs) return function() end end'
+  T.errors(function() mf.register_op{name = 'attrs_bad_lend', num_inputs = 1, doc = 'x', lua_compute = k,
+    lends_shape = {2}} end, 'attrs_bad_lend: lends_shape(2), but the op has 1 fixed input')
+  T.errors(function() mf.register_op{name = 'attrs_bad_lend', num_inputs = 1, doc = 'x', lua_compute = k,
+    lends_shape = {1}, gradient = 'function(x, y, gy) return {gy} end'} end, 'attrs_bad_lend',
+    'every input lends only its shape')
+  T.errors(function() mf.register_op{name = 'attrs_bad_twin', num_inputs = 1, doc = 'x', lua_compute = k,
+    in_place_of = 'attrs_double'} end, "attrs_bad_twin: in_place_of('attrs_double') on an op that writes nothing")
+  T.errors(function() mf.register_op{name = 'attrs_bad_twin', num_inputs = 1, doc = 'x', lua_compute = k,
+    writes = true, in_place_of = 'attrs_no_such_op'} end, "in_place_of('attrs_no_such_op'), an unknown op")
+  T.errors(function() mf.register_op{name = 'attrs_bad_twin', num_inputs = 1, doc = 'x', lua_compute = k,
+    writes = 2} end, 'attrs_bad_twin: writes 2 inputs; expected 1..1')
+  T.errors(function() mf.register_op{name = 'attrs_bad_twin', num_inputs = 1, doc = 'x', lua_compute = k,
+    lends_shape = 1} end, 'lends_shape must be a list')
+  T.eq(mf._ops.attrs_bad_lend, nil)
+  T.eq(mf._ops.attrs_bad_twin, nil)
+end)
+
 T.finish()
