@@ -11,6 +11,14 @@
 #include "dtype.h"
 #include "vecmath.h"
 
+// The functors' f compile for the host and, under nvcc, for the device too: the CUDA backend's
+// elementwise kernels (src/kernels/cuda/elemwise.cu) call the same f as the CPU loops.
+#if defined(__CUDACC__)
+#define MF_HD __host__ __device__
+#else
+#define MF_HD
+#endif
+
 namespace mf {
 
 // Compute type: float math for float32, double for everything else.
@@ -18,7 +26,7 @@ template <typename T>
 using Acc = std::conditional_t<std::is_same<T, float>::value, float, double>;
 
 // -- scalar functors ---------------------------------------------------------------------------
-// A unary functor has `template <class A> static A f(A x)` (or f(A x, A p1) / f(A x, A p1, A p2)
+// A unary functor has `template <class A> static MF_HD A f(A x)` (or f(A x, A p1) / f(A x, A p1, A p2)
 // for an op with number params), computed in Acc<T>. A binary functor has
 // `template <class T> static R f(T x, T y)` on the element type (R: T, or uint8_t for a
 // comparison); one that can meet an invalid element takes a third argument `bool& bad`, sets it,
@@ -32,47 +40,47 @@ namespace pw {
 #define MF_PW_RUN(fn) \
   template <class A> static auto run(const A* x, A* y, int64_t n) -> decltype(vm::fn(x, y, n)) { vm::fn(x, y, n); }
 
-struct Neg { template <class A> static A f(A x) { return -x; } };
-struct Abs { template <class A> static A f(A x) { return x < 0 ? -x : x; } };
-struct Exp { template <class A> static A f(A x) { return std::exp(x); } MF_PW_RUN(exp) };
-struct Log { template <class A> static A f(A x) { return std::log(x); } MF_PW_RUN(log) };
-struct Log1p { template <class A> static A f(A x) { return std::log1p(x); } MF_PW_RUN(log1p) };
-struct Sqrt { template <class A> static A f(A x) { return std::sqrt(x); } };
-struct Rsqrt { template <class A> static A f(A x) { return A(1) / std::sqrt(x); } };
+struct Neg { template <class A> static MF_HD A f(A x) { return -x; } };
+struct Abs { template <class A> static MF_HD A f(A x) { return x < 0 ? -x : x; } };
+struct Exp { template <class A> static MF_HD A f(A x) { return std::exp(x); } MF_PW_RUN(exp) };
+struct Log { template <class A> static MF_HD A f(A x) { return std::log(x); } MF_PW_RUN(log) };
+struct Log1p { template <class A> static MF_HD A f(A x) { return std::log1p(x); } MF_PW_RUN(log1p) };
+struct Sqrt { template <class A> static MF_HD A f(A x) { return std::sqrt(x); } };
+struct Rsqrt { template <class A> static MF_HD A f(A x) { return A(1) / std::sqrt(x); } };
 struct Sigmoid {  // stable for large |x|: exp of a non-positive number only
-  template <class A> static A f(A x) { return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x)); }
+  template <class A> static MF_HD A f(A x) { return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x)); }
   MF_PW_RUN(sigmoid)
 };
-struct Tanh { template <class A> static A f(A x) { return std::tanh(x); } MF_PW_RUN(tanh) };
+struct Tanh { template <class A> static MF_HD A f(A x) { return std::tanh(x); } MF_PW_RUN(tanh) };
 // NaN passes through relu, as in PyTorch (x != x is false for integers: folded away)
-struct Relu { template <class A> static A f(A x) { return (x > 0 || x != x) ? x : A(0); } };
-struct Sin { template <class A> static A f(A x) { return std::sin(x); } MF_PW_RUN(sin) };
-struct Cos { template <class A> static A f(A x) { return std::cos(x); } MF_PW_RUN(cos) };
-struct Square { template <class A> static A f(A x) { return x * x; } };
+struct Relu { template <class A> static MF_HD A f(A x) { return (x > 0 || x != x) ? x : A(0); } };
+struct Sin { template <class A> static MF_HD A f(A x) { return std::sin(x); } MF_PW_RUN(sin) };
+struct Cos { template <class A> static MF_HD A f(A x) { return std::cos(x); } MF_PW_RUN(cos) };
+struct Square { template <class A> static MF_HD A f(A x) { return x * x; } };
 // NaN stays NaN (NumPy's rule; PyTorch 1.13 gives 0, its open bug pytorch#41245)
-struct Sign { template <class A> static A f(A x) { return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x; } };
-struct Floor { template <class A> static A f(A x) { return std::floor(x); } };
-struct Ceil { template <class A> static A f(A x) { return std::ceil(x); } };
-struct Round { template <class A> static A f(A x) { return std::nearbyint(x); } };  // half to even, as NumPy
-struct Erf { template <class A> static A f(A x) { return std::erf(x); } MF_PW_RUN(erf) };
+struct Sign { template <class A> static MF_HD A f(A x) { return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x; } };
+struct Floor { template <class A> static MF_HD A f(A x) { return std::floor(x); } };
+struct Ceil { template <class A> static MF_HD A f(A x) { return std::ceil(x); } };
+struct Round { template <class A> static MF_HD A f(A x) { return std::nearbyint(x); } };  // half to even, as NumPy
+struct Erf { template <class A> static MF_HD A f(A x) { return std::erf(x); } MF_PW_RUN(erf) };
 // exact, as PyTorch's default: 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its digits
 struct Gelu {
-  template <class A> static A f(A x) { return A(0.5) * x * std::erfc(x * A(-0.7071067811865476)); }
+  template <class A> static MF_HD A f(A x) { return A(0.5) * x * std::erfc(x * A(-0.7071067811865476)); }
   MF_PW_RUN(gelu)
 };
-struct LeakyRelu { template <class A> static A f(A x, A slope) { return x > 0 ? x : x * slope; } };
+struct LeakyRelu { template <class A> static MF_HD A f(A x, A slope) { return x > 0 ? x : x * slope; } };
 // NaN elements stay NaN (both comparisons are false); a NaN bound makes every element NaN, as in
 // PyTorch (lo + hi is then NaN). The bound test is loop-invariant, so the loop stays a vector select.
 struct Clamp {
-  template <class A> static A f(A x, A lo, A hi) { return (lo != lo || hi != hi) ? lo + hi : x < lo ? lo : x > hi ? hi : x; }
+  template <class A> static MF_HD A f(A x, A lo, A hi) { return (lo != lo || hi != hi) ? lo + hi : x < lo ? lo : x > hi ? hi : x; }
 };
 
-struct Add { template <class T> static T f(T x, T y) { return T(x + y); } };
-struct Sub { template <class T> static T f(T x, T y) { return T(x - y); } };
-struct Mul { template <class T> static T f(T x, T y) { return T(x * y); } };
+struct Add { template <class T> static MF_HD T f(T x, T y) { return T(x + y); } };
+struct Sub { template <class T> static MF_HD T f(T x, T y) { return T(x - y); } };
+struct Mul { template <class T> static MF_HD T f(T x, T y) { return T(x * y); } };
 struct Div {
   static constexpr const char* fault = "integer division by zero";
-  template <class T> static T f(T x, T y, bool& bad) {
+  template <class T> static MF_HD T f(T x, T y, bool& bad) {
     if constexpr (std::is_integral<T>::value) {
       if (y == 0) { bad = true; return T(0); }
       if (std::is_signed<T>::value && y == T(-1)) return T(0 - std::make_unsigned_t<T>(x));  // no INT_MIN / -1 trap
@@ -81,27 +89,27 @@ struct Div {
   }
 };
 struct Pow {
-  template <class T> static T f(T x, T y) { return T(std::pow(Acc<T>(x), Acc<T>(y))); }
+  template <class T> static MF_HD T f(T x, T y) { return T(std::pow(Acc<T>(x), Acc<T>(y))); }
   template <class A> static auto run(const A* x, const A* y, A* z, int64_t n) -> decltype(vm::pow(x, y, z, n)) {
     vm::pow(x, y, z, n);
   }
 };
-struct Maximum { template <class T> static T f(T x, T y) { return T(x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y); } };
-struct Minimum { template <class T> static T f(T x, T y) { return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y); } };
+struct Maximum { template <class T> static MF_HD T f(T x, T y) { return T(x != x ? x : (x > y || y != y) ? (y != y ? y : x) : y); } };
+struct Minimum { template <class T> static MF_HD T f(T x, T y) { return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y); } };
 // x: gradient, y: relu's input or output; PyTorch's threshold_backward: 0 where y <= 0, so the
 // gradient passes where y is NaN
-struct ReluBackward { template <class T> static T f(T x, T y) { return y <= T(0) ? T(0) : x; } };
-struct Eq { template <class T> static uint8_t f(T x, T y) { return uint8_t(x == y); } };
-struct Ne { template <class T> static uint8_t f(T x, T y) { return uint8_t(x != y); } };
-struct Lt { template <class T> static uint8_t f(T x, T y) { return uint8_t(x < y); } };
-struct Le { template <class T> static uint8_t f(T x, T y) { return uint8_t(x <= y); } };
-struct Gt { template <class T> static uint8_t f(T x, T y) { return uint8_t(x > y); } };
-struct Ge { template <class T> static uint8_t f(T x, T y) { return uint8_t(x >= y); } };
+struct ReluBackward { template <class T> static MF_HD T f(T x, T y) { return y <= T(0) ? T(0) : x; } };
+struct Eq { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x == y); } };
+struct Ne { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x != y); } };
+struct Lt { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x < y); } };
+struct Le { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x <= y); } };
+struct Gt { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x > y); } };
+struct Ge { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x >= y); } };
 // Predicates of one value (isnan, isfinite), run by the binary loops with x as both operands: a
 // unary loop writes its input's dtype, these write uint8. Integers are never NaN, always finite.
-struct IsNan { template <class T> static uint8_t f(T x, T) { return uint8_t(x != x); } };
+struct IsNan { template <class T> static MF_HD uint8_t f(T x, T) { return uint8_t(x != x); } };
 struct IsFinite {
-  template <class T> static uint8_t f(T x, T) {
+  template <class T> static MF_HD uint8_t f(T x, T) {
     if constexpr (std::is_floating_point<T>::value) return uint8_t(std::isfinite(x));
     else return uint8_t(1);
   }
@@ -171,6 +179,14 @@ using BinaryLoop = bool (*)(void* z, const T* x, const T* y, const PwRun& run);
 template <template <class> class L>
 using PerDtype = std::tuple<L<float>, L<double>, L<int32_t>, L<int64_t>, L<uint8_t>>;
 
+// A unique address per functor type (one definition in the library, whichever compiler saw it):
+// entries made by g++-compiled registry blocks name their functor by it, and the CUDA backend,
+// whose nvcc-compiled kernels instantiate the same functors, finds its loops by it.
+template <class F>
+struct FunctorId {
+  static constexpr char tag = 0;
+};
+
 // One entry of the pointwise table.
 struct PointwiseKernels {
   const char* name = nullptr;   // the op's name, for messages
@@ -180,6 +196,7 @@ struct PointwiseKernels {
   bool fusable = false;         // fused programs may hold it: unary without params, or binary to T
   const char* fault = nullptr;  // binary: what an invalid element is ("integer division by zero")
   const char* cuda = nullptr;   // fusable: the functor's CUDA source (CudaSrc), for NVRTC-compiled fused kernels
+  const void* functor = nullptr;  // &FunctorId<F>::tag: which functor, for the CUDA backend's loops of it
   PerDtype<UnaryLoop> unary{};
   PerDtype<BinaryLoop> binary{};
 };
@@ -188,15 +205,15 @@ namespace pw_detail {
 template <int N> struct Rank : Rank<N - 1> {};
 template <> struct Rank<0> {};
 
-template <class F, class A> auto unary(A x, A a, A b, Rank<2>) -> decltype(F::f(x, a, b)) { return F::f(x, a, b); }
-template <class F, class A> auto unary(A x, A a, A, Rank<1>) -> decltype(F::f(x, a)) { return F::f(x, a); }
-template <class F, class A> auto unary(A x, A, A, Rank<0>) -> decltype(F::f(x)) { return F::f(x); }
+template <class F, class A> MF_HD auto unary(A x, A a, A b, Rank<2>) -> decltype(F::f(x, a, b)) { return F::f(x, a, b); }
+template <class F, class A> MF_HD auto unary(A x, A a, A, Rank<1>) -> decltype(F::f(x, a)) { return F::f(x, a); }
+template <class F, class A> MF_HD auto unary(A x, A, A, Rank<0>) -> decltype(F::f(x)) { return F::f(x); }
 template <class F, class A> constexpr auto nparams(Rank<2>) -> decltype(F::f(A(), A(), A()), 0) { return 2; }
 template <class F, class A> constexpr auto nparams(Rank<1>) -> decltype(F::f(A(), A()), 0) { return 1; }
 template <class F, class A> constexpr int nparams(Rank<0>) { return 0; }
 
-template <class F, class T> auto binary(T x, T y, bool& bad, Rank<1>) -> decltype(F::f(x, y, bad)) { return F::f(x, y, bad); }
-template <class F, class T> auto binary(T x, T y, bool&, Rank<0>) -> decltype(F::f(x, y)) { return F::f(x, y); }
+template <class F, class T> MF_HD auto binary(T x, T y, bool& bad, Rank<1>) -> decltype(F::f(x, y, bad)) { return F::f(x, y, bad); }
+template <class F, class T> MF_HD auto binary(T x, T y, bool&, Rank<0>) -> decltype(F::f(x, y)) { return F::f(x, y); }
 template <class F, class T> constexpr auto fault(Rank<1>) -> decltype(F::fault, (const char*)nullptr) { return F::fault; }
 template <class F, class T> constexpr const char* fault(Rank<0>) { return nullptr; }
 
@@ -300,6 +317,7 @@ PointwiseKernels unary_kernels(const char* name) {
   k.nparams = nparams<F, double>(Rank<2>());
   k.fusable = k.nparams == 0;
   k.cuda = CudaSrc<F>::src;
+  k.functor = &FunctorId<F>::tag;
   k.unary = {&unary_loop<F, float>, &unary_loop<F, double>, &unary_loop<F, int32_t>, &unary_loop<F, int64_t>,
              &unary_loop<F, uint8_t>};
   return k;
@@ -316,6 +334,7 @@ PointwiseKernels binary_kernels(const char* name) {
   k.to_uint8 = std::is_same<decltype(binary<F>(1.0f, 1.0f, bad, Rank<1>())), uint8_t>::value;
   k.fusable = !k.to_uint8;
   k.cuda = CudaSrc<F>::src;
+  k.functor = &FunctorId<F>::tag;
   k.fault = fault<F, float>(Rank<1>());
   k.binary = {&binary_loop<F, float>, &binary_loop<F, double>, &binary_loop<F, int32_t>, &binary_loop<F, int64_t>,
               &binary_loop<F, uint8_t>};

@@ -13,21 +13,10 @@
                 "pending.cc: the parameters of " #name " differ from kernel_table.h's");
 
 // clang-format off
-MF_CUDA_PENDING(unary, (int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b))
-MF_CUDA_PENDING(binary, (int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y))
-MF_CUDA_PENDING(where, (mf_tensor *out, const mf_tensor *c, const mf_tensor *a, const mf_tensor *b))
-MF_CUDA_PENDING(copy, (mf_tensor *dst, const mf_tensor *src))
-MF_CUDA_PENDING(copy_from_host, (mf_tensor *dst, const mf_tensor *src))
-MF_CUDA_PENDING(copy_to_host, (mf_tensor *dst, const mf_tensor *src))
-MF_CUDA_PENDING(fill, (mf_tensor *t, double value))
-MF_CUDA_PENDING(arange, (mf_tensor *t, double start, double step))
-MF_CUDA_PENDING(eye, (mf_tensor *t))
 MF_CUDA_PENDING(periodic_copy, (mf_tensor *out, const mf_tensor *x, const int64_t *shift, uint32_t flip_mask))
 MF_CUDA_PENDING(tri, (mf_tensor *out, const mf_tensor *x, int64_t k, int32_t upper))
-MF_CUDA_PENDING(linspace, (mf_tensor *t, double start, double stop, double base))
 MF_CUDA_PENDING(randperm, (mf_tensor *t, mf_rng *g))
 MF_CUDA_PENDING(multinomial, (mf_tensor *out, mf_rng *g, const mf_tensor *probs, int32_t replacement))
-MF_CUDA_PENDING(alias, (mf_tensor *view, const mf_tensor *base, int64_t offset))
 MF_CUDA_PENDING(concat, (mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim))
 MF_CUDA_PENDING(index_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, int32_t dim))
 MF_CUDA_PENDING(index_add_like, (mf_tensor *out, const mf_tensor *g, const mf_tensor *idx, int32_t dim))
