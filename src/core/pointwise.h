@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "dtype.h"
 #include "vecmath.h"
@@ -356,4 +357,27 @@ const PointwiseKernels* pointwise_at(int code);
 void check_fused_program(int nin, int nprog, const int64_t* prog);
 constexpr int kFusedMaxInputs = 32;
 
+// A checked program ready to run on any device: each step's table entry and operands, and the
+// scratch register of its result (the CPU interpreter's; a generated CUDA kernel keeps values in
+// registers of its own). fused_compile validates (check_fused_program) and assigns registers once,
+// reusing one after its value's last reader (a chain of any length needs one or two).
+struct FusedStep {
+  const PointwiseKernels* k;  // the step's table entry
+  int a, b;                   // operand values; b = -1 for unary steps
+  int reg;                    // scratch register of the result; -1 for the last step (the output)
+};
+struct FusedProgram {
+  int nin = 0, nregs = 0;
+  std::vector<FusedStep> steps;
+};
+FusedProgram fused_compile(int nin, int nprog, const int64_t* prog);
+
 }  // namespace mf
+
+// The handle mf_fused_compile returns (opaque to Lua): the program, and each device's own form of it.
+// cuda_kernel: the CUDA backend's compiled kernel per output dtype (float32, float64), set at its
+// first run there (src/kernels/cuda/fused_jit.cc).
+struct mf_fused {
+  mf::FusedProgram prog;
+  mutable void* cuda_kernel[2] = {nullptr, nullptr};
+};

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "core/pointwise.h"
-#include "kernels/cpu/kernels.h"
 #include "kernels/cuda/fused_codegen.h"
 #include "kernels/cuda/fused_jit.h"
 #include "op/registry.h"

@@ -114,46 +114,6 @@ void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
 
 }  // namespace
 
-// Validates the program and assigns scratch registers, reusing one once its value's last reader
-// has run (a chain of any length needs one or two).
-FusedProgram fused_compile(int nin, int nprog, const int64_t* prog) {
-  check_fused_program(nin, nprog, prog);
-  FusedProgram fp;
-  fp.nin = nin;
-  int nsteps = nprog / 3, nval = nin + nsteps;
-  std::vector<int> last_use(size_t(nval), -1);
-  fp.steps.resize(size_t(nsteps));
-  for (int s = 0; s < nsteps; ++s) {
-    Step& st = fp.steps[size_t(s)];
-    st.k = pointwise_at(int(prog[3 * s]));
-    st.a = int(prog[3 * s + 1]);
-    st.b = st.k->arity == 2 ? int(prog[3 * s + 2]) : -1;
-    last_use[size_t(st.a)] = s;
-    if (st.b >= 0) last_use[size_t(st.b)] = s;
-  }
-  std::vector<int> free_regs, reg_of(size_t(nval), -1);
-  for (int s = 0; s < nsteps; ++s) {
-    Step& st = fp.steps[size_t(s)];
-    if (s == nsteps - 1) {
-      st.reg = -1;
-      break;
-    }
-    for (int v : {st.a, st.b})  // operands read for the last time free their registers first
-      if (v >= nin && last_use[size_t(v)] == s && reg_of[size_t(v)] >= 0) {
-        free_regs.push_back(reg_of[size_t(v)]);
-        reg_of[size_t(v)] = -1;
-      }
-    if (free_regs.empty()) {
-      st.reg = fp.nregs++;
-    } else {
-      st.reg = free_regs.back();
-      free_regs.pop_back();
-    }
-    reg_of[size_t(nin + s)] = st.reg;
-  }
-  return fp;
-}
-
 void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor* const* ins) {
   const char* op = "fused_elementwise";
   if (nin != fp.nin) fail(op, ": the program reads ", fp.nin, " inputs; got ", nin);

@@ -3,12 +3,11 @@
 #pragma once
 #include <vector>
 
+#include "../../core/pointwise.h"
 #include "../../core/rng.h"
 #include "../../core/tensor.h"
 
 namespace mf {
-
-struct PointwiseKernels;
 
 // unary, binary, where and copy write their output through its strides (a view written in place).
 // unary and binary run the pointwise table entry of code (src/core/pointwise.h); a and b are the
@@ -16,20 +15,8 @@ struct PointwiseKernels;
 void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b);
 void binary_cpu(int code, mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
 void add_cpu(mf_tensor& z, const mf_tensor& x, const mf_tensor& y);
-// Fused elementwise programs (fused.cc), as check_fused_program (src/core/pointwise.h) defines
-// them. fused_compile validates and assigns scratch registers once; fused_cpu runs it with every
-// input broadcast to the (contiguous, float) output, which may share storage with an input read at
-// the same positions (in place).
-struct FusedStep {
-  const PointwiseKernels* k;  // the step's table entry
-  int a, b;                   // operand values; b = -1 for unary steps
-  int reg;                    // scratch register of the result; -1 for the last step (the output)
-};
-struct FusedProgram {
-  int nin = 0, nregs = 0;
-  std::vector<FusedStep> steps;
-};
-FusedProgram fused_compile(int nin, int nprog, const int64_t* prog);
+// fused_cpu runs a FusedProgram (src/core/pointwise.h) with every input broadcast to the (contiguous,
+// float) output, which may share storage with an input read at the same positions (in place).
 void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor* const* ins);
 void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_tensor& b);
 void copy_cpu(mf_tensor& dst, const mf_tensor& src);  // any dtypes; src broadcast to dst's shape
@@ -130,11 +117,3 @@ void adaptive_avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy);
 const char* reduce_name(int code);
 
 }  // namespace mf
-
-// The handle mf_fused_compile returns (opaque to Lua): the program, and each device's own form of it.
-// cuda_kernel: the CUDA backend's compiled kernel per output dtype (float32, float64), set at its
-// first run there (src/kernels/cuda/fused_jit.cc).
-struct mf_fused {
-  mf::FusedProgram prog;
-  mutable void* cuda_kernel[2] = {nullptr, nullptr};
-};

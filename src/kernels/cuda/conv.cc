@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "../../core/tensor.h"
-#include "../cpu/checks.h"
+#include "../../core/kcheck.h"
 #include "kernels.h"
 
 namespace mf {

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "../../core/pointwise.h"
-#include "../cpu/kernels.h"
 
 // The one parameter of every generated kernel, by value. The macro is the single definition: host
 // code expands it to fill the block, and the generator pastes its text into the source, so the two

@@ -13,7 +13,7 @@
 #include <cuda.h>
 #include <nvrtc.h>
 
-#include "../cpu/checks.h"
+#include "../../core/kcheck.h"
 #include "fused_codegen.h"
 #include "kernels.h"
 

@@ -9,7 +9,7 @@
 #include <climits>
 #include <vector>
 
-#include "../cpu/checks.h"
+#include "../../core/kcheck.h"
 #include "kernels.h"
 
 namespace mf {

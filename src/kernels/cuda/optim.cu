@@ -3,7 +3,7 @@
 // per-element math of src/core/update_math.h (the CPU's own), operands checked as the CPU checks them.
 // Dense operands index directly; views and a broadcast gradient go through their layouts.
 #include "../../core/update_math.h"
-#include "../cpu/checks.h"
+#include "../../core/kcheck.h"
 #include "layout.cuh"
 
 namespace mf {

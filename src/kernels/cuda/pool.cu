@@ -3,7 +3,7 @@
 // per output over its window. Gradients gather instead of scattering: a thread per input element
 // adds the shares of the windows covering it in the CPU's (row-major) order, so no atomics and the
 // same sums every run. batch_norm: a block per channel, statistics in double as the CPU.
-#include "../cpu/checks.h"
+#include "../../core/kcheck.h"
 #include "layout.cuh"
 
 namespace mf {

@@ -8,7 +8,7 @@
 
 #include "../../core/rng.h"
 #include "../../core/writes.h"
-#include "../cpu/checks.h"
+#include "../../core/kcheck.h"
 #include "layout.cuh"
 
 namespace mf {

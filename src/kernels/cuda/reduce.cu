@@ -8,14 +8,21 @@
 #include <cmath>
 
 #include "../../core/reduce_combine.h"
-#include "../cpu/checks.h"
-#include "../cpu/kernels.h"
+#include "../../core/kcheck.h"
 #include "layout.cuh"
 
 namespace mf {
 namespace cuda {
 
 namespace {
+
+// the op name of a reduction code, for messages (the CPU's reduce_name, src/kernels/cpu/reduce.cc)
+const char* reduce_name(int code) {
+  static const char* names[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin",
+                                "any", "all", "logsumexp", "var", "std", "norm"};
+  static_assert(sizeof(names) / sizeof(names[0]) == MF_R_COUNT, "one name per reduce code");
+  return code >= 0 && code < MF_R_COUNT ? names[code] : "reduce?";
+}
 
 // -- group reductions --------------------------------------------------------------------------
 __device__ __forceinline__ double shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
