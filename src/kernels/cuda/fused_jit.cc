@@ -105,7 +105,9 @@ void* FusedModule::function() const {
   std::lock_guard<std::mutex> lock(g_load_mu);
   if (!function_) {
     const Driver& d = driver();
-    stream();  // the runtime's primary context is current from here on: the driver calls use it
+    // the driver calls act on the current context: cudaFree(nullptr) makes the runtime's primary
+    // context current on this thread (it allocates and waits for nothing)
+    check(cudaFree(nullptr), "fused", "cudaFree");
     CUmodule m = nullptr;
     check_cu(d.module_load_data(&m, ptx_.c_str()), "cuModuleLoadData");
     CUfunction f = nullptr;
