@@ -312,6 +312,28 @@ T.test('flip, roll, repeat by runs; tril, triu by ranges: views, dtypes, large',
   same(read(x:t():triu(1)), want, 'triu of a transposed view')
 end)
 
+T.test('where and masked_fill on unit-stride rows: broadcast values, NaN, integers, large', function()
+  local R, C = 400, 333
+  for _, dtype in ipairs{'float32', 'int64', 'uint8'} do
+    local a = pattern({R, C}, dtype)
+    local b = pattern({R, C}, dtype, function(i) return (i * 7 + 3) % 251 end)
+    local m = pattern({R, C}, 'uint8', function(i) return (i % 3 == 0 or i % 7 == 1) and 1 or 0 end)
+    local wa, wb, wm = read(a), read(b), read(m)
+    local want = {}
+    for i = 1, R * C do want[i] = wm[i] ~= 0 and wa[i] or wb[i] end
+    same(read(mf.where(m, a, b)), want, dtype .. ' where')
+    for i = 1, R * C do want[i] = wm[i] ~= 0 and 9 or wa[i] end
+    same(read(mf.masked_fill(a, m, 9)), want, dtype .. ' masked_fill')
+    local row = pattern({1, C}, dtype)  -- b broadcast along rows
+    local wr = read(row)
+    for i = 1, R * C do want[i] = wm[i] ~= 0 and wa[i] or wr[(i - 1) % C + 1] end
+    same(read(mf.where(m, a, row)), want, dtype .. ' where, b a broadcast row')
+  end
+  local x = mf.tensor({0 / 0, 1, 0 / 0, 2}, 'float32')
+  local y = read(mf.where(mf.tensor({1, 1, 0, 0}, 'uint8'), x, mf.tensor({5, 6, 7, 0 / 0}, 'float32')))
+  T.eq(y[1] ~= y[1], true, 'NaN chosen'); T.eq(y[2], 1); T.eq(y[3], 7); T.eq(y[4] ~= y[4], true, 'NaN from b')
+end)
+
 T.test('in a graph: a transposed copy as an intermediate', function()
   mf.reset_default_graph()
   local p = mf.placeholder('float32', {-1, -1}, 'x')

@@ -135,6 +135,15 @@ void add_cpu(mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
 }
 
 // -- where ---------------------------------------------------------------------------------
+// One unit-stride row of where; SX, SY: the strides of a and b (0: one broadcast value).
+template <typename T, int SX, int SY>
+static void select_run(T* o, const uint8_t* m, const T* x, const T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T u = x[i * SX], v = y[i * SY];
+    o[i] = m[i] ? u : v;
+  }
+}
+
 void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_tensor& b) {
   if (c.dtype_id != MF_UINT8) fail("where: cond is ", dtype_name(c.dtype_id), "; expected uint8");
   if (a.dtype_id != b.dtype_id || a.dtype_id != out.dtype_id)
@@ -154,9 +163,20 @@ void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_
     int es = int(sizeof(T));
     it.run({(char*)out.ptr, (char*)c.ptr, (char*)a.ptr, (char*)b.ptr}, {es, 1, es, es}, 1,
            [&](auto p, int64_t n, auto st) {
-             for (int64_t i = 0; i < n; ++i)
-               ((T*)p[0])[i * st[0]] = ((const uint8_t*)p[1])[i * st[1]] ? ((const T*)p[2])[i * st[2]]
-                                                                          : ((const T*)p[3])[i * st[3]];
+             T* o = (T*)p[0];
+             const uint8_t* m = (const uint8_t*)p[1];
+             const T *x = (const T*)p[2], *y = (const T*)p[3];
+             // unit-stride rows (a or b may be one broadcast value, masked_fill's): both sides read
+             // unconditionally, so the select vectorises
+             if (st[0] == 1 && st[1] == 1 && st[2] >= 0 && st[2] <= 1 && st[3] >= 0 && st[3] <= 1) {
+               switch (st[2] * 2 + st[3]) {
+                 case 3: return select_run<T, 1, 1>(o, m, x, y, n);
+                 case 2: return select_run<T, 1, 0>(o, m, x, y, n);
+                 case 1: return select_run<T, 0, 1>(o, m, x, y, n);
+                 default: return select_run<T, 0, 0>(o, m, x, y, n);
+               }
+             }
+             for (int64_t i = 0; i < n; ++i) o[i * st[0]] = m[i * st[1]] ? x[i * st[2]] : y[i * st[3]];
            });
   });
 }
