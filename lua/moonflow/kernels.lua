@@ -102,6 +102,9 @@ function K.fused_program(nin, list)
   if h == nil then raise(ffi.string(C.mf_last_error())) end
   return ffi.gc(h, C.mf_fused_free)
 end
+-- a program's device form, made at bind time for an output like out (on cuda: its kernel, generated and
+-- compiled by NVRTC; nothing on the CPU)
+function K.fused_prepare(prog, out) check(C.mf_fused_prepare(prog, out.device_id, out.dtype_id)) end
 
 -- The native routines of one device: a wrapper per member of its mf_kernel_table (abi.h), each one
 -- call through the table's function pointer (read once, here) and one status check. Added to Kd.

@@ -190,6 +190,9 @@ int mf_cuda_allow_tf32(void);
    nin + s (step s's result); the last step's result is the output. Compiled once, run many times. */
 mf_fused *mf_fused_compile(int32_t nin, int32_t nprog, const int64_t *prog);
 void mf_fused_free(mf_fused *p);
+/* makes p's form for device (id) at bind time, for an output of dtype: on a CUDA device the generated
+   kernel, compiled by NVRTC (cached by its text) and loaded; nothing on the CPU. src/lua/capi_fused.cc */
+int mf_fused_prepare(const mf_fused *p, int32_t device, int32_t dtype);
 
 /* graphs: kind is an mf_node_kind; ids and output indices 0-based */
 mf_graph *mf_graph_new(void);

@@ -357,6 +357,9 @@ local cases = {
   check = {ok = function() K.check(0); T.errors(function() K.check(C.mf_device_kernels(K.HOST).fill(z(2, {dtype = 'uint8'}), 300)) end, 'fill: value 300') end},
   fused_program = {ok = function() T.eq(type(K.fused_program(1, {K.U.neg, 0, -1})), 'cdata') end,
                    bad = function() T.errors(function() K.fused_program(1, {K.U.neg, 5, -1}) end, 'reads value 5') end},
+  -- nothing to make on the CPU (on cuda: the kernel, compiled at bind time; scripts/gpu/kernels.lua)
+  fused_prepare = {ok = function() K.fused_prepare(K.fused_program(1, {K.U.neg, 0, -1}), z(2)) end,
+                   bad = function() T.errors(function() K.fused_prepare(nil, z(2)) end, 'fused_prepare', 'null program') end},
   dim0 = {ok = function() T.eq(K.dim0(-1, 3), 2); T.eq(K.dim0(1, 3), 0) end},
   dim_mask = {ok = function() T.eq(K.dim_mask({}, 3), 7); T.eq(K.dim_mask({1, 3}, 3), 5) end},
   header = {ok = function() local h = K.header(mf.tensor{1, 2, 3, 4}, z(2, 2)); T.eq(h.ndim, 2); T.eq(tonumber(h.strides[0]), 2) end},

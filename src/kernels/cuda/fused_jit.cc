@@ -145,6 +145,14 @@ int device_arch() {
   return arch;
 }
 
+void fused_prepare(const mf_fused* p, int dtype) {
+  if (!p) fail("fused_elementwise: null program");
+  if (dtype != MF_FLOAT32 && dtype != MF_FLOAT64)
+    fail("fused_elementwise: output is ", dtype_name(dtype), "; expected float32 or float64");
+  const int slot = dtype == MF_FLOAT32 ? 0 : 1;
+  if (!p->cuda_kernel[slot]) p->cuda_kernel[slot] = fused_module(fused_source(p->prog, dtype), device_arch()).function();
+}
+
 // -- fused ---------------------------------------------------------------------------------------------
 // The checks of fused_cpu, then one launch of the program's kernel (generated and compiled at its
 // first run, once per program and dtype in the process; the handle keeps the module after that).
@@ -189,11 +197,8 @@ int fused(const mf_fused* p, mf_tensor* out_p, int32_t nin, const mf_tensor* con
     a.out = out.ptr;
     if (out.count == 0) return;
     const int slot = out.dtype_id == MF_FLOAT32 ? 0 : 1;
+    if (!p->cuda_kernel[slot]) fused_prepare(p, out.dtype_id);  // a program run without its bind-time prepare
     void* fn = p->cuda_kernel[slot];
-    if (!fn) {
-      fn = fused_module(fused_source(fp, out.dtype_id), device_arch()).function();
-      p->cuda_kernel[slot] = fn;
-    }
     void* params[] = {&a};
     check_cu(driver().launch_kernel(static_cast<CUfunction>(fn), grid_for(a.n), 1, 1, kThreads, 1, 1, 0,
                                     static_cast<CUstream>(stream()), params, nullptr),

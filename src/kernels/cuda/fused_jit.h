@@ -6,6 +6,8 @@
 #pragma once
 #include <string>
 
+#include "../../core/pointwise.h"
+
 namespace mf {
 namespace cuda {
 
@@ -37,6 +39,9 @@ const FusedModule& fused_module(const std::string& source, int arch);
 size_t fused_cache_size();
 // The compute capability of the current device as major * 10 + minor (throws without a GPU).
 int device_arch();
+// Bind time: generates p's kernel for dtype (MF_FLOAT32 or MF_FLOAT64), compiles it (or finds it in
+// the cache) and loads it, so the first run launches at once. Throws mf::Error naming what failed.
+void fused_prepare(const mf_fused* p, int dtype);
 
 }  // namespace cuda
 }  // namespace mf
