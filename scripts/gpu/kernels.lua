@@ -207,6 +207,32 @@ check('softmax_xent', function()
   compare('softmax_xent 33x10', lg, lc)
 end)
 
+check('cumulate', function()
+  local buf = randn({9, 6, 40})
+  local xv = view(buf, {40, 6, 9}, {1, 40, 240})  -- a fully transposed view
+  for _, d in ipairs({0, 1, 2}) do
+    for _, pr in ipairs({{0, 0}, {1, 0}, {0, 1}, {1, 1}}) do
+      local yc, yg = pair_zeros({40, 6, 9}, 'float32')
+      Kc.cumulate(yc, xv, d, pr[1], pr[2])
+      Kg.cumulate(yg, view(gpu(buf), {40, 6, 9}, {1, 40, 240}), d, pr[1], pr[2])
+      compare(('cumulate dim %d prod=%d reverse=%d of a view'):format(d + 1, pr[1], pr[2]), yg, yc)
+    end
+  end
+  local xi = mf.randint(-3, 4, {5, 30}, {dtype = 'int32'})
+  local yc, yg = pair_zeros({5, 30}, 'int64')
+  Kc.cumulate(yc, xi, 1, 1, 0)
+  Kg.cumulate(yg, gpu(xi), 1, 1, 0)
+  compare('cumprod int32 -> int64', yg, yc, 0)
+  local x, gy = randn({7, 12}, 'float64'), randn({7, 12}, 'float64')
+  x:set(2, 5, 0)  -- a zero: the gradient stays exact
+  for _, rev in ipairs({0, 1}) do
+    local gc, gg = pair_zeros({7, 12}, 'float64')
+    Kc.cumprod_grad(gc, x, gy, 1, rev)
+    Kg.cumprod_grad(gg, gpu(x), gpu(gy), 1, rev)
+    compare('cumprod_grad float64 reverse=' .. rev .. ' (a zero in x)', gg, gc)
+  end
+end)
+
 -- -- optimizer updates -----------------------------------------------------------------------------
 check('updates', function()
   for _, dt in ipairs({'float32', 'float64'}) do

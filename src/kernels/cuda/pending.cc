@@ -32,7 +32,5 @@ MF_CUDA_PENDING(sort, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x
 MF_CUDA_PENDING(topk, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int64_t k,
                 int32_t largest, int32_t sorted))
 MF_CUDA_PENDING(kthvalue, (mf_tensor *values, mf_tensor *indices, const mf_tensor *x, int32_t dim, int64_t k))
-MF_CUDA_PENDING(cumulate, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t prod, int32_t reverse))
-MF_CUDA_PENDING(cumprod_grad, (mf_tensor *gx, const mf_tensor *x, const mf_tensor *gy, int32_t dim, int32_t reverse))
 MF_CUDA_PENDING(pad_like, (mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step))
 // clang-format on
