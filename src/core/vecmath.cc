@@ -87,10 +87,27 @@ inline double default_nan(double) { return -__builtin_nan(""); }
 // it: a NaN operand's own value, else the default NaN. The libraries build NaN by or-ing a mask in
 // (SLEEF's tanh gives all bits set), and LuaJIT reads a float NaN with a full payload as a tagged
 // value (nil), not as a number.
+// Whether any lane of v is NaN: one compare, so vectors without NaN skip the lane-by-lane rewrite
+// below (it cost more than the library function: vm::log 1.24 ns an element against SLEEF's 0.52).
+#if MF_VM_ISA == 512
+inline bool any_nan(__m512 v) { return _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0; }
+inline bool any_nan(__m512d v) { return _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q) != 0; }
+#elif MF_VM_ISA == 256
+inline bool any_nan(__m256 v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0; }
+inline bool any_nan(__m256d v) { return _mm256_movemask_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)) != 0; }
+#else
+inline bool any_nan(__m128 v) { return _mm_movemask_ps(_mm_cmpunord_ps(v, v)) != 0; }
+inline bool any_nan(__m128d v) { return _mm_movemask_pd(_mm_cmpunord_pd(v, v)) != 0; }
+#endif
+
 template <class T, int64_t W, class Fn, class... In>
 inline void lanes(Fn fn, T* z, const In*... x) {
   using V = typename Vec<T>::type;
   V v = fn([](const T* p) { V a; std::memcpy(&a, p, sizeof a); return a; }(x)...);
+  if (!any_nan(v)) {
+    std::memcpy(z, &v, sizeof v);
+    return;
+  }
   T out[W];
   std::memcpy(out, &v, sizeof v);
   for (int64_t k = 0; k < W; ++k) {
