@@ -13,7 +13,7 @@ void sum_to_shape(InferCtx& c) {
   Shape b = broadcast_shapes("sum_to", g, like, "x", "like");
   if (!shapes_match(b, g)) fail("sum_to: x is ", shape_str(g), ", like is ", shape_str(like), "; like must broadcast to x");
   // nothing to sum when the shapes agree (the common case once batch sizes are known): a view
-  if (g == like) c.set_view(0, like, Shape(c.input(0).strides, c.input(0).strides + c.input(0).ndim), 0);
+  if (g == like) c.set_view(0, like, strides_of(c.input(0)), 0);
   else c.set_out(0, like);
 }
 

@@ -9,8 +9,6 @@ namespace mf {
 
 namespace {
 
-void dtype_param(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); }
-
 void linspace_shape(InferCtx& c) { c.set_out(0, {c.p.get_int("steps")}); }
 
 void logspace_shape(InferCtx& c) {

@@ -145,13 +145,7 @@ void masked_select_type(InferCtx& c) {
   c.out[0].dtype_id = c.input(0).dtype_id;
 }
 
-// The in-place forms (scatter_ ...): the rule of the op, then output 1 is x itself, written in place
-// (no overlapping elements).
-void write_x(InferCtx& c) {
-  const mf_tensor& x = c.input(0);
-  check_writable(c, x, "x");
-  c.set_view(0, shape_of(x), Shape(x.strides, x.strides + x.ndim), 0);
-}
+// The in-place forms (scatter_ ...): the rule of the op, then write_x (registry.h).
 void scatter_inplace_shape(InferCtx& c) {
   scatter_shape(c);
   write_x(c);
@@ -312,6 +306,7 @@ end)lua")
     // in place: x is written and returned (no gradient: it writes x; the form without _ has one)
     Registry::get()
         .add(std::string(s.name) + "_")
+        .in_place_of(s.name)
         .describe(s.inplace_doc)
         .inputs({"x", "index", "src"})
         .mask_input(2)

@@ -8,8 +8,6 @@ namespace mf {
 
 namespace {
 
-void shape_param(InferCtx& c) { c.set_out(0, c.p.get_list("shape")); }
-void dtype_param(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); }
 void float_dtype_param(InferCtx& c) {
   dtype_param(c);
   if (!dtype_is_float(c.out[0].dtype_id))
@@ -44,10 +42,19 @@ void eye_shape(InferCtx& c) {
   c.set_out(0, {n, m < 0 ? n : m});
 }
 
+}  // namespace
+
 Field shape_field() { return Field::int_list("shape", "", "Sizes of the result; empty for a 0-dim tensor."); }
 Field dtype_field() { return Field::dtype("dtype", "float32", "Element type."); }
+void shape_param(InferCtx& c) { c.set_out(0, c.p.get_list("shape")); }
 
-}  // namespace
+std::string draw_kernel(bool normal, const char* a, const char* b) {
+  return std::string(R"lua(
+function(ins, outs, p, K)
+  local y, a, b = outs[1], p.)lua") + a + ", p." + b + R"lua(
+  return function() K.rand(y, )lua" + (normal ? "1" : "0") + R"lua(, a, b) end
+end)lua";
+}
 
 std::string fill_kernel(const char* value) {
   return std::string(R"lua(
@@ -138,11 +145,7 @@ end)lua");
       .random()
       .infer_shape(rand_shape)
       .infer_type(float_dtype_param)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, lo, hi = outs[1], p.low, p.high
-  return function() K.rand(y, 0, lo, hi) end
-end)lua");
+      .lua_compute(MF_CPU, draw_kernel(false, "low", "high"));
 
   MF_REGISTER_OP(randn)
       .describe("Normal draws with mean and std from the seeded counter-based generator (mf.manual_seed).")
@@ -155,11 +158,7 @@ end)lua");
       .random()
       .infer_shape(shape_param)
       .infer_type(float_dtype_param)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, mean, std = outs[1], p.mean, p.std
-  return function() K.rand(y, 1, mean, std) end
-end)lua");
+      .lua_compute(MF_CPU, draw_kernel(true, "mean", "std"));
 }
 
 }  // namespace mf

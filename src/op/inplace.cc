@@ -12,13 +12,6 @@ namespace mf {
 
 namespace {
 
-// x is written in place: no overlapping elements; output 1 is x itself (a view of all of it).
-void write_x(InferCtx& c) {
-  const mf_tensor& x = c.input(0);
-  check_writable(c, x, "x");
-  c.set_view(0, shape_of(x), Shape(x.strides, x.strides + x.ndim), 0);
-}
-
 // x op= other: other broadcasts to x, whose shape never changes (PyTorch's rule).
 void binary_shape(InferCtx& c) {
   const mf_tensor &x = c.input(0), &o = c.input(1);
@@ -38,16 +31,20 @@ void binary_type(InferCtx& c) {
   c.out[0].dtype_id = dx;
 }
 
-// add_/sub_: alpha scales other; into integers only an integral alpha that fits the dtype.
+// alpha scales other: into integers (dtype dt) only an integral alpha that fits the dtype; operands
+// names the integer operands in the message ("x is", "the operands are").
+void check_alpha(InferCtx& c, int dt, const char* operands) {
+  double a = c.p.get_float("alpha");
+  if (dtype_is_float(dt)) return;
+  if (!std::isfinite(a) || std::floor(a) != a)
+    fail(c.name(), ": alpha ", a, " is not an integer; ", operands, " ", dtype_name(dt), " (convert with :float() first)");
+  check_value_fits(a, dt, c.name());
+}
+
+// add_/sub_: x's dtype, and alpha fits it.
 void alpha_type(InferCtx& c) {
   binary_type(c);
-  int dt = c.input(0).dtype_id;
-  double a = c.p.get_float("alpha");
-  if (!dtype_is_float(dt)) {
-    if (!std::isfinite(a) || std::floor(a) != a)
-      fail(c.name(), ": alpha ", a, " is not an integer; x is ", dtype_name(dt), " (convert x with :float() first)");
-    check_value_fits(a, dt, c.name());
-  }
+  check_alpha(c, c.input(0).dtype_id, "x is");
 }
 
 void clamp_shape(InferCtx& c) {
@@ -62,24 +59,34 @@ void uniform_shape(InferCtx& c) {
   write_x(c);
 }
 
-// The x + alpha * other family (add, sub and their in-place forms; z is what is written: the
-// output, or x itself). alpha == 1, the usual case, is one pass; another alpha scales other into a
-// scratch tensor of other's shape first (integers stay exact: no float round trip). In place, an
-// other that shares memory with x other than element for element (x:add_(x:t())) is read from a
-// copy (mf._reads_overlap, lua/moonflow/tensor.lua), as copy reads its source whole first.
-std::string alpha_kernel(const char* binop, bool in_place) {
-  std::string op = binop, name = op + (in_place ? "_" : "");
-  std::string one = in_place ? R"lua(
+// The in-place pass of x op= other, in a factory whose locals are y, x, v (other), op (K.B's code),
+// overlap (mf._reads_overlap) and K: an other that shares memory with x other than element for
+// element (x:add_(x:t())) is read from a copy, as copy reads its source whole first; output 1 aliases
+// x. rename: the binary kernel names its fault after the operation it computes (div: integer division
+// by zero); the error is raised again naming the op the user called (div_).
+std::string inplace_pass(const std::string& op, bool rename) {
+  std::string run = rename ? R"lua(
+      local ok, err = pcall(K.binary, op, x, x, w)
+      if not ok then error((tostring(err):gsub('^(.-))lua" + op + R"lua(: ', '%1)lua" + op + R"lua(_: ', 1)), 0) end)lua"
+                           : R"lua(
+      K.binary(op, x, x, w))lua";
+  return R"lua(
     return function()
       local w = v
       if overlap(x, v) then
-        w = mf._new_like_meta(v, ')lua" + name + R"lua(')
+        w = mf._new_like_meta(v, ')lua" + op + R"lua(_')
         K.copy(w, v)
-      end
-      K.binary(op, x, x, w)
+      end)lua" + run + R"lua(
       K.alias(y, x, 0)
-    end)lua"
-                             : R"lua(
+    end)lua";
+}
+
+// The x + alpha * other family (add, sub and their in-place forms; z is what is written: the
+// output, or x itself). alpha == 1, the usual case, is one pass; another alpha scales other into a
+// scratch tensor of other's shape first (integers stay exact: no float round trip).
+std::string alpha_kernel(const char* binop, bool in_place) {
+  std::string op = binop, name = op + (in_place ? "_" : "");
+  std::string one = in_place ? inplace_pass(op, false) : R"lua(
     return function() K.binary(op, y, x, v) end)lua";
   return R"lua(
 function(ins, outs, p, K)
@@ -97,25 +104,13 @@ function(ins, outs, p, K)
 end)lua";
 }
 
-// mul_, div_: as alpha_kernel's in-place alpha == 1 path. The binary kernel names its fault after
-// the operation it computes (div: integer division by zero); the error is raised again naming the
-// op the user called (div_).
+// mul_, div_: the in-place pass alone.
 std::string binary_inplace_kernel(const char* binop) {
   std::string op = binop;
   return R"lua(
 function(ins, outs, p, K)
-  local y, x, v, op, overlap = outs[1], ins[1], ins[2], K.B.)lua" + op + R"lua(, mf._reads_overlap
-  local binary = K.binary
-  return function()
-    local w = v
-    if overlap(x, v) then
-      w = mf._new_like_meta(v, ')lua" + op + R"lua(_')
-      K.copy(w, v)
-    end
-    local ok, err = pcall(binary, op, x, x, w)
-    if not ok then error((tostring(err):gsub('^(.-))lua" + op + R"lua(: ', '%1)lua" + op + R"lua(_: ', 1)), 0) end
-    K.alias(y, x, 0)
-  end
+  local y, x, v, op, overlap = outs[1], ins[1], ins[2], K.B.)lua" + op + R"lua(, mf._reads_overlap)lua" +
+         inplace_pass(op, true) + R"lua(
 end)lua";
 }
 
@@ -136,8 +131,6 @@ end)lua";
 
 Field alpha_field() { return Field::number("alpha", 1, "Multiplier of other: x + alpha * other (integral for integer x)."); }
 
-void shape_param(InferCtx& c) { c.set_out(0, c.p.get_list("shape")); }
-void dtype_param(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); }
 void full_like_type(InferCtx& c) {
   same_type(c);
   check_value_fits(c.p.get_float("value"), c.out[0].dtype_id, c.name());
@@ -155,13 +148,7 @@ void rand_like_shape(InferCtx& c) {
 std::string alpha_binary_kernel(const char* binop) { return alpha_kernel(binop, false); }
 void alpha_binary_type(InferCtx& c) {
   arith_type(c);
-  int dt = c.out[0].dtype_id;
-  double a = c.p.get_float("alpha");
-  if (!dtype_is_float(dt)) {
-    if (!std::isfinite(a) || std::floor(a) != a)
-      fail(c.name(), ": alpha ", a, " is not an integer; the operands are ", dtype_name(dt), " (convert with :float() first)");
-    check_value_fits(a, dt, c.name());
-  }
+  check_alpha(c, c.out[0].dtype_id, "the operands are");
 }
 
 void register_inplace_ops() {
@@ -276,9 +263,9 @@ end)lua");
       .describe("A tensor of the given sizes whose contents are unspecified (as PyTorch's empty): nothing is "
                 "written, so it costs an allocation only. Use zeros for zeros.")
       .inputs({})
-      .param(Field::int_list("shape", "", "Sizes of the result; empty for a 0-dim tensor."))
+      .param(shape_field())
       .list_args()
-      .param(Field::dtype("dtype", "float32", "Element type."))
+      .param(dtype_field())
       .infer_shape(shape_param)
       .infer_type(dtype_param)
       // the closure does nothing: fresh memory from the allocator (a reused block, or pages the
@@ -307,11 +294,7 @@ end)lua");
       .random()
       .infer_shape(rand_like_shape)
       .infer_type(float_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, lo, hi = outs[1], p.low, p.high
-  return function() K.rand(y, 0, lo, hi) end
-end)lua");
+      .lua_compute(MF_CPU, draw_kernel(false, "low", "high"));
 
   MF_REGISTER_OP(randn_like)
       .describe("Normal draws with mean and std, with x's shape and (float) dtype, from the seeded generator.")
@@ -323,11 +306,7 @@ end)lua");
       .random()
       .infer_shape(same_shape)
       .infer_type(float_type)
-      .lua_compute(MF_CPU, R"lua(
-function(ins, outs, p, K)
-  local y, mean, std = outs[1], p.mean, p.std
-  return function() K.rand(y, 1, mean, std) end
-end)lua");
+      .lua_compute(MF_CPU, draw_kernel(true, "mean", "std"));
 }
 
 }  // namespace mf

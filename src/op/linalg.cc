@@ -2,22 +2,16 @@
 // Each checks its own ranks and sizes, then runs the matmul routine (OpenBLAS, src/kernels/cpu/
 // matmul.cc) on its operands, a vector seen as a 1 x n or n x 1 matrix (K.header_as); outer runs the
 // mul loops. mf.einsum (lua/moonflow/linalg.lua) builds on these and the shape ops.
+#include "elemwise.h"
 #include "registry.h"
 
 namespace mf {
 
 namespace {
 
-// One dtype for every input; float for the BLAS products (outer takes any dtype).
-void one_dtype(InferCtx& c) {
-  for (size_t i = 1; i < c.in.size(); ++i)
-    if (c.input(i).dtype_id != c.input(0).dtype_id)
-      fail(c.name(), ": ", c.op.inputs_[0], " is ", dtype_name(c.input(0).dtype_id), ", ", c.op.inputs_[i], " is ",
-           dtype_name(c.input(i).dtype_id), "; expected one dtype");
-  c.out[0].dtype_id = c.input(0).dtype_id;
-}
+// One dtype for every input (arith_type); float for the BLAS products (outer takes any dtype).
 void float_one_dtype(InferCtx& c) {
-  one_dtype(c);
+  arith_type(c);
   float_type(c);
 }
 
@@ -172,7 +166,7 @@ end)lua")
       .inputs({"a", "b"})
       .strided()
       .infer_shape(outer_shape)
-      .infer_type(one_dtype)
+      .infer_type(arith_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, a, b = outs[1], ins[1], ins[2]

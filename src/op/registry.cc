@@ -164,6 +164,14 @@ void int64_type(InferCtx& c) {
   for (auto& o : c.out) o.dtype_id = MF_INT64;
 }
 
+void dtype_param(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); }
+
+void write_x(InferCtx& c) {
+  const mf_tensor& x = c.input(0);
+  check_writable(c, x, "x");
+  c.set_view(0, shape_of(x), strides_of(x), 0);
+}
+
 void check_writable(InferCtx& c, const mf_tensor& t, const std::string& name) {
   check_writable(t, c.name(), name.c_str());  // the one rule, src/core/writes.h
 }

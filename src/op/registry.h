@@ -214,8 +214,16 @@ extern const char* const kListViewKernel;
 // device's copy routine, then output 1 aliases input 1 (src/op/transfer.cc).
 extern const char* const kCopyKernel;
 
-// Kernel factory that fills output 1 with value, a Lua expression ("0", "p.value") (src/op/init.cc).
+// Factories (src/op/init.cc; also empty, full_like, rand_like ...): their shape and dtype params, the
+// shape rule that reads the shape param, and their kernel factories.
+Field shape_field();
+Field dtype_field();
+void shape_param(InferCtx& c);  // output 1 has the shape param's sizes
+// Kernel factory that fills output 1 with value, a Lua expression ("0", "p.value").
 std::string fill_kernel(const char* value);
+// Kernel factory that fills output 1 with draws from the seeded generator: uniform in [p.<a>, p.<b>),
+// or normal with mean p.<a> and std p.<b>.
+std::string draw_kernel(bool normal, const char* a, const char* b);
 
 // Gradient rule through which nothing flows back to any input: one_hot's integer labels. An op
 // whose every input lends only its shape (lends_shape) gets it from the registry.
@@ -226,6 +234,16 @@ void same_shape(InferCtx& c);        // out 1 has input 1's shape
 void same_type(InferCtx& c);         // every output has input 1's dtype
 void float_type(InferCtx& c);        // input 1 must be float; outputs take its dtype
 void int64_type(InferCtx& c);        // every output is int64 (indices, counts)
+void dtype_param(InferCtx& c);       // output 1 has the dtype param's dtype (factories)
+// t's strides as a Shape (shape_of's twin), for set_view (src/kernels/cpu keeps its own: it sits below op)
+inline Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
+// x (input 1) is written in place: output 1 is x itself, a view of all of it; an x with overlapping
+// elements is refused (check_writable). The in-place ops' shape rule, after their op's own checks.
+void write_x(InferCtx& c);
+// List-output ops (split, chunk, unbind): the most parts one call gives. Eager calls and graphs take
+// any count up to it (their buffers grow); the bound keeps chunk(empty, 1e15) from asking for that
+// many headers.
+constexpr int64_t kMaxParts = 65536;
 // Ops that write t in place: refuses a view with overlapping elements (expand), naming it
 // (the rule of src/core/writes.h, which copy and fill apply at run time too).
 void check_writable(InferCtx& c, const mf_tensor& t, const std::string& name);

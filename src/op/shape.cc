@@ -35,8 +35,6 @@ end)lua";
 
 namespace {
 
-Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
-
 Shape resolve_reshape(InferCtx& c, const Shape& want) {
   const mf_tensor& x = c.input(0);
   Shape s = want;
@@ -216,7 +214,6 @@ void contiguous_shape(InferCtx& c) {
   else c.set_out(0, shape_of(x));
 }
 
-constexpr int64_t kMaxSplitParts = 65536;  // as chunk and unbind (shape_ext.cc); eager calls and graphs take any count
 
 void split_shape(InferCtx& c) {
   const mf_tensor& x = c.input(0);
@@ -238,8 +235,8 @@ void split_shape(InferCtx& c) {
   }
   if (sizes.size() == 1) {
     if (sizes[0] < 1) fail("split: size ", sizes[0], " must be at least 1");
-    if ((n + sizes[0] - 1) / sizes[0] > kMaxSplitParts)
-      fail("split: ", (n + sizes[0] - 1) / sizes[0], " parts; at most ", kMaxSplitParts, " are supported");
+    if ((n + sizes[0] - 1) / sizes[0] > kMaxParts)
+      fail("split: ", (n + sizes[0] - 1) / sizes[0], " parts; at most ", kMaxParts, " are supported");
     for (int64_t at = 0; at < n; at += sizes[0]) parts.push_back(std::min(sizes[0], n - at));
   } else {
     int64_t total = 0;
@@ -251,8 +248,8 @@ void split_shape(InferCtx& c) {
     if (total != n) fail("split: sizes add up to ", total, "; x is ", shape_str(x), " with ", n, " along dim ", d + 1);
   }
   if (parts.empty()) fail("split: x has size 0 along dim ", d + 1, "; nothing to split");
-  if (int64_t(parts.size()) > kMaxSplitParts)
-    fail("split: ", parts.size(), " parts; at most ", kMaxSplitParts, " are supported");
+  if (int64_t(parts.size()) > kMaxParts)
+    fail("split: ", parts.size(), " parts; at most ", kMaxParts, " are supported");
   int64_t at = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     Shape s = shape_of(x);

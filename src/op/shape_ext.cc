@@ -9,12 +9,6 @@ namespace mf {
 
 namespace {
 
-Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
-
-// Outputs a list-output op may return: eager calls and graphs take any count (their buffers grow);
-// the bound keeps chunk(empty, 1e15) from asking for that many headers.
-constexpr int64_t kMaxParts = 65536;
-
 void stack_shape(InferCtx& c) {
   if (c.in.empty()) fail("stack: needs at least one tensor");
   const mf_tensor& x = c.input(0);

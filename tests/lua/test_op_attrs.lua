@@ -130,6 +130,7 @@ T.test('built-in blocks declare lends_shape and in_place_of; Lua reads them at l
   T.eq(ops.index_add_like.lends_shape[3], true)
   T.eq(ops.add_.in_place_of, 'add')
   T.eq(ops.masked_fill_.in_place_of, 'masked_fill')
+  T.eq(ops.scatter_.in_place_of, 'scatter')
   T.eq(ops.add.in_place_of, nil)
   -- an op whose inputs all lend their shape has the registry's empty rule (nothing flows back)
   T.eq(#mf._gradient_rule(ops.ones_like)(), 0)
