@@ -233,6 +233,43 @@ check('cumulate', function()
   end
 end)
 
+check('indexing', function()
+  local x = randn({6, 9})
+  local idx = mf.randint(1, 7, {4, 9}, {dtype = 'int64'})  -- along dim 1: rows 1..6, repeats likely
+  local oc, og = pair_zeros({4, 9}, 'float32')
+  Kc.gather(oc, x, idx, 0)
+  Kg.gather(og, gpu(x), gpu(idx), 0)
+  compare('gather along dim 1', og, oc, 0)
+  local src = randn({4, 9})
+  for _, add in ipairs({0, 1}) do
+    local sc, sg = pair_zeros({6, 9}, 'float32')
+    Kc.scatter(sc, x, idx, src, 0, add)
+    Kg.scatter(sg, gpu(x), gpu(idx), gpu(src), 0, add)
+    compare('scatter add=' .. add .. ' (repeated destinations: last write / sums in order)', sg, sc, 0)
+  end
+  local i1 = mf.tensor({3, 1, 3, 6, 3}):type('int64')
+  local s2 = randn({6, 5})
+  local ac, ag = pair_zeros({6, 6}, 'float32')
+  local x66 = randn({6, 6})
+  Kc.index_add(ac, x66, i1, s2, 1)
+  Kg.index_add(ag, gpu(x66), gpu(i1), gpu(s2), 1)
+  compare('index_add along dim 2, repeated indices', ag, ac, 0)
+  local lc, lg = pair_zeros({6, 6}, 'float32')
+  Kc.index_add_like(lc, s2, i1, 1)
+  Kg.index_add_like(lg, gpu(s2), gpu(i1), 1)
+  compare('index_add_like along dim 2', lg, lc, 0)
+  -- a bad index: the same message on both devices, nothing written
+  local bad = mf.tensor({{1, 2}, {7, 1}}):type('int64')
+  local okc, ec = pcall(Kc.gather, zeros({2, 2}), x, bad, 0)
+  local okg, eg = pcall(Kg.gather, zeros({2, 2}, 'float32', 'cuda'), gpu(x), gpu(bad), 0)
+  local same = not okc and not okg and tostring(ec):match('index 7 at position %[2,1%]') ~= nil and
+               tostring(eg):match('index 7 at position %[2,1%]') ~= nil
+  results[#results + 1] = {name = 'gather: a bad index is named on both devices', ok = same, err = 0,
+                           why = same and '' or tostring(eg)}
+  if not same then failed = failed + 1 end
+  print(('%-58s %-4s'):format('gather: a bad index is named on both devices', same and 'ok' or 'FAIL'))
+end)
+
 -- -- optimizer updates -----------------------------------------------------------------------------
 check('updates', function()
   for _, dt in ipairs({'float32', 'float64'}) do
