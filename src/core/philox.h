@@ -1,8 +1,8 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) and the
 // conversions of its words to floats: one definition that g++ (rng.h, the CPU draws) and nvcc (the
 // CUDA draws) both compile, so mf.manual_seed(s) gives the same numbers on every device.
-// Counter layout: value i of a draw reads counter offset + i (low word c0, high word c1; c2 = c3 = 0)
-// under the key (seed low, seed high).
+// Counter layout: a counter's low word is c0, its high word c1 (c2 = c3 = 0), under the key
+// (seed low, seed high); which counter each value of a draw reads: the element layout below.
 #pragma once
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,5 @@
-// Philox4x32-10 counter-based generator: value i of a draw depends only on (seed, offset + i),
+// Philox4x32-10 counter-based generator: value i of a draw depends only on (seed, offset + i / P),
+// P values per counter (philox.h's element layout),
 // so results do not depend on the thread count and a GPU can reproduce them (the round function
 // and the conversions: philox.h, compiled by g++ and nvcc alike).
 #pragma once

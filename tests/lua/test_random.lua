@@ -1,7 +1,8 @@
 -- The random factories against their distributions: mean, variance and a Kolmogorov-Smirnov
 -- statistic against the exact CDF (normal for randn, uniform for rand), with fixed seeds and
 -- thresholds derived from the sample size; the same seed gives the same bits whatever the thread
--- count (the draws are counter-based: value i depends only on seed and offset + i).
+-- count (the draws are counter-based: value i depends only on seed and counter offset + i / P, P values
+-- per counter: src/core/philox.h).
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
 local T = require 'testlib'
 
