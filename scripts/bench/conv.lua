@@ -45,7 +45,9 @@ local POOLS = {  -- the maps the layers above give (LeNet pools 24x24 and 8x8 ma
 local cases = {}
 for _, l in ipairs(LAYERS) do
   local geo = {l.stride, l.padding, {1, 1}}
-  local function spec(op) return {op = op, x = l.x, w = l.w, stride = l.stride, padding = l.padding, dilation = {1, 1}} end
+  local function spec(op)
+    return {op = op, x = l.x, w = l.w, stride = l.stride, padding = l.padding, dilation = {1, 1}}
+  end
   cases[#cases + 1] = {name = l.name .. ' fwd', pt = spec('conv2d'), setup = function()
     local x, w = mf.randn(unpack(l.x)), mf.randn(unpack(l.w))
     return function() return mf.conv2d(x, w, unpack(geo)) end
@@ -117,7 +119,8 @@ function Torch.start()
   if made ~= 0 and made ~= true then error('conv.lua: mkfifo ' .. fifo .. ' failed') end
   local py = os.getenv('PYTHON') or '/usr/bin/python3'
   local cmd = ('LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} '
-    .. '%s %s/conv_torch.py %s 1>&2 || echo \'{"fatal":"the PyTorch twin (%s %s/conv_torch.py) could not start"}\' > %s')
+    .. '%s %s/conv_torch.py %s 1>&2 || echo \'{"fatal":"the PyTorch twin (%s %s/conv_torch.py) could not start"}\' '
+    .. '> %s')
     :format(py, here, fifo, py, here, fifo)
   local w = assert(io.popen(cmd, 'w'))
   local r = assert(io.open(fifo, 'r'))  -- blocks until the twin (or the shell) opens it for writing
@@ -171,7 +174,8 @@ for th in tostring(opts.threads):gmatch('%d+') do
       for r = 1, opts.rounds do
         local function side_mf() mt[#mt + 1] = T.per_call_us(f, tim) end
         local function side_pt()
-          if torch then pt[#pt + 1] = torch:call{cmd = 'time', case = c.pt, batches = opts.batches, target = opts.target}.us end
+          if not torch then return end
+          pt[#pt + 1] = torch:call{cmd = 'time', case = c.pt, batches = opts.batches, target = opts.target}.us
         end
         if r % 2 == 1 then side_mf(); side_pt() else side_pt(); side_mf() end
       end

@@ -115,6 +115,10 @@ local CONVS = {
   {'_batch_threads', {5, 3, 10, 9}, {4, 3, 3, 3}, {padding = 1}},    -- the batch split over threads
   {'_one_image', {1, 4, 12, 11}, {3, 4, 3, 2}, {stride = {1, 2}}},  -- threads on channels and GEMM
   {'_chunks', {40, 3, 6, 6}, {4, 3, 3, 3}, {}},                    -- several images per GEMM, several GEMMs per thread
+  -- column matrices past the tile size (conv.cc kTileBytes): images in tiles of output rows, the
+  -- last one shorter; with the batch split over threads, and a single image (threads on channels)
+  {'_tiles', {3, 16, 40, 40}, {2, 16, 3, 3}, {padding = 1}},
+  {'_tiles_stride_dilation', {1, 32, 50, 44}, {2, 32, 3, 3}, {stride = {2, 1}, padding = {3, 2}, dilation = 2}},
 }
 for _, v in ipairs(CONVS) do
   local name, xs, ws, params, args, empty = unpack(v)

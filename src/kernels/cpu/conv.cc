@@ -146,11 +146,15 @@ void check_float(const char* op, const mf_tensor& a, const mf_tensor& b, const m
 // kGemmCols wide: with few output positions per image (P = 64 in LeNet's second layer) a GEMM
 // per image is too narrow for OpenBLAS's kernels; with many, chunks only add copies. When the
 // batch is smaller than the thread count, images run one chunk at a time and the threads go to
-// im2col/col2im (over channels) and to OpenBLAS's own GEMM threads.
+// im2col/col2im (over channels) and to OpenBLAS's own GEMM threads. An image whose column
+// matrix outgrows kTileBytes (a ResNet 3x3 layer: 576 x 3136, 7 MB) goes through it in tiles of
+// `rows` output rows instead: im2col writes a tile that stays in L2, OpenBLAS packs it from
+// there, and the GEMM reads gy / writes y in place (leading dimension P): no chunk copies.
 struct ConvPlan {
   int nt;        // threads splitting the batch (1: none)
   int64_t g;     // images per GEMM
-  int64_t cols;  // elements of the column matrix (K x g*P), 0 for a direct 1x1 conv
+  int64_t rows;  // output rows per tile (Ho: whole images)
+  int64_t cols;  // elements of the column matrix (K x g*P, or K x rows*Wo), 0 for a direct 1x1 conv
   int64_t buf;   // elements of the gathered gy / the GEMM result before it is scattered (O x g*P)
   int64_t acc;   // elements of a per-thread weight-gradient accumulator (O x K)
   size_t slot_bytes(int es) const { return Scratch::round(size_t(cols + buf + acc) * size_t(es)); }
@@ -158,6 +162,7 @@ struct ConvPlan {
 
 constexpr int64_t kGemmCols = 256;                 // target GEMM width, in output positions
 constexpr int64_t kSlotBudget = int64_t(1) << 20;  // bytes of columns per chunk, beyond one image
+constexpr int64_t kTileBytes = int64_t(384) << 10;  // largest column tile: L2-resident with its packed copy
 
 ConvPlan conv_plan(int kind, const Conv& g, int es) {
   ConvPlan pl{};
@@ -167,7 +172,13 @@ ConvPlan conv_plan(int kind, const Conv& g, int es) {
   int64_t P = std::max<int64_t>(g.P(), 1), per_image = (g.K() + g.O) * P * es;
   int64_t want = (kGemmCols + P - 1) / P, fits = kSlotBudget / std::max<int64_t>(per_image, 1);
   pl.g = g.direct() ? 1 : std::max<int64_t>(1, std::min({want, fits, per_thread}));
-  pl.cols = g.direct() ? 0 : g.K() * pl.g * g.P();
+  pl.rows = g.Ho;
+  const int64_t row_bytes = g.K() * g.Wo * es;
+  if (!g.direct() && g.Ho > 1 && row_bytes * g.Ho > kTileBytes) {
+    pl.g = 1;
+    pl.rows = std::max<int64_t>(1, std::min(g.Ho, kTileBytes / std::max<int64_t>(row_bytes, 1)));
+  }
+  pl.cols = g.direct() ? 0 : pl.rows < g.Ho ? g.K() * pl.rows * g.Wo : g.K() * pl.g * g.P();
   pl.buf = pl.g > 1 ? g.O * pl.g * g.P() : 0;
   pl.acc = kind == 2 && pl.nt > 1 ? g.O * g.K() : 0;
   // BLAS takes int dims and leading dims
@@ -177,24 +188,33 @@ ConvPlan conv_plan(int kind, const Conv& g, int es) {
   return pl;
 }
 
-// Columns of one image x (C x H x W, contiguous) into col, a matrix with row stride ld: row
-// (c, i, j) holds x[c][oh*sh - ph + i*dh][ow*sw - pw + j*dw] for every output position (oh, ow),
-// 0 where that falls in the padding. Output rows are often short (8 or 12 elements), so the
-// padding tests are hoisted out of the row loop and a whole-row copy has its own tight loop.
+// Output rows [oa, ob) of an image's tiles that read row offset hoff inside x: [*lo, *hi).
+inline void rows_inside(const Conv& g, int64_t hoff, int64_t oa, int64_t ob, int64_t* lo, int64_t* hi) {
+  int64_t l, h;
+  valid_range(hoff, g.sh, g.H, g.Ho, &l, &h);
+  *lo = std::min(std::max(l, oa), ob);
+  *hi = std::min(std::max(h, *lo), ob);
+}
+
+// Columns of output rows [oa, ob) of one image x (C x H x W, contiguous) into col, a matrix with
+// row stride ld: row (c, i, j) holds x[c][oh*sh - ph + i*dh][ow*sw - pw + j*dw] at column
+// (oh - oa)*Wo + ow, 0 where that falls in the padding. Output rows are often short (8 or 12
+// elements), so the padding tests are hoisted out of the row loop and a whole-row copy has its
+// own tight loop.
 template <typename T>
-void im2col(const T* x, T* col, int64_t ld, const Conv& g, bool par) {
-  const int64_t Wo = g.Wo, Ho = g.Ho;
+void im2col(const T* x, T* col, int64_t ld, const Conv& g, bool par, int64_t oa, int64_t ob) {
+  const int64_t Wo = g.Wo;
   auto rows = [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c)
       for (int64_t i = 0; i < g.kh; ++i) {
         int64_t hoff = i * g.dh - g.ph, ohl, ohh;  // output rows [ohl, ohh) read inside x
-        valid_range(hoff, g.sh, g.H, Ho, &ohl, &ohh);
+        rows_inside(g, hoff, oa, ob, &ohl, &ohh);
         for (int64_t j = 0; j < g.kw; ++j) {
-          T* dst = col + ((c * g.kh + i) * g.kw + j) * ld;
+          T* dst = col + ((c * g.kh + i) * g.kw + j) * ld - oa * Wo;  // at output row 0
           int64_t woff = j * g.dw - g.pw, lo, hi;
           valid_range(woff, g.sw, g.W, Wo, &lo, &hi);
-          std::fill(dst, dst + ohl * Wo, T(0));
-          std::fill(dst + ohh * Wo, dst + Ho * Wo, T(0));
+          std::fill(dst + oa * Wo, dst + ohl * Wo, T(0));
+          std::fill(dst + ohh * Wo, dst + ob * Wo, T(0));
           const T* src = x + (c * g.H + ohl * g.sh + hoff) * g.W + woff;  // at ow = 0
           const int64_t step = g.sh * g.W;
           if (g.sw == 1 && lo == 0 && hi == Wo) {
@@ -213,23 +233,23 @@ void im2col(const T* x, T* col, int64_t ld, const Conv& g, bool par) {
         }
       }
   };
-  if (par) parallel_for(g.C, g.kh * g.kw * g.P(), rows);
+  if (par) parallel_for(g.C, g.kh * g.kw * (ob - oa) * Wo, rows);
   else rows(0, g.C);
 }
 
-// The adjoint of im2col: gx (one image, C x H x W) = the sum of every column entry at the input
-// position it was read from.
+// The adjoint of im2col for output rows [oa, ob): adds every column entry into gx (one image,
+// C x H x W) at the input position it was read from; zero: gx's planes are zeroed first.
 template <typename T>
-void col2im(const T* col, int64_t ld, T* gx, const Conv& g, bool par) {
+void col2im(const T* col, int64_t ld, T* gx, const Conv& g, bool par, int64_t oa, int64_t ob, bool zero) {
   const int64_t Wo = g.Wo;
   auto planes = [&](int64_t cb, int64_t ce) {
-    std::fill(gx + cb * g.HW(), gx + ce * g.HW(), T(0));
+    if (zero) std::fill(gx + cb * g.HW(), gx + ce * g.HW(), T(0));
     for (int64_t c = cb; c < ce; ++c)
       for (int64_t i = 0; i < g.kh; ++i) {
         int64_t hoff = i * g.dh - g.ph, ohl, ohh;
-        valid_range(hoff, g.sh, g.H, g.Ho, &ohl, &ohh);
+        rows_inside(g, hoff, oa, ob, &ohl, &ohh);
         for (int64_t j = 0; j < g.kw; ++j) {
-          const T* src = col + ((c * g.kh + i) * g.kw + j) * ld;
+          const T* src = col + ((c * g.kh + i) * g.kw + j) * ld - oa * Wo;  // at output row 0
           int64_t woff = j * g.dw - g.pw, lo, hi;
           valid_range(woff, g.sw, g.W, Wo, &lo, &hi);
           T* dst = gx + (c * g.H + ohl * g.sh + hoff) * g.W + woff;  // at ow = 0
@@ -248,7 +268,7 @@ void col2im(const T* col, int64_t ld, T* gx, const Conv& g, bool par) {
         }
       }
   };
-  if (par) parallel_for(g.C, g.kh * g.kw * g.P(), planes);
+  if (par) parallel_for(g.C, g.kh * g.kw * (ob - oa) * Wo, planes);
   else planes(0, g.C);
 }
 
@@ -290,12 +310,30 @@ void conv_run(int kind, const Conv& g, mf_tensor& out, const mf_tensor& a, const
     T* buf = col + pl.cols;
     T* acc = kind == 2 && nt > 1 ? buf + pl.buf : op;
     if (kind == 2 && nb >= ne) std::fill(acc, acc + O * K, T(0));
+    if (pl.rows < g.Ho) {  // image by image, tile by tile: gy and y in place, leading dimension P
+      for (int64_t n = nb; n < ne; ++n)
+        for (int64_t oa = 0; oa < g.Ho; oa += pl.rows) {
+          const int64_t ob = std::min(g.Ho, oa + pl.rows), ld = (ob - oa) * g.Wo;
+          if (kind == 0) {  // y tile (O x ld) = w (O x K) * cols (K x ld)
+            im2col(ap + n * CHW, col, ld, g, par, oa, ob);
+            gemm(CblasNoTrans, CblasNoTrans, O, ld, K, bp, K, col, ld, T(0), op + n * OP + oa * g.Wo, P);
+          } else if (kind == 1) {  // cols (K x ld) = w^T (K x O) * gy tile, added into gx
+            gemm(CblasTrans, CblasNoTrans, K, ld, O, bp, K, ap + n * OP + oa * g.Wo, P, T(0), col, ld);
+            col2im(col, ld, op + n * CHW, g, par, oa, ob, oa == 0);
+          } else {  // acc (O x K) += gy tile (O x ld) * cols^T (ld x K)
+            im2col(bp + n * CHW, col, ld, g, par, oa, ob);
+            const T beta = n == nb && oa == 0 ? T(0) : T(1);
+            gemm(CblasNoTrans, CblasTrans, O, K, ld, ap + n * OP + oa * g.Wo, P, col, ld, beta, acc, K);
+          }
+        }
+      return;
+    }
     for (int64_t n0 = nb; n0 < ne; n0 += pl.g) {
       const int64_t cnt = std::min(pl.g, ne - n0), ld = cnt * P;
       if (kind == 0) {  // y_chunk (O x cnt*P) = w (O x K) * cols (K x cnt*P)
         const T* cm = ap + n0 * CHW;  // a direct conv reads x as its own columns
         if (!g.direct()) {
-          for (int64_t i = 0; i < cnt; ++i) im2col(ap + (n0 + i) * CHW, col + i * P, ld, g, par);
+          for (int64_t i = 0; i < cnt; ++i) im2col(ap + (n0 + i) * CHW, col + i * P, ld, g, par, 0, g.Ho);
           cm = col;
         }
         T* dst = cnt > 1 ? buf : op + n0 * OP;
@@ -312,12 +350,12 @@ void conv_run(int kind, const Conv& g, mf_tensor& out, const mf_tensor& a, const
             gemm(CblasTrans, CblasNoTrans, K, P, O, bp, K, gyc, P, T(0), op + n0 * CHW, P);
           } else {
             gemm(CblasTrans, CblasNoTrans, K, ld, O, bp, K, gyc, ld, T(0), col, ld);
-            for (int64_t i = 0; i < cnt; ++i) col2im(col + i * P, ld, op + (n0 + i) * CHW, g, par);
+            for (int64_t i = 0; i < cnt; ++i) col2im(col + i * P, ld, op + (n0 + i) * CHW, g, par, 0, g.Ho, true);
           }
         } else {  // acc (O x K) += gy_chunk (O x cnt*P) * cols^T (cnt*P x K)
           const T* cm = bp + n0 * CHW;
           if (!g.direct()) {
-            for (int64_t i = 0; i < cnt; ++i) im2col(bp + (n0 + i) * CHW, col + i * P, ld, g, par);
+            for (int64_t i = 0; i < cnt; ++i) im2col(bp + (n0 + i) * CHW, col + i * P, ld, g, par, 0, g.Ho);
             cm = col;
           }
           gemm(CblasNoTrans, CblasTrans, O, K, ld, gyc, ld, cm, ld, n0 == nb ? T(0) : T(1), acc, K);

@@ -27,7 +27,8 @@ struct Pool {
 };
 
 // The plane geometry from the big (input-sized) and small (output-sized) tensors.
-Pool pool_of(const char* op, const mf_tensor& big, const mf_tensor& small, const mf_tensor& strided, const int32_t* kp) {
+Pool pool_of(const char* op, const mf_tensor& big, const mf_tensor& small, const mf_tensor& strided,
+             const int32_t* kp) {
   need_4d(op, "input", big);
   need_4d(op, "output", small);
   Pool g{big.shape[0], big.shape[1], big.shape[2], big.shape[3], small.shape[2], small.shape[3], 0, 0, 0, 0, 0, 0, {}};
