@@ -173,9 +173,19 @@ return function(mf)
     return off
   end
 
+  -- t, or a host copy of t when its device's memory is not host-addressable (a GPU's): element
+  -- reads, printing and totable read device tensors through it (the copy waits for the device)
+  local function host_readable(t)
+    if t.device_id == HOST or K.of_device(t.device_id).strings == C.MF_CPU then return t end
+    return mf.no_grad(mf.to, t, HOST)
+  end
+  mf._host_readable = host_readable
+
   function methods.get(t, ...)
-    local v = ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, {...}, 'get')]
-    return tonumber(v)
+    local off = elem_offset(t, {...}, 'get')
+    local h = host_readable(t)
+    if h ~= t then off = elem_offset(h, {...}, 'get') end
+    return tonumber(ffi.cast(PTR[h.dtype_id], h.ptr)[off])
   end
 
   -- The write rule (README "Writes"; src/core/writes.h) for element and row assignment: the
@@ -193,6 +203,7 @@ return function(mf)
           raise(('%s: source %s does not broadcast to destination scalar (one element is written)'):format(what, methods.shape_str(v)))
         end
       end
+      v = host_readable(v)
       v = tonumber(ffi.cast(PTR[v.dtype_id], v.ptr)[0])
     end
     if type(v) ~= 'number' then raise(('%s: the value is a %s; expected a number or a tensor'):format(what, type(v))) end
@@ -258,6 +269,16 @@ return function(mf)
     local off = elem_offset(t, args, 'set')
     check_writable(t, 'set')
     if t.autograd ~= 0 then mf._check_write_target(t, 'set') end  -- not into a recorded result (tape.lua)
+    if host_readable(t) ~= t then  -- device memory: fill the one-element view of the position
+      local e = t
+      for d = 1, #args do
+        local i = args[d] < 0 and args[d] + tonumber(t.shape[d - 1]) + 1 or args[d]
+        e = mf.narrow(e, d, i, 1)
+      end
+      K.of_device(t.device_id).fill(e, scalar_value(v, t.dtype_id, 'set'))
+      mf._bump_version(t, mf._WRITER.set)
+      return t
+    end
     ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'set')
     mf._bump_version(t, mf._WRITER.set)  -- the storage's version counter (tape.lua)
     return t
@@ -267,8 +288,8 @@ return function(mf)
     if t.count ~= 1 then
       raise(('item: tensor has %d elements (%s); expected exactly 1'):format(tonumber(t.count), methods.shape_str(t)))
     end
-    local off = 0
-    return tonumber(ffi.cast(PTR[t.dtype_id], t.ptr)[off])
+    local h = host_readable(t)
+    return tonumber(ffi.cast(PTR[h.dtype_id], h.ptr)[0])
   end
 
   -- sizes and types ----------------------------------------------------------------------------
@@ -336,7 +357,13 @@ return function(mf)
   function methods.device(t) return K.device_name(t.device_id) end
   function methods.is_contiguous(t) return t.is_contig == 1 end
   function methods.storage_offset(t) return tonumber(t.offset) + 1 end
-  function methods.data(t) return ffi.cast(PTR[t.dtype_id], t.ptr) end
+  function methods.data(t)
+    if host_readable(t) ~= t then
+      raise(('data: the tensor is on %s, whose memory the host cannot address; use t:cpu():data()')
+        :format(K.device_name(t.device_id)))
+    end
+    return ffi.cast(PTR[t.dtype_id], t.ptr)
+  end
   function methods.shape_str(t)
     if t.ndim == 0 then return 'scalar' end
     local s = {}
@@ -388,6 +415,7 @@ return function(mf)
     return methods.to(t, 'cuda')
   end
   function methods.totable(t)
+    t = host_readable(t)
     local function rec(x)
       if x.ndim == 0 then return x:item() end
       local out = {}
@@ -428,6 +456,7 @@ return function(mf)
     local header = ('[%s tensor of size %s%s]'):format(DTYPE_NAME[t.dtype_id], methods.shape_str(t),
       t.device_id == HOST and '' or ' on ' .. K.device_name(t.device_id))
     if n == 0 then return header end
+    t = host_readable(t)
     local elide = n > LIMIT
     -- the indices shown along a dim: all, or the first and last EDGE with a gap marker (false)
     local function shown(size)

@@ -76,6 +76,8 @@ const char *mf_op_name(int op);
 const char *mf_op_doc(int op);
 int mf_op_num_inputs(int op);
 const char *mf_op_input_name(int op, int i);
+/* the op's kernel string for a strings slot (MF_CPU, MF_CUDA): the CUDA slot gives the CPU string
+   when the block has no CUDA string of its own (OpDef::lua_compute_for) */
 const char *mf_op_lua_compute(int op, int32_t device);
 const char *mf_op_lua_gradient(int op);
 int mf_op_flags(int op);

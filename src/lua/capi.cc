@@ -189,7 +189,7 @@ const char* mf_op_doc(int op) { MF_OP_FIELD(cstr(op_at(op).doc_), nullptr) }
 int mf_op_num_inputs(int op) { MF_OP_FIELD(int(op_at(op).inputs_.size()), -1) }
 const char* mf_op_input_name(int op, int i) { MF_OP_FIELD(cstr(op_at(op).inputs_.at(size_t(i))), nullptr) }
 const char* mf_op_lua_compute(int op, int32_t device) {
-  MF_OP_FIELD(device == MF_CPU || device == MF_CUDA ? cstr(op_at(op).lua_compute_[device]) : nullptr, nullptr)
+  MF_OP_FIELD(device == MF_CPU || device == MF_CUDA ? cstr(op_at(op).lua_compute_for(device)) : nullptr, nullptr)
 }
 const char* mf_op_lua_gradient(int op) { MF_OP_FIELD(cstr(op_at(op).lua_gradient_), nullptr) }
 int mf_op_flags(int op) { MF_OP_FIELD(op_at(op).flags_, -1) }

@@ -139,7 +139,15 @@ struct OpDef {
   OpDef& param(Field f) { params_.push_back(std::move(f)); return *this; }
   OpDef& infer_shape(InferFn f) { infer_shape_ = f; return *this; }
   OpDef& infer_type(InferFn f) { infer_type_ = f; return *this; }
+  // The kernel string for a device's strings slot (MF_CPU, MF_CUDA). A CPU string is device-generic
+  // when it reaches native code only through K (the kernel table of the device the op runs on) and
+  // reads no host memory: nearly all are, so the CUDA slot runs the CPU string unless the block
+  // gives lua_compute(MF_CUDA, ...) of its own (for a string that reads values on the host, or a
+  // faster CUDA path). Host reads that remain (x:item()) copy and wait for the device: correct, slow.
   OpDef& lua_compute(int device, std::string src) { lua_compute_[device] = std::move(src); return *this; }
+  const std::string& lua_compute_for(int strings) const {
+    return strings == MF_CUDA && lua_compute_[MF_CUDA].empty() ? lua_compute_[MF_CPU] : lua_compute_[strings];
+  }
   OpDef& gradient(std::string src) { lua_gradient_ = std::move(src); return *this; }
 };
 

@@ -13,10 +13,11 @@
 --                         else a message listing what is missing
 --   H.time_case(name, n)  CPU microseconds per call: the case's first dtype, contiguous inputs
 --   H.set_device(name)    run later cases with their inputs made on that device and graphs in a
---                         session on it; inputs are written through their pointers, so the device's
---                         memory must be host-addressable (tests/cpp/test_device.cc's testdev is)
--- Run as a script, `moonflow tests/ops/harness.lua [--time] [op or case ...]` runs (or times) the
--- cases, all or the named ones, and exits non-zero on a failure.
+--                         session on it; its memory need not be host-addressable (cuda: inputs are
+--                         written on the host and copied there; results are read through :cpu())
+-- Run as a script, `moonflow tests/ops/harness.lua [--time] [--device NAME] [op or case ...]` runs
+-- (or times) the cases, all or the named ones, on the CPU or that device, against the same float64
+-- references, and exits non-zero on a failure.
 local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
 local mf = require 'moonflow'
@@ -42,12 +43,16 @@ local RTOL = {float32 = 1e-5, float64 = 1e-12}
 local FLOOR = 1e-6  -- the smallest magnitude a relative tolerance is taken of
 local shape_buf, stride_buf = ffi.new('int64_t[8]'), ffi.new('int64_t[8]')
 local DEVICE, DEVICE_ID = nil, C.MF_CPU  -- where inputs are made and graphs run (H.set_device)
+-- whether DEVICE's memory is host-addressable; if not (cuda), inputs are written on the host, then copied
+local DEVICE_HOST = true
 
 -- tensors built and read without any op --------------------------------------------------------
-local function alloc(shape, dtype)
+local function alloc(shape, dtype, device_id)
   for i = 1, #shape do shape_buf[i - 1] = shape[i] end
   local t = ffi.new('mf_tensor')
-  if C.mf_tensor_init(t, #shape, shape_buf, CODE[dtype], DEVICE_ID) ~= 0 then error(ffi.string(C.mf_last_error())) end
+  if C.mf_tensor_init(t, #shape, shape_buf, CODE[dtype], device_id or DEVICE_ID) ~= 0 then
+    error(ffi.string(C.mf_last_error()))
+  end
   return t
 end
 
@@ -143,7 +148,7 @@ local function make_input(shape, dtype, values, layout)
   for k = 1, nd do mem_shape[k] = base_shape[perm[k]] end
   if layout == 'selected' then mem_shape[nd + 1], offset = 3, 1 end  -- index 2 of a trailing dim of 3
   if nd == 0 and layout == 'narrowed' then mem_shape, offset = {3}, 1 end
-  local base = alloc(mem_shape, dtype)
+  local base = alloc(mem_shape, dtype, DEVICE_HOST and DEVICE_ID or C.MF_CPU)
   local p, total = ffi.cast(PTR[CODE[dtype]], base.ptr), L.numel(mem_shape)
   for i = 0, total - 1 do p[i] = pad end
   local mem_st = L.strides(mem_shape)
@@ -153,6 +158,7 @@ local function make_input(shape, dtype, values, layout)
   if layout == 'sliced' then st[nd] = st[nd] * 2 end
   if layout == 'expanded' then st[expand_dim(shape)] = 0 end
   L.walk(shape, {st}, function(i, o) p[offset + o[1]] = values[i] end)
+  if not DEVICE_HOST then base = base:to(DEVICE) end  -- the whole buffer, padding too, then the same view
   local mem = {base = base, numel = total, pad = pad, offset = offset, strides = st}
   if layout == 'contiguous' then return base, layout, mem end
   return strided_view(base, shape, st, offset), layout, mem
@@ -160,7 +166,8 @@ end
 
 -- nil when every element of make_input's buffer outside the view still holds the padding
 local function padding_intact(mem, shape, dtype)
-  local p, inside = ffi.cast(PTR[CODE[dtype]], mem.base.ptr), {}
+  local b = mem.base.device_id == C.MF_CPU and mem.base or mem.base:cpu()
+  local p, inside = ffi.cast(PTR[CODE[dtype]], b.ptr), {}
   L.walk(shape, {mem.strides}, function(_, o) inside[mem.offset + o[1]] = true end)
   for k = 0, mem.numel - 1 do
     local v = tonumber(p[k])
@@ -490,6 +497,7 @@ end
 
 function H.set_device(name)
   DEVICE, DEVICE_ID = name, mf._device_id(name, 'H.set_device')
+  DEVICE_HOST = mf.kernels.of_device(DEVICE_ID).strings == C.MF_CPU
 end
 
 function H.case_names() return L.copy(names) end
@@ -536,8 +544,12 @@ end
 
 if as_script then
   local want, timing, failed, ran = {}, false, 0, 0
-  for i = 1, #arg do
-    if arg[i] == '--time' then timing = true else want[arg[i]] = true end
+  local i = 1
+  while i <= #arg do
+    if arg[i] == '--time' then timing = true
+    elseif arg[i] == '--device' then H.set_device(arg[i + 1]); i = i + 1
+    else want[arg[i]] = true end
+    i = i + 1
   end
   local all = next(want) == nil
   if all and not timing then
