@@ -270,6 +270,32 @@ check('indexing', function()
   print(('%-58s %-4s'):format('gather: a bad index is named on both devices', same and 'ok' or 'FAIL'))
 end)
 
+check('selection', function()
+  local x = randn({7, 13})
+  local xv = view(x, {13, 7}, {1, 13})
+  local mask = mf.rand({13, 1}):gt(0.4):type('uint8')  -- broadcast along dim 2
+  local m = 0
+  for i = 1, 13 do if mask:get(i, 1) ~= 0 then m = m + 1 end end
+  local sc, sg = pair_zeros({m * 7}, 'float32')
+  Kc.masked_select(sc, xv, mask)
+  Kg.masked_select(sg, view(gpu(x), {13, 7}, {1, 13}), gpu(mask))
+  compare('masked_select of a view by a broadcast mask', sg, sc, 0)
+  local xi = mf.randint(0, 3, {4, 5, 6}, {dtype = 'int32'})
+  local nz = 0
+  for _, v in ipairs(xi:reshape(120):totable()) do if v ~= 0 then nz = nz + 1 end end
+  local nc, ng = pair_zeros({nz, 3}, 'int64')
+  Kc.nonzero(nc, xi)
+  Kg.nonzero(ng, gpu(xi))
+  compare('nonzero int32 4x5x6', ng, nc, 0)
+  local state = mf.get_rng_state()
+  local pc = zeros({1000}, 'int64')
+  Kc.randperm(pc)
+  mf.set_rng_state(state)
+  local pg = zeros({1000}, 'int64', 'cuda')
+  Kg.randperm(pg)
+  compare('randperm 1000 from the same state', pg, pc, 0)
+end)
+
 -- -- optimizer updates -----------------------------------------------------------------------------
 check('updates', function()
   for _, dt in ipairs({'float32', 'float64'}) do

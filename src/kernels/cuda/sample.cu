@@ -1,0 +1,221 @@
+// -- randperm / masked_select / nonzero --------------------------------------------------------------
+// randperm is the CPU's serial Fisher-Yates (src/kernels/cpu/sample.cc) on the same Philox counters,
+// run on the host and copied over: the same permutation for the same seed on both devices (the shuffle
+// is inherently serial; n is a dataset's size, so the copy is small). masked_select and nonzero count
+// their selection first (one host synchronisation: the output's size must match it, as on the CPU),
+// then write it in row-major order through an exclusive scan of the selection flags (CUB).
+#include <cub/cub.cuh>
+
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "../../core/kcheck.h"
+#include "../../core/rng.h"
+#include "../../core/writes.h"
+#include "layout.cuh"
+
+namespace mf {
+namespace cuda {
+
+namespace {
+
+template <class T>
+__global__ void flags_kernel(int* flags, const T* x, Layout l, long long n) {
+  for (long long i = global_index(); i < n; i += global_step()) flags[i] = x[offset_of(l, i)] != T(0) ? 1 : 0;
+}
+
+// pos: exclusive sums of flags; masked_select writes x's element, nonzero the 1-based coordinates
+template <class T>
+__global__ void select_kernel(T* out, const T* x, Layout xl, const int* flags, const long long* pos, long long n) {
+  for (long long i = global_index(); i < n; i += global_step())
+    if (flags[i]) out[pos[i]] = x[offset_of(xl, i)];
+}
+
+__global__ void coords_kernel(long long* out, Layout l, const int* flags, const long long* pos, long long n) {
+  for (long long i = global_index(); i < n; i += global_step()) {
+    if (!flags[i]) continue;
+    long long* row = out + pos[i] * l.ndim, rem = i;
+    for (int d = l.ndim - 1; d >= 0; --d) {
+      row[d] = rem % l.shape[d] + 1;
+      rem /= l.shape[d];
+    }
+  }
+}
+
+// flags (1 where selected) and their exclusive sums over n elements; returns the count (host sync)
+struct Selection {
+  std::unique_ptr<Scratch> flags, pos;
+  long long count = 0;
+};
+
+Selection select_flags(const char* op, long long n, const std::function<void(int*)>& mark) {
+  Selection s;
+  s.flags.reset(new Scratch(size_t(n) * sizeof(int)));
+  s.pos.reset(new Scratch(size_t(n) * sizeof(long long)));
+  int* flags = s.flags->as<int>();
+  long long* pos = s.pos->as<long long>();
+  mark(flags);
+  check_launch(op);
+  size_t tmp_bytes = 0;
+  check(cub::DeviceScan::ExclusiveSum(nullptr, tmp_bytes, flags, pos, n, stream()), op, "cub::DeviceScan");
+  Scratch tmp(tmp_bytes > 0 ? tmp_bytes : 1);
+  check(cub::DeviceScan::ExclusiveSum(tmp.get(), tmp_bytes, flags, pos, n, stream()), op, "cub::DeviceScan");
+  long long last_pos = 0;
+  int last_flag = 0;
+  check(cudaMemcpyAsync(&last_pos, pos + n - 1, sizeof last_pos, cudaMemcpyDeviceToHost, stream()), op,
+        "cudaMemcpyAsync");
+  check(cudaMemcpyAsync(&last_flag, flags + n - 1, sizeof last_flag, cudaMemcpyDeviceToHost, stream()), op,
+        "cudaMemcpyAsync");
+  synchronize(op);
+  s.count = last_pos + last_flag;
+  return s;
+}
+
+}  // namespace
+
+int randperm(mf_tensor* t, mf_rng* g) {
+  return entry("randperm", [&] {
+    kcheck::meta("randperm", "output", *t);
+    kcheck::contiguous("randperm", "output", *t);
+    if (!g) fail("randperm: no generator");
+    if (t->ndim != 1) fail("randperm: output is ", shape_str(*t), "; expected 1 dim");
+    int64_t n = t->count;
+    if (n > 0) check_value_fits(double(n), t->dtype_id, "randperm");
+    std::vector<int64_t> perm(static_cast<size_t>(n));
+    std::iota(perm.begin(), perm.end(), int64_t(1));
+    uint64_t seed = g->seed, base = g->offset;
+    for (int64_t i = n - 1; i > 0; --i) {  // the CPU's loop: step i draws from counter offset + i
+      int64_t j = int64_t(u64_of(philox(seed, base + uint64_t(i))) % uint64_t(i + 1));
+      std::swap(perm[size_t(i)], perm[size_t(j)]);
+    }
+    g->offset = base + uint64_t(n);
+    if (n == 0) return;
+    auto put = [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> host(perm.begin(), perm.end());
+      // from pageable memory the copy has read the buffer when it returns, so host may go
+      check(cudaMemcpyAsync(t->ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream()),
+            "randperm", "cudaMemcpyAsync");
+    };
+    switch (t->dtype_id) {
+      case MF_FLOAT32: put(float()); break;
+      case MF_FLOAT64: put(double()); break;
+      case MF_INT32: put(int32_t()); break;
+      case MF_INT64: put(int64_t()); break;
+      case MF_UINT8: put(uint8_t()); break;
+      default: fail("randperm: output has an unknown dtype");
+    }
+  });
+}
+
+int masked_select(mf_tensor* out_p, const mf_tensor* x_p, const mf_tensor* mask_p) {
+  return entry("masked_select", [&] {
+    const char* op = "masked_select";
+    mf_tensor& out = *out_p;
+    const mf_tensor &x = *x_p, &mask = *mask_p;
+    kcheck::meta(op, "x", x);
+    kcheck::meta(op, "mask", mask);
+    kcheck::meta(op, "output", out);
+    kcheck::dtype(op, "mask", mask, MF_UINT8);
+    kcheck::dtype(op, "output", out, x.dtype_id, " (x's dtype)");
+    Shape s = broadcast_shapes(op, shape_of(x), shape_of(mask), "x", "mask");
+    long long n = checked_numel(s, op);
+    mf_tensor like{};  // the broadcast shape, for the layouts
+    set_meta(like, s, x.dtype_id, x.device_id);
+    Layout ml = broadcast_layout(mask, like), xl = broadcast_layout(x, like);
+    long long count = 0;
+    Selection sel;
+    if (n > 0) {
+      sel = select_flags(op, n, [&](int* flags) {
+        flags_kernel<uint8_t><<<grid_for(n), kThreads, 0, stream()>>>(flags, static_cast<const uint8_t*>(mask.ptr), ml, n);
+      });
+      count = sel.count;
+    }
+    if (out.ndim != 1 || out.count != count)
+      fail(op, ": output is ", shape_str(out), "; the mask selects ", count, " elements of ", shape_str(s));
+    kcheck::contiguous(op, "output", out);
+    if (count == 0) return;
+    const int* flags = sel.flags->as<int>();
+    const long long* pos = sel.pos->as<long long>();
+    switch (x.dtype_id) {
+      case MF_FLOAT32:
+        select_kernel<float><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<float*>(out.ptr),
+                                                                     static_cast<const float*>(x.ptr), xl, flags, pos, n);
+        break;
+      case MF_FLOAT64:
+        select_kernel<double><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<double*>(out.ptr),
+                                                                      static_cast<const double*>(x.ptr), xl, flags, pos,
+                                                                      n);
+        break;
+      case MF_INT32:
+        select_kernel<int32_t><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<int32_t*>(out.ptr),
+                                                                       static_cast<const int32_t*>(x.ptr), xl, flags,
+                                                                       pos, n);
+        break;
+      case MF_INT64:
+        select_kernel<int64_t><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<int64_t*>(out.ptr),
+                                                                       static_cast<const int64_t*>(x.ptr), xl, flags,
+                                                                       pos, n);
+        break;
+      case MF_UINT8:
+        select_kernel<uint8_t><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<uint8_t*>(out.ptr),
+                                                                       static_cast<const uint8_t*>(x.ptr), xl, flags,
+                                                                       pos, n);
+        break;
+      default: fail(op, ": x has an unknown dtype");
+    }
+    check_launch(op);
+  });
+}
+
+int nonzero(mf_tensor* out_p, const mf_tensor* x_p) {
+  return entry("nonzero", [&] {
+    const char* op = "nonzero";
+    mf_tensor& out = *out_p;
+    const mf_tensor& x = *x_p;
+    kcheck::meta(op, "x", x);
+    kcheck::meta(op, "output", out);
+    kcheck::dtype(op, "output", out, MF_INT64);
+    long long n = x.count, count = 0;
+    Layout xl = layout_of(x);
+    Selection sel;
+    if (n > 0) {
+      sel = select_flags(op, n, [&](int* flags) {
+        unsigned grid = grid_for(n);
+        switch (x.dtype_id) {
+          case MF_FLOAT32:
+            flags_kernel<float><<<grid, kThreads, 0, stream()>>>(flags, static_cast<const float*>(x.ptr), xl, n);
+            break;
+          case MF_FLOAT64:
+            flags_kernel<double><<<grid, kThreads, 0, stream()>>>(flags, static_cast<const double*>(x.ptr), xl, n);
+            break;
+          case MF_INT32:
+            flags_kernel<int32_t><<<grid, kThreads, 0, stream()>>>(flags, static_cast<const int32_t*>(x.ptr), xl, n);
+            break;
+          case MF_INT64:
+            flags_kernel<int64_t><<<grid, kThreads, 0, stream()>>>(flags, static_cast<const int64_t*>(x.ptr), xl, n);
+            break;
+          case MF_UINT8:
+            flags_kernel<uint8_t><<<grid, kThreads, 0, stream()>>>(flags, static_cast<const uint8_t*>(x.ptr), xl, n);
+            break;
+          default: fail(op, ": x has an unknown dtype");
+        }
+      });
+      count = sel.count;
+    }
+    if (out.ndim != 2 || out.shape[0] != count || out.shape[1] != x.ndim)
+      fail(op, ": output is ", shape_str(out), "; x (", shape_str(x), ") has ", count, " nonzero elements, so ", count,
+           "x", x.ndim, " expected");
+    kcheck::contiguous(op, "output", out);
+    if (count == 0 || x.ndim == 0) return;
+    coords_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<long long*>(out.ptr), xl, sel.flags->as<int>(),
+                                                          sel.pos->as<long long>(), n);
+    check_launch(op);
+  });
+}
+
+}  // namespace cuda
+}  // namespace mf
