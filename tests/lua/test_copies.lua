@@ -302,6 +302,24 @@ T.test('flip, roll, repeat by runs; tril, triu by ranges: views, dtypes, large',
       same(read(k[2]), want, dtype .. ' ' .. k[1])
     end
   end
+  -- one long row (a flattened roll: runs cut into pieces for threads), a short row repeated many
+  -- times (the element table), and a roll of a transposed source (strided runs)
+  local n = 100003
+  local v = pattern({n}, 'float32')
+  local want = {}
+  for i = 0, n - 1 do want[i + 1] = ((i - 77) % n) % 251 end
+  same(read(v:roll(77)), want, '1-D roll by 77')
+  local m = pattern({20, 30}, 'int64')
+  want = {}
+  for i = 0, 599 do want[i + 1] = ((i + 5) % 600) % 251 end
+  same(read(m:roll(-5)), want, 'flattened roll of a matrix')
+  local thin = pattern({500, 3}, 'int32')
+  want = {}
+  for r = 0, 499 do for c = 0, 119 do want[#want + 1] = (r * 3 + c % 3) % 251 end end
+  same(read(mf['repeat'](thin, {1, 40})), want, 'a 3-wide row repeated 40 times')
+  want = {}
+  for r = 0, 29 do for c = 0, 19 do want[#want + 1] = (((c - 4) % 20) * 30 + r) % 251 end end
+  same(read(m:t():roll(4, 2)), want, 'roll of a transposed view')
   -- a transposed source (its last dim strided): the element loop, same values
   local x = pattern({40, 30}, 'int32')
   local want = {}

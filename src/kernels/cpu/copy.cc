@@ -22,7 +22,7 @@ constexpr int64_t kMemcpyMin = 128;
 template <typename W>
 inline void run_copy(W* d, const W* s, int64_t n) {
   if (n * int64_t(sizeof(W)) >= kMemcpyMin) {
-    std::memcpy(d, s, size_t(n) * sizeof(W));
+    copy_run(d, s, size_t(n) * sizeof(W));
   } else {
     for (int64_t i = 0; i < n; ++i) d[i] = s[i];
   }

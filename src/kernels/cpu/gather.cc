@@ -8,6 +8,7 @@
 #include "../../core/error.h"
 #include "../../core/threads.h"
 #include "checks.h"
+#include "copy.h"
 #include "kernels.h"
 
 namespace mf {
@@ -88,7 +89,7 @@ void select_rows(mf_tensor& out, const mf_tensor& x, const std::vector<int64_t>&
       W* q = dst + r * n;
       const W* s = src + off;
       if (sn == 1 && n * int64_t(sizeof(W)) >= 128) {
-        std::memcpy(q, s, size_t(n) * sizeof(W));
+        copy_run(q, s, size_t(n) * sizeof(W));
       } else {
         for (int64_t i = 0; i < n; ++i) q[i] = s[i * sn];
       }

@@ -9,6 +9,7 @@
 #include "../../core/error.h"
 #include "../../core/threads.h"
 #include "checks.h"
+#include "copy.h"
 #include "kernels.h"
 
 namespace mf {
@@ -26,31 +27,37 @@ int64_t row_offset(const mf_tensor& t, int64_t r, int lead) {
   return off;
 }
 
-// A run of an output row read from one run of x: dst[at + k] = src[from + dir * k] for k < len.
+// A run of an output row read from x: dst[at + k] = src[from + step * k] for k < len (elements).
 struct Run {
-  int64_t at, len, from, dir;
+  int64_t at, len, from, step;
 };
 
-// The last dim's source offsets cut into runs of unit steps, forward or backward (one run for a copy
-// or a flip, two for a roll, one per period for a repeat); empty when x's last dim is not unit-stride
-// and the runs would be single elements.
-std::vector<Run> runs_of(const std::vector<int64_t>& inner) {
+// Runs are cut at this length so that one long row (a 1-D roll) still splits across threads.
+constexpr int64_t kRunPiece = 32768;
+
+// The source of the last dim, index i of out reading index j of x (j = flip ? no-1-i : i-shift,
+// modulo nx), as runs where j steps by one: one run for a copy or a flip, two for a roll, one a
+// period for a repeat. Empty when x's last dim is so short that the runs would be a few elements
+// each (a repeat of a narrow row): the element table serves better then.
+std::vector<Run> last_dim_runs(int64_t no, int64_t nx, int64_t sx, int64_t shift, bool flip) {
   std::vector<Run> runs;
-  int64_t n = int64_t(inner.size());
-  for (int64_t j = 0; j < n;) {
-    int64_t dir = j + 1 < n && inner[size_t(j + 1)] - inner[size_t(j)] == -1 ? -1 : 1, k = j + 1;
-    while (k < n && inner[size_t(k)] - inner[size_t(k - 1)] == dir) ++k;
-    runs.push_back({j, k - j, inner[size_t(j)], dir});
-    j = k;
+  if (nx < 16 && no > nx) return runs;
+  for (int64_t i = 0; i < no;) {
+    int64_t j = ((flip ? no - 1 - i : i - shift) % nx + nx) % nx;
+    int64_t len = std::min({no - i, flip ? j + 1 : nx - j, kRunPiece});
+    runs.push_back({i, len, j * sx, flip ? -sx : sx});
+    i += len;
   }
-  if (int64_t(runs.size()) * 4 > n) runs.clear();  // mostly single elements: the gather loop is better
   return runs;
 }
 
-// Copies elements of W bytes: dst[i] = src[tab[i]] along out's rows, the row's source found per dim;
-// within a row by runs (memcpy forward, a reversed loop backward) when runs_of finds them.
+// Copies elements of W bytes along out's rows, a row's source found per dim through tab (the
+// element offsets in x of each index of out's dims before the last); within a row by runs (a
+// memcpy-like run copy forward, a reversed or strided loop otherwise), or, when runs is empty, by
+// inner, the element offsets of the last dim. Work items are (row, run) pairs.
 template <typename W>
-void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std::vector<int64_t>>& tab) {
+void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std::vector<int64_t>>& tab,
+                 const std::vector<Run>& runs, const std::vector<int64_t>& inner) {
   int nd = out.ndim;
   W* dst = (W*)out.ptr;
   const W* src = (const W*)x.ptr;
@@ -59,30 +66,30 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
     return;
   }
   int64_t last = out.shape[nd - 1], rows = out.count / last;
-  const int64_t* inner = tab[size_t(nd - 1)].data();
-  std::vector<Run> runs = runs_of(tab[size_t(nd - 1)]);
-  parallel_for(rows, last, [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      int64_t base = 0, q = r;
+  int64_t nruns = runs.empty() ? 1 : int64_t(runs.size());
+  parallel_for(rows * nruns, last / nruns + 8, [&](int64_t lo, int64_t hi) {
+    for (int64_t item = lo; item < hi; ++item) {
+      int64_t r = item / nruns, base = 0, q = r;
       for (int d = nd - 2; d >= 0; --d) {
         base += tab[size_t(d)][size_t(q % out.shape[d])];
         q /= out.shape[d];
       }
       W* o = dst + r * last;
       if (runs.empty()) {
-        for (int64_t j = 0; j < last; ++j) o[j] = src[base + inner[j]];
+        for (int64_t j = 0; j < last; ++j) o[j] = src[base + inner[size_t(j)]];
         continue;
       }
-      for (const Run& u : runs) {
-        W* d = o + u.at;
-        const W* s = src + base + u.from;
-        if (u.dir > 0 && u.len * int64_t(sizeof(W)) >= 128) {
-          std::memcpy(d, s, size_t(u.len) * sizeof(W));
-        } else if (u.dir > 0) {
-          for (int64_t k = 0; k < u.len; ++k) d[k] = s[k];
-        } else {
-          for (int64_t k = 0; k < u.len; ++k) d[k] = s[-k];
-        }
+      const Run& u = runs[size_t(item % nruns)];
+      W* d = o + u.at;
+      const W* s = src + base + u.from;
+      if (u.step == 1 && u.len * int64_t(sizeof(W)) >= 128) {
+        copy_run(d, s, size_t(u.len) * sizeof(W));
+      } else if (u.step == 1) {
+        for (int64_t k = 0; k < u.len; ++k) d[k] = s[k];
+      } else if (u.step == -1) {
+        for (int64_t k = 0; k < u.len; ++k) d[k] = s[-k];
+      } else {
+        for (int64_t k = 0; k < u.len; ++k) d[k] = s[k * u.step];
       }
     }
   });
@@ -98,28 +105,36 @@ void periodic_copy_cpu(mf_tensor& out, const mf_tensor& x, const int64_t* shift,
   kcheck::dtype(op, "out", out, x.dtype_id, " (x's dtype)");
   if (x.ndim > out.ndim)
     fail(op, ": x is ", shape_str(x), ", out ", shape_str(out), "; expected out to have at least x's dims");
-  if (out.count == 0) return;
   int lead = out.ndim - x.ndim;
   std::vector<std::vector<int64_t>> tab(size_t(out.ndim));
+  std::vector<Run> runs;
+  std::vector<int64_t> inner;
   for (int d = 0; d < out.ndim; ++d) {
     int xd = d - lead;
     int64_t nx = xd >= 0 ? x.shape[xd] : 1, sx = xd >= 0 ? x.strides[xd] : 0, no = out.shape[d];
-    if (nx == 0 || no % nx != 0)
+    if (nx == 0 ? no != 0 : no % nx != 0)
       fail(op, ": out is ", shape_str(out), ", x ", shape_str(x), "; out's dim ", d + 1, " must be a multiple of x's");
+    if (out.count == 0) continue;
     int64_t s = shift ? shift[d] % nx : 0;
     bool flip = (flip_mask >> d) & 1u;
-    tab[size_t(d)].resize(size_t(no));
+    if (d == out.ndim - 1) {
+      runs = last_dim_runs(no, nx, sx, s, flip);
+      if (!runs.empty()) break;
+    }
+    std::vector<int64_t>& t = d == out.ndim - 1 ? inner : tab[size_t(d)];
+    t.resize(size_t(no));
     for (int64_t i = 0; i < no; ++i) {
       int64_t j = flip ? no - 1 - i : i - s;
       j %= nx;
       if (j < 0) j += nx;
-      tab[size_t(d)][size_t(i)] = j * sx;
+      t[size_t(i)] = j * sx;
     }
   }
+  if (out.count == 0) return;
   switch (dtype_size(x.dtype_id)) {
-    case 1: gather_rows<uint8_t>(out, x, tab); break;
-    case 4: gather_rows<uint32_t>(out, x, tab); break;
-    case 8: gather_rows<uint64_t>(out, x, tab); break;
+    case 1: gather_rows<uint8_t>(out, x, tab, runs, inner); break;
+    case 4: gather_rows<uint32_t>(out, x, tab, runs, inner); break;
+    case 8: gather_rows<uint64_t>(out, x, tab, runs, inner); break;
     default: fail(op, ": invalid dtype code ", x.dtype_id);
   }
 }
