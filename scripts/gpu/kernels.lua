@@ -296,6 +296,35 @@ check('selection', function()
   compare('randperm 1000 from the same state', pg, pc, 0)
 end)
 
+check('sort', function()
+  local x = mf.randint(0, 6, {5, 40}, {dtype = 'int32'}):float()  -- many ties: positions decide
+  x:set(2, 3, 0 / 0)
+  x:set(2, 30, 0 / 0)
+  local xv = view(x, {40, 5}, {1, 40})
+  local xg = view(gpu(x), {40, 5}, {1, 40})
+  for _, desc in ipairs({0, 1}) do
+    local vc, vg = pair_zeros({40, 5}, 'float32')
+    local ic, ig = pair_zeros({40, 5}, 'int64')
+    Kc.sort(vc, ic, xv, 0, desc)
+    Kg.sort(vg, ig, xg, 0, desc)
+    compare('sort dim 1 of a view, descending=' .. desc .. ' (values)', vg, vc, 0)
+    compare('sort dim 1 of a view, descending=' .. desc .. ' (indices)', ig, ic, 0)
+  end
+  for _, so in ipairs({0, 1}) do
+    local vc, vg = pair_zeros({5, 7}, 'float32')
+    local ic, ig = pair_zeros({5, 7}, 'int64')
+    Kc.topk(vc, ic, x, 1, 7, 1, so)
+    Kg.topk(vg, ig, gpu(x), 1, 7, 1, so)
+    compare('topk 7 of 40, sorted=' .. so .. ' (indices)', ig, ic, 0)
+    compare('topk 7 of 40, sorted=' .. so .. ' (values)', vg, vc, 0)
+  end
+  local vc, vg = pair_zeros({5}, 'float32')
+  local ic, ig = pair_zeros({5}, 'int64')
+  Kc.kthvalue(vc, ic, x, 1, 11)
+  Kg.kthvalue(vg, ig, gpu(x), 1, 11)
+  compare('kthvalue 11 of 40 (indices)', ig, ic, 0)
+end)
+
 -- -- optimizer updates -----------------------------------------------------------------------------
 check('updates', function()
   for _, dt in ipairs({'float32', 'float64'}) do
