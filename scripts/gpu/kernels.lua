@@ -294,6 +294,17 @@ check('selection', function()
   local pg = zeros({1000}, 'int64', 'cuda')
   Kg.randperm(pg)
   compare('randperm 1000 from the same state', pg, pc, 0)
+  local probs = mf.rand({4, 9})
+  probs:set(2, 3, 0)
+  for _, rep in ipairs({0, 1}) do
+    local st = mf.get_rng_state()
+    local mc = zeros({4, 5}, 'int64')
+    Kc.multinomial(mc, probs, rep)
+    mf.set_rng_state(st)
+    local mg = zeros({4, 5}, 'int64', 'cuda')
+    Kg.multinomial(mg, gpu(probs), rep)
+    compare('multinomial 4x9 -> 5, replacement=' .. rep, mg, mc, 0)
+  end
 end)
 
 check('sort', function()

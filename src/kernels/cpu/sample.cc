@@ -14,6 +14,7 @@
 #endif
 
 #include "../../core/error.h"
+#include "../../core/multinomial.h"
 #include "../../core/threads.h"
 #include "../../core/vecmath.h"
 #include "checks.h"
@@ -263,10 +264,24 @@ void randperm_cpu(mf_tensor& t, mf_rng& g) {
   // it is the same permutation whatever the thread count.
   std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), int64_t(1));
+  // Step i's partner depends on its counter alone, not on the data: a chunk's partners are drawn
+  // first (Philox in lanes), and each swap's random access into perm is prefetched kAhead steps
+  // early (a large n misses the caches on nearly every swap otherwise).
   uint64_t seed = g.seed, base = g.offset;
-  for (int64_t i = n - 1; i > 0; --i) {
-    int64_t j = int64_t(u64_of(philox(seed, base + uint64_t(i))) % uint64_t(i + 1));
-    std::swap(perm[size_t(i)], perm[size_t(j)]);
+  constexpr int64_t kChunk = 16 * kBlock, kAhead = 16;
+  std::vector<int64_t> partner(static_cast<size_t>(std::min<int64_t>(n, kChunk)));
+  alignas(64) uint32_t w[4 * kBlock];
+  for (int64_t hi = n - 1; hi > 0; hi -= kChunk) {
+    int64_t lo = std::max<int64_t>(1, hi - kChunk + 1);  // steps hi down to lo
+    for (int64_t b = lo; b <= hi; b += kBlock) {
+      philox_block(seed, base + uint64_t(b), w);
+      for (int64_t i = b; i <= hi && i < b + kBlock; ++i)
+        partner[size_t(i - lo)] = int64_t(u64_at(w, 2 * (i - b)) % uint64_t(i + 1));
+    }
+    for (int64_t i = hi; i >= lo; --i) {
+      if (i - kAhead >= lo) __builtin_prefetch(&perm[size_t(partner[size_t(i - kAhead - lo)])], 1);
+      std::swap(perm[size_t(i)], perm[size_t(partner[size_t(i - lo)])]);
+    }
   }
   MF_DISPATCH(t.dtype_id, T, {
     T* p = (T*)t.ptr;
@@ -294,19 +309,7 @@ void multinomial_cpu(mf_tensor& out, mf_rng& g, const mf_tensor& probs, bool rep
     const T* p = (const T*)probs.ptr;
     for (int64_t i = 0; i < probs.count; ++i) w[size_t(i)] = double(p[i]);
   });
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t positive = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      double v = w[size_t(r * k + j)];
-      if (!(v >= 0) || std::isinf(v))
-        fail(op, ": row ", r + 1, " has weight ", v, " at category ", j + 1, "; weights must be finite and >= 0");
-      if (v > 0) ++positive;
-    }
-    if (positive == 0) fail(op, ": row ", r + 1, " of probs ", shape_str(probs), " has no positive weight");
-    if (!replacement && positive < n)
-      fail(op, ": row ", r + 1, " has ", positive, " positive weights; cannot draw ", n,
-           " categories without replacement");
-  }
+  multinomial_check(op, w.data(), rows, k, n, replacement, probs);
   // Row r, position j draws from counter offset + r * m + j (m = max(k, n)).
   uint64_t seed = g.seed, base = g.offset, m = uint64_t(std::max(k, n));
   int64_t* dst = (int64_t*)out.ptr;
@@ -314,35 +317,7 @@ void multinomial_cpu(mf_tensor& out, mf_rng& g, const mf_tensor& probs, bool rep
     std::vector<double> acc(static_cast<size_t>(k));
     std::vector<int64_t> order(static_cast<size_t>(k));
     for (int64_t r = lo; r < hi; ++r) {
-      const double* wr = w.data() + r * k;
-      int64_t* o = dst + r * n;
-      uint64_t c0 = base + uint64_t(r) * m;
-      if (replacement) {  // inverse of the cumulative weights: first category whose sum exceeds u * total
-        double total = 0;
-        int64_t last = 0;
-        for (int64_t j = 0; j < k; ++j) {
-          total += wr[j];
-          acc[size_t(j)] = total;
-          if (wr[j] > 0) last = j;
-        }
-        for (int64_t s = 0; s < n; ++s) {
-          Philox4 q = philox(seed, c0 + uint64_t(s));
-          double target = u64_to_unit_double(q.v[0], q.v[1]) * total;
-          int64_t j = std::upper_bound(acc.begin(), acc.end(), target) - acc.begin();
-          o[s] = (j < k ? j : last) + 1;  // j == k only when rounding reaches the total
-        }
-      } else {  // Efraimidis-Spirakis: the n largest keys log(u) / w are a draw without replacement
-        for (int64_t j = 0; j < k; ++j) {
-          Philox4 q = philox(seed, c0 + uint64_t(j));
-          double u = 1.0 - u64_to_unit_double(q.v[0], q.v[1]);  // (0, 1]: log is finite
-          acc[size_t(j)] = wr[j] > 0 ? std::log(u) / wr[j] : -INFINITY;
-          order[size_t(j)] = j;
-        }
-        std::partial_sort(order.begin(), order.begin() + n, order.end(), [&](int64_t a, int64_t b) {
-          return acc[size_t(a)] > acc[size_t(b)] || (acc[size_t(a)] == acc[size_t(b)] && a < b);
-        });
-        for (int64_t s = 0; s < n; ++s) o[s] = order[size_t(s)] + 1;
-      }
+      multinomial_row(seed, base + uint64_t(r) * m, w.data() + r * k, k, n, replacement, dst + r * n, acc, order);
     }
   });
   g.offset = base + uint64_t(rows) * m;

@@ -13,5 +13,4 @@
                 "pending.cc: the parameters of " #name " differ from kernel_table.h's");
 
 // clang-format off
-MF_CUDA_PENDING(multinomial, (mf_tensor *out, mf_rng *g, const mf_tensor *probs, int32_t replacement))
 // clang-format on

@@ -1,5 +1,7 @@
-// -- randperm / masked_select / nonzero --------------------------------------------------------------
-// randperm is the CPU's serial Fisher-Yates (src/kernels/cpu/sample.cc) on the same Philox counters,
+// -- randperm / multinomial / masked_select / nonzero -------------------------------------------------
+// multinomial copies its weights to the host (its checks need them there: one synchronisation) and
+// draws there with the CPU's own row routine (src/core/multinomial.h), then copies the categories
+// over: the same draws as the CPU's. randperm is the CPU's serial Fisher-Yates (src/kernels/cpu/sample.cc) on the same Philox counters,
 // run on the host and copied over: the same permutation for the same seed on both devices (the shuffle
 // is inherently serial; n is a dataset's size, so the copy is small). masked_select and nonzero count
 // their selection first (one host synchronisation: the output's size must match it, as on the CPU),
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "../../core/kcheck.h"
+#include "../../core/multinomial.h"
 #include "../../core/rng.h"
 #include "../../core/writes.h"
 #include "layout.cuh"
@@ -108,6 +111,49 @@ int randperm(mf_tensor* t, mf_rng* g) {
       case MF_UINT8: put(uint8_t()); break;
       default: fail("randperm: output has an unknown dtype");
     }
+  });
+}
+
+int multinomial(mf_tensor* out, mf_rng* g, const mf_tensor* probs, int32_t replacement) {
+  return entry("multinomial", [&] {
+    const char* op = "multinomial";
+    kcheck::meta(op, "out", *out);
+    kcheck::meta(op, "probs", *probs);
+    kcheck::contiguous(op, "out", *out);
+    kcheck::contiguous(op, "probs", *probs);
+    kcheck::float_dtype(op, "probs", *probs);
+    kcheck::dtype(op, "out", *out, MF_INT64, " (1-based category indices)");
+    if (!g) fail(op, ": no generator");
+    const mf_tensor& p = *probs;
+    if (p.ndim < 1 || p.ndim > 2 || out->ndim != p.ndim || (p.ndim == 2 && out->shape[0] != p.shape[0]))
+      fail(op, ": probs is ", shape_str(p), ", out ", shape_str(*out), "; expected 1-D or 2-D probs and out of ",
+           "(rows, n) or (n)");
+    int64_t k = p.shape[p.ndim - 1], n = out->shape[out->ndim - 1], rows = p.ndim == 2 ? p.shape[0] : 1;
+    if (out->count == 0) return;
+    std::vector<double> w(size_t(p.count));
+    if (p.dtype_id == MF_FLOAT64) {
+      check(cudaMemcpyAsync(w.data(), p.ptr, w.size() * sizeof(double), cudaMemcpyDeviceToHost, stream()), op,
+            "cudaMemcpyAsync");
+      synchronize(op);
+    } else {
+      std::vector<float> f(size_t(p.count));
+      check(cudaMemcpyAsync(f.data(), p.ptr, f.size() * sizeof(float), cudaMemcpyDeviceToHost, stream()), op,
+            "cudaMemcpyAsync");
+      synchronize(op);
+      std::copy(f.begin(), f.end(), w.begin());
+    }
+    multinomial_check(op, w.data(), rows, k, n, replacement != 0, p);
+    uint64_t seed = g->seed, base = g->offset, m = uint64_t(std::max(k, n));
+    std::vector<int64_t> cats(size_t(out->count));
+    std::vector<double> acc(static_cast<size_t>(k));
+    std::vector<int64_t> order(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r)
+      multinomial_row(seed, base + uint64_t(r) * m, w.data() + r * k, k, n, replacement != 0, cats.data() + r * n, acc,
+                      order);
+    g->offset = base + uint64_t(rows) * m;
+    // from pageable memory the copy has read the buffer when it returns
+    check(cudaMemcpyAsync(out->ptr, cats.data(), cats.size() * sizeof(int64_t), cudaMemcpyHostToDevice, stream()), op,
+          "cudaMemcpyAsync");
   });
 }
 
