@@ -19,13 +19,15 @@ struct Walk {
   int64_t st[N][MF_MAX_DIMS];
 };
 
-// The layout of out and ops[0..N-2] (each broadcast to out's shape, dims aligned at the end).
+// The walk of out and ops[0..N-2] (each broadcast to out's shape, dims aligned at the end). keep_dims:
+// one walk dim per output dim, unmerged (for kernels that need an output coordinate, such as the
+// position along an indexed dim).
 template <int N>
-Walk<N> make_walk(const mf_tensor& out, const mf_tensor* const* ops) {
+Walk<N> make_walk(const mf_tensor& out, const mf_tensor* const* ops, bool keep_dims = false) {
   Walk<N> L;
   int nd = 0;
   for (int d = 0; d < out.ndim; ++d) {
-    if (out.shape[d] == 1) continue;  // size-1 dims add nothing to any offset
+    if (out.shape[d] == 1 && !keep_dims) continue;  // size-1 dims add nothing to any offset
     L.size[nd] = out.shape[d];
     L.st[0][nd] = out.strides[d];
     for (int k = 1; k < N; ++k) {
@@ -34,6 +36,10 @@ Walk<N> make_walk(const mf_tensor& out, const mf_tensor* const* ops) {
       L.st[k][nd] = td >= 0 && t.shape[td] != 1 ? t.strides[td] : 0;
     }
     ++nd;
+  }
+  if (keep_dims) {
+    L.ndim = nd;
+    return L;
   }
   // merge dim d into d - 1 where every operand's step over d - 1 equals a whole run of d
   int m = 0;
