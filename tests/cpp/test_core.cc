@@ -543,3 +543,22 @@ TEST_CASE("capi: mf_op_infer for matmul", "[core][capi]") {
   CHECK_THAT(std::string(mf_last_error()), Contains("int32"));
   CHECK(mf_op_infer(-5, nullptr, 2, ok, 2, out, alias, &n_out) != MF_OK);
 }
+
+TEST_CASE("capi: mf_op_infer reports an output count beyond max_out, writing nothing", "[core][capi]") {
+  mf::register_builtin_ops();
+  int op = mf_op_find("unbind");
+  REQUIRE(op >= 0);
+  mf_tensor x = meta({5, 2});  // unbind along dim 1: five 2-element views
+  const mf_tensor* ins[1] = {&x};
+  mf_tensor out[5];
+  out[0].ndim = 7;  // a marker the short call must leave alone
+  int alias[5] = {-1, -1, -1, -1, -1}, n_out = -1;
+  REQUIRE(mf_op_infer(op, nullptr, 1, ins, 2, out, alias, &n_out) == MF_OK);
+  CHECK(n_out == 5);
+  CHECK(out[0].ndim == 7);
+  CHECK(alias[0] == -1);
+  REQUIRE(mf_op_infer(op, nullptr, 1, ins, 5, out, alias, &n_out) == MF_OK);
+  CHECK(n_out == 5);
+  CHECK(mf::shape_str(out[4]) == "2");
+  CHECK(alias[4] == 1);
+}

@@ -180,3 +180,45 @@ TEST_CASE("registry: a few ops as the foundation issue describes them", "[regist
   }
   CHECK(Registry::get().find("where")->inputs_.size() == 3);
 }
+
+TEST_CASE("registry: lends_shape and in_place_of are checked against the op when it is added", "[registry]") {
+  mf::register_builtin_ops();
+  // built-in blocks: every input lends its shape -> the registry's empty rule; an in-place op's twin exists
+  const OpDef* zl = Registry::get().find("zeros_like");
+  REQUIRE(zl != nullptr);
+  CHECK(zl->lends_only_shapes());
+  CHECK(zl->lua_gradient_ == mf::kNoInputGradient);
+  const OpDef* st = Registry::get().find("sum_to");
+  CHECK(st->lends_shape_of(1));
+  CHECK(!st->lends_shape_of(0));
+  CHECK(!st->lends_only_shapes());
+  for (const char* name : {"add_", "sub_", "mul_", "div_", "clamp_", "scatter_", "index_add_", "masked_fill_"}) {
+    INFO(name);
+    const OpDef* op = Registry::get().find(name);
+    REQUIRE(op != nullptr);
+    REQUIRE(!op->in_place_of_.empty());
+    CHECK(Registry::get().find(op->in_place_of_) != nullptr);
+    CHECK((op->flags_ & MF_OPF_WRITES) != 0);
+  }
+  int n = Registry::get().size();
+  auto op_with = [](const char* name, std::vector<std::string> inputs) {
+    OpDef op;
+    op.name_ = name;
+    op.inputs(std::move(inputs));
+    op.flags_ |= MF_OPF_LUA;
+    return op;
+  };
+  OpDef bad = op_with("test_attr_bad_lend", {"x"});
+  bad.lends_shape(2);
+  CHECK_THROWS_WITH(Registry::get().add(bad), Catch::Contains("test_attr_bad_lend: lends_shape(2)") &&
+                                                  Catch::Contains("1 fixed input"));
+  OpDef grad = op_with("test_attr_lend_grad", {"x"});
+  grad.lends_shape(1).gradient("function(x, y, gy) return {gy} end");
+  CHECK_THROWS_WITH(Registry::get().add(grad), Catch::Contains("every input lends only its shape"));
+  OpDef twin = op_with("test_attr_twin", {"x"});
+  twin.in_place_of("add");
+  CHECK_THROWS_WITH(Registry::get().add(twin), Catch::Contains("on an op that writes nothing"));
+  twin.writes().in_place_of("test_attr_no_such_op");
+  CHECK_THROWS_WITH(Registry::get().add(twin), Catch::Contains("'test_attr_no_such_op'), an unknown op"));
+  CHECK(Registry::get().size() == n);  // nothing added
+}
