@@ -246,10 +246,14 @@ return function(mf)
   -- by recorded ops (its history would describe values it no longer holds) nor read a tensor that
   -- requires grad (the result would silently lack that dependence: y:add_(W) then (y * W):sum() would
   -- give W half its gradient). Leaves may be written (initialisation); optimizers step under no_grad.
-  local function refuse_target(what, t, s)
+  -- the out-of-place op to use instead: its block's in_place_of (mf.add for add_), or any
+  local function out_of_place(op)
+    return op and op.in_place_of and ('mf.' .. op.in_place_of) or 'the out-of-place op'
+  end
+  local function refuse_target(what, t, s, op)
     raise(("%s: writes in place into a tensor of size %s computed by op '%s' that requires grad; the tape does not "
-      .. 'record in-place ops: use the out-of-place op, or write under mf.no_grad (or into t:detach())')
-      :format(what, shape_str(t), s.node.op.name))
+      .. 'record in-place ops: use %s, or write under mf.no_grad (or into t:detach())')
+      :format(what, shape_str(t), s.node.op.name, out_of_place(op)))
   end
   -- element writes (tensor.lua, torch7.lua) check their target here
   function mf._check_write_target(t, what)
@@ -262,14 +266,15 @@ return function(mf)
       local s = state(ins[i])
       if s then
         if i <= nw then
-          if s.node then refuse_target(op.name, ins[i], s) end
+          if s.node then refuse_target(op.name, ins[i], s, op) end
         elseif s.input then  -- a module's input leaf (nn.lua): only m:backward needs its history
           s.tainted = s.tainted or op.name
         elseif s.node or s.leaf then
           raise(("%s: input %d (%s, %s) requires grad, and the tape does not record in-place ops: the result would "
-            .. 'not depend on it for backward; use the out-of-place op (for example mf.add instead of add_, x:clone() '
-            .. 'or x * 1 instead of copy), or pass it:detach() under mf.no_grad if no gradient should flow'):format(
-            op.name, i, op.inputs[i] or op.inputs[1] or '?', shape_str(ins[i])))
+            .. 'not depend on it for backward; use %s (x:clone() or x * 1 instead of copy), or pass it:detach() under '
+            .. 'mf.no_grad if no gradient should flow'):format(op.name, i, op.inputs[i] or op.inputs[1] or '?',
+            shape_str(ins[i]), op.in_place_of and ('mf.' .. op.in_place_of .. ' instead of ' .. op.name)
+            or 'the out-of-place op (for example mf.add instead of add_)'))
         end
       end
     end

@@ -208,6 +208,11 @@ T.test('a Lua write op names its out-of-place form (in_place_of) when a graph re
   T.tensor_eq(mf.attrs_double_(x), {2, 4, 6})
   T.tensor_eq(x, {2, 4, 6})
   T.eq(mf._ops.attrs_double_.in_place_of, 'attrs_double')
+  -- the tape's refusals name the out-of-place form too
+  local w = mf.tensor({1, 2, 3}, {requires_grad = true})
+  T.errors(function() mf.attrs_double_(w * 1) end, 'attrs_double_: writes in place', 'use mf.attrs_double,')
+  T.errors(function() (w * 1):add_(1) end, 'add_: writes in place', 'use mf.add,')
+  T.errors(function() mf.zeros(3):add_(w) end, 'add_: input 2 (other', 'use mf.add instead of add_')
   mf.reset_default_graph()
   local p = mf.placeholder('float32', {3}, 'p')
   T.errors(function() mf.attrs_double_(p) end, "attrs_double_: x1 is 'p', a placeholder",
