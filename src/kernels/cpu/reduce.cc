@@ -61,7 +61,11 @@ struct ReducePlan {
     }
     merge(nr, rshape, rstride, nm, mshape, mstride);
     merge(nk, kshape, kstride, nkm, kmshape, kmstride);
+    ostep = nkm == 1 ? kmstride[0] : 0;
   }
+  // x's offset of output o's elements: one multiply when the kept dims merge into one (or none)
+  int64_t ostep = 0;
+  int64_t base(int64_t o) const { return nkm <= 1 ? o * ostep : kept_offset(o); }
   static void merge(int n, const int64_t* shape, const int64_t* stride, int& nmerged, int64_t* ms, int64_t* mst) {
     for (int d = 0; d < n; ++d) {
       if (shape[d] == 1) continue;
@@ -89,6 +93,10 @@ struct ReducePlan {
       return;
     }
     if (rcount == 0) return;
+    if (nm == 1) {
+      row(base, mshape[0], mstride[0]);
+      return;
+    }
     int64_t idx[kMaxDims] = {0};
     int64_t rows = rcount / mshape[nm - 1], off = base;
     for (int64_t r = 0; r < rows; ++r) {
@@ -156,10 +164,11 @@ struct ReducePlan {
 // -- sum, mean, prod ---------------------------------------------------------------------------
 // Integer sums and products accumulate in uint64 (wrapping, as two's complement int64 does) and are
 // written as int64 (the sum and prod ops: PyTorch's rule) or as T (sum_to, whose result keeps its
-// input's dtype); float ones accumulate in double, written as T. Error bound of a float sum: rows
-// fold in 16 double lanes added pairwise, and a full reduction's kBlock blocks are added pairwise,
-// so |error| <= (min(n, kBlock) / 16 + 5 + log2(n / kBlock)) * 2^-53 * sum |x| before the final
-// rounding to T; a column sum adds its rows in order: |error| <= n * 2^-53 * sum |x|.
+// input's dtype); float ones accumulate in double, written as T. Error bound of a float sum: a row
+// folds in 32 double lanes (rr::sum_map), and a full reduction's kBlock blocks are added pairwise,
+// so |error| <= (min(n, kBlock) / 32 + 6 + log2(n / kBlock)) * 2^-53 * sum |x| before the final
+// rounding to T (for float32, within one rounding of the exact sum below n = 2^30); a column sum
+// adds its rows in order: |error| <= n * 2^-53 * sum |x|.
 template <typename T>
 static void sum_prod_typed(int code, mf_tensor& out, const mf_tensor& x, const ReducePlan& plan) {
   using A = rr::Acc<T>;
@@ -179,7 +188,7 @@ static void sum_prod_typed(int code, mf_tensor& out, const mf_tensor& x, const R
   switch (plan.path()) {
     case Path::kRows:
       if (out.count == 1 && plan.one_run()) {  // one run: fixed blocks on the pool
-        const T* p = xp + plan.kept_offset(0);
+        const T* p = xp + plan.base(0);
         auto parts = rr::per_block<A>(plan.rcount, 1, [&](int64_t b, int64_t e) { return fold(p + b, e - b); });
         A acc = one;
         if (prod) for (A v : parts) acc *= v;
@@ -190,7 +199,7 @@ static void sum_prod_typed(int code, mf_tensor& out, const mf_tensor& x, const R
       parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
         for (int64_t o = ob; o < oe; ++o) {
           A acc = one;
-          plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t) {
+          plan.for_rows(plan.base(o), [&](int64_t off, int64_t n, int64_t) {
             A v = fold(xp + off, n);
             acc = prod ? acc * v : acc + v;
           });
@@ -216,7 +225,7 @@ static void sum_prod_typed(int code, mf_tensor& out, const mf_tensor& x, const R
       parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
         for (int64_t o = ob; o < oe; ++o) {
           A acc = one;
-          plan.for_reduced(plan.kept_offset(o), [&](int64_t off, int64_t) {
+          plan.for_reduced(plan.base(o), [&](int64_t off, int64_t) {
             acc = prod ? acc * A(xp[off]) : acc + A(xp[off]);
           });
           put(o, acc);
@@ -237,7 +246,7 @@ static void extreme_typed(mf_tensor& out, const mf_tensor& x, const ReducePlan& 
   switch (plan.path()) {
     case Path::kRows:
       if (out.count == 1 && plan.one_run()) {
-        const T* p = xp + plan.kept_offset(0);
+        const T* p = xp + plan.base(0);
         auto parts = rr::per_block<T>(plan.rcount, 1, [&](int64_t b, int64_t e) {
           return rr::extreme_nan<T, Max>(p + b, e - b);
         });
@@ -250,7 +259,7 @@ static void extreme_typed(mf_tensor& out, const mf_tensor& x, const ReducePlan& 
         for (int64_t o = ob; o < oe; ++o) {
           bool first = true;
           T r{};
-          plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t) {
+          plan.for_rows(plan.base(o), [&](int64_t off, int64_t n, int64_t) {
             T v = rr::extreme_nan<T, Max>(xp + off, n);
             r = first ? v : rr::is_nan(r) ? r : better(v, r);
             first = false;
@@ -274,7 +283,7 @@ static void extreme_typed(mf_tensor& out, const mf_tensor& x, const ReducePlan& 
       parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
         for (int64_t o = ob; o < oe; ++o) {
           T r{};
-          plan.for_reduced(plan.kept_offset(o), [&](int64_t off, int64_t j) {
+          plan.for_reduced(plan.base(o), [&](int64_t off, int64_t j) {
             r = j == 0 ? xp[off] : rr::is_nan(r) ? r : better(xp[off], r);
           });
           yp[o] = r;
@@ -297,7 +306,7 @@ static void arg_typed(T* vals, int64_t* idx, int64_t nout, const mf_tensor& x, c
   switch (plan.path()) {
     case Path::kRows:
       if (nout == 1 && plan.one_run()) {
-        const T* p = xp + plan.kept_offset(0);
+        const T* p = xp + plan.base(0);
         auto parts = rr::per_block<rr::Best<T>>(plan.rcount, 1, [&](int64_t b, int64_t e) {
           rr::Best<T> r = rr::arg<T, Max>(p + b, e - b);
           r.i += b;
@@ -312,7 +321,7 @@ static void arg_typed(T* vals, int64_t* idx, int64_t nout, const mf_tensor& x, c
         for (int64_t o = ob; o < oe; ++o) {
           rr::Best<T> r{};
           int64_t at = 0;
-          plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t) {
+          plan.for_rows(plan.base(o), [&](int64_t off, int64_t n, int64_t) {
             if (at > 0 && r.nan) return;
             rr::Best<T> v = rr::arg<T, Max>(xp + off, n);
             v.i += at;
@@ -348,7 +357,7 @@ static void arg_typed(T* vals, int64_t* idx, int64_t nout, const mf_tensor& x, c
       parallel_for(nout, plan.rcount, [&](int64_t ob, int64_t oe) {
         for (int64_t o = ob; o < oe; ++o) {
           rr::Best<T> r{};
-          plan.for_reduced(plan.kept_offset(o), [&](int64_t off, int64_t j) {
+          plan.for_reduced(plan.base(o), [&](int64_t off, int64_t j) {
             rr::Best<T> v{xp[off], j, rr::is_nan(xp[off])};
             r = j == 0 ? v : rr::first_best<T, Max>(r, v);
           });
@@ -381,7 +390,7 @@ static void any_all_typed(int code, mf_tensor& out, const mf_tensor& x, const Re
   parallel_for(out.count, plan.rcount, [&](int64_t ob, int64_t oe) {
     for (int64_t o = ob; o < oe; ++o) {
       bool found = false;  // any: a nonzero seen; all: a zero seen
-      plan.for_rows(plan.kept_offset(o), [&](int64_t off, int64_t n, int64_t st) {
+      plan.for_rows(plan.base(o), [&](int64_t off, int64_t n, int64_t st) {
         for (int64_t i = 0; i < n && !found; ++i) {
           bool zero = xp[off + i * st] == T(0);
           found = want_any ? !zero : zero;
@@ -430,24 +439,24 @@ static bool stat_runs(int code, mf_tensor& out, const mf_tensor& x, const Reduce
     }
     if (code == MF_R_NORM) {
       double s = total(q, [p](const T* r, int64_t b, int64_t e) {
-        if (p == 2) return rr::sum_map<double>(r + b, e - b, [](double v) { return v * v; });
-        return rr::sum_map<double>(r + b, e - b, [](double v) { return std::fabs(v); });
+        if (p == 2) return rr::sum_map(r + b, e - b, [](auto v) { return v * v; });
+        return rr::sum_map(r + b, e - b, [](auto v) { return v < 0 ? -v : v; });
       });
       return p == 2 ? std::sqrt(s) : s;
     }
     double mean = total(q, [](const T* r, int64_t b, int64_t e) { return double(rr::sum(r + b, e - b)); }) / double(n);
     double ss = total(q, [mean](const T* r, int64_t b, int64_t e) {
-      return rr::sum_map<double>(r + b, e - b, [mean](double v) { return (v - mean) * (v - mean); });
+      return rr::sum_map(r + b, e - b, [mean](auto v) { return (v - mean) * (v - mean); });
     });
     double v = ss / std::max(0.0, double(n) - p);
     return code == MF_R_STD ? std::sqrt(v) : v;
   };
   if (whole) {
-    yp[0] = T(one(xp + plan.kept_offset(0)));
+    yp[0] = T(one(xp + plan.base(0)));
     return true;
   }
   parallel_for(out.count, n * 4, [&](int64_t ob, int64_t oe) {
-    for (int64_t o = ob; o < oe; ++o) yp[o] = T(one(xp + plan.kept_offset(o)));
+    for (int64_t o = ob; o < oe; ++o) yp[o] = T(one(xp + plan.base(o)));
   });
   return true;
 }
@@ -460,7 +469,7 @@ static void stat_typed(int code, mf_tensor& out, const mf_tensor& x, const Reduc
   if (stat_runs<T>(code, out, x, plan, p)) return;
   parallel_for(out.count, plan.rcount * 4, [&](int64_t ob, int64_t oe) {
     for (int64_t o = ob; o < oe; ++o) {
-      int64_t base = plan.kept_offset(o);
+      int64_t base = plan.base(o);
       // f(v) for every element of the line, row by row
       auto each = [&](auto&& f) {
         plan.for_rows(base, [&](int64_t off, int64_t n, int64_t st) {

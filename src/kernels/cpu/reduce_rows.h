@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -13,9 +14,10 @@
 namespace mf {
 namespace rr {
 
-// Lanes per fold: 16 accumulators of the fold's type (two AVX-512 or four AVX2 vectors of double),
-// enough independent adds to hide the add latency. A fixed count, so a fold's order of operations
-// is fixed by n alone.
+// The float folds run on 8-lane vectors in GCC's generic vector extension (the compiler picks the
+// ISA: AVX-512, AVX2 or SSE), four of them side by side: enough independent adds to hide their
+// latency. Their order of operations is fixed by n alone, whatever the machine or the thread count.
+// Integer folds use kLanes scalar lanes.
 constexpr int kLanes = 16;
 // Elements per block of a run reduced by several threads: a constant, never derived from the
 // thread count, so the per-block results and the order they are combined in (block order) are the
@@ -33,6 +35,32 @@ inline bool is_nan(T v) {
 template <typename T>
 using Acc = std::conditional_t<std::is_floating_point<T>::value, double, uint64_t>;
 
+// 8 lanes of T (floats only)
+template <typename T>
+struct Vec8;
+template <>
+struct Vec8<float> {
+  typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct Vec8<double> {
+  typedef double type __attribute__((vector_size(64)));
+};
+template <typename T>
+using V8 = typename Vec8<T>::type;
+using V8d = V8<double>;
+
+template <typename T>
+inline V8<T> load8(const T* p) {
+  V8<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline double hsum(V8d v) {  // pairwise: (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then the last two
+  double a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
+  return (a0 + a2) + (a1 + a3);
+}
+
 // Combines lanes pairwise (a tree of depth log2(kLanes)).
 template <typename A>
 inline A fold_lanes(A* s) {
@@ -41,37 +69,92 @@ inline A fold_lanes(A* s) {
   return s[0];
 }
 
-// Sum of f(p[i]) for i in [0, n), accumulated in A over kLanes lanes, lanes added pairwise. Error
-// bound (floats): |error| <= (n / kLanes + log2(kLanes) + 1) * 2^-53 * sum |f(p[i])|, so a float32
-// result is within one rounding of the exact sum for any n below about 2^30.
-template <typename A, typename T, typename F>
-inline A sum_map(const T* p, int64_t n, F f) {
-  A s[kLanes] = {};
+// Sum of f(p[i]) for i in [0, n) in double, f applied to double values (a generic lambda: it gets
+// 8-lane double vectors and scalars alike). Four 8-lane accumulators over runs of 32 (independent
+// adds enough to hide the add latency), a fifth for a remaining run of 8, the last elements added
+// in order; the accumulators are added lanewise, then their lanes pairwise. Error bound:
+// |error| <= (n / 32 + 6) * 2^-53 * sum |f(p[i])|, so a float32 result is within one rounding of
+// the exact sum for any n below about 2^30.
+template <typename T, typename F>
+inline double sum_map(const T* p, int64_t n, F f) {
+  static_assert(std::is_floating_point<T>::value, "sum_map: floats");
+  V8d s0 = {}, s1 = {}, s2 = {}, s3 = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) s[j] += f(A(p[i + j]));
-  for (int j = 0; i < n; ++i, ++j) s[j] += f(A(p[i]));
-  return fold_lanes(s);
+  for (; i + 32 <= n; i += 32) {
+    s0 += f(__builtin_convertvector(load8(p + i), V8d));
+    s1 += f(__builtin_convertvector(load8(p + i + 8), V8d));
+    s2 += f(__builtin_convertvector(load8(p + i + 16), V8d));
+    s3 += f(__builtin_convertvector(load8(p + i + 24), V8d));
+  }
+  for (; i + 8 <= n; i += 8) s0 += f(__builtin_convertvector(load8(p + i), V8d));
+  double t = 0;
+  for (; i < n; ++i) t += f(double(p[i]));
+  return hsum((s0 + s1) + (s2 + s3)) + t;
 }
 
+// Sum of p[0..n) in Acc<T>: floats by sum_map; integers in kLanes uint64 lanes (exact modulo 2^64).
 template <typename T>
 inline Acc<T> sum(const T* p, int64_t n) {
-  return sum_map<Acc<T>>(p, n, [](Acc<T> v) { return v; });
+  if constexpr (std::is_floating_point<T>::value) {
+    return sum_map(p, n, [](auto v) { return v; });
+  } else {
+    uint64_t s[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) s[j] += uint64_t(p[i + j]);
+    for (int j = 0; i < n; ++i, ++j) s[j] += uint64_t(p[i]);
+    return fold_lanes(s);
+  }
+}
+
+// sum of a[i] * (b[i] - m) in double (the cross-entropy's dot product), as sum_map.
+template <typename T>
+inline double dot_shifted(const T* a, const T* b, int64_t n, T m) {
+  auto term = [&](int64_t i) {
+    return __builtin_convertvector(load8(a + i), V8d) * __builtin_convertvector(load8(b + i) - m, V8d);
+  };
+  V8d s0 = {}, s1 = {}, s2 = {}, s3 = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 += term(i);
+    s1 += term(i + 8);
+    s2 += term(i + 16);
+    s3 += term(i + 24);
+  }
+  for (; i + 8 <= n; i += 8) s0 += term(i);
+  double t = 0;
+  for (; i < n; ++i) t += double(a[i]) * double(b[i] - m);
+  return hsum((s0 + s1) + (s2 + s3)) + t;
 }
 
 // Product of p[0..n) in Acc<T>, kLanes lanes (exact for integers, which wrap modulo 2^64).
 template <typename T>
 inline Acc<T> prod(const T* p, int64_t n) {
-  using A = Acc<T>;
-  A s[kLanes];
-  for (int j = 0; j < kLanes; ++j) s[j] = A(1);
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) s[j] *= A(p[i + j]);
-  for (int j = 0; i < n; ++i, ++j) s[j] *= A(p[i]);
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) s[j] *= s[j + w];
-  return s[0];
+  if constexpr (std::is_floating_point<T>::value) {
+    V8d s0 = {1, 1, 1, 1, 1, 1, 1, 1}, s1 = s0, s2 = s0, s3 = s0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+      s0 *= __builtin_convertvector(load8(p + i), V8d);
+      s1 *= __builtin_convertvector(load8(p + i + 8), V8d);
+      s2 *= __builtin_convertvector(load8(p + i + 16), V8d);
+      s3 *= __builtin_convertvector(load8(p + i + 24), V8d);
+    }
+    for (; i + 8 <= n; i += 8) s0 *= __builtin_convertvector(load8(p + i), V8d);
+    V8d v = (s0 * s1) * (s2 * s3);
+    double r = ((v[0] * v[4]) * (v[2] * v[6])) * ((v[1] * v[5]) * (v[3] * v[7]));
+    for (; i < n; ++i) r *= double(p[i]);
+    return r;
+  } else {
+    uint64_t s[kLanes];
+    for (int j = 0; j < kLanes; ++j) s[j] = 1;
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int j = 0; j < kLanes; ++j) s[j] *= uint64_t(p[i + j]);
+    for (int j = 0; i < n; ++i, ++j) s[j] *= uint64_t(p[i]);
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) s[j] *= s[j + w];
+    return s[0];
+  }
 }
 
 // The largest (Max) or smallest element of p[0..n), n >= 1, ignoring NaNs; nonfinite is set when
@@ -79,30 +162,40 @@ inline Acc<T> prod(const T* p, int64_t n) {
 // the compare-and-select lanes compile to vmaxps / vminps.
 template <typename T, bool Max>
 inline T extreme(const T* p, int64_t n, bool& nonfinite) {
-  T m[kLanes], z[kLanes];
-  for (int j = 0; j < kLanes; ++j) {
-    m[j] = p[0];
-    z[j] = T(0);
-  }
-  auto pick = [](T v, T b) { return Max ? (v > b ? v : b) : (v < b ? v : b); };
+  auto pick = [](auto v, auto b) { return Max ? (v > b ? v : b) : (v < b ? v : b); };
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) {
-      T v = p[i + j];
-      m[j] = pick(v, m[j]);
-      if constexpr (std::is_floating_point<T>::value) z[j] += v - v;
+  T r = p[0];
+  if constexpr (std::is_floating_point<T>::value) {
+    using V = V8<T>;
+    V m0 = V{} + p[0], m1 = m0, m2 = m0, m3 = m0, z = {};
+    for (; i + 32 <= n; i += 32) {
+      V a = load8(p + i), b = load8(p + i + 8), c = load8(p + i + 16), d = load8(p + i + 24);
+      m0 = pick(a, m0);
+      m1 = pick(b, m1);
+      m2 = pick(c, m2);
+      m3 = pick(d, m3);
+      z += ((a - a) + (b - b)) + ((c - c) + (d - d));
     }
-  for (int j = 0; i < n; ++i, ++j) {
-    T v = p[i];
-    m[j] = pick(v, m[j]);
-    if constexpr (std::is_floating_point<T>::value) z[j] += v - v;
+    for (; i + 8 <= n; i += 8) {
+      V a = load8(p + i);
+      m0 = pick(a, m0);
+      z += a - a;
+    }
+    V m = pick(pick(m0, m1), pick(m2, m3));
+    T zs = 0;
+    for (int j = 0; j < 8; ++j) {
+      r = pick(m[j], r);
+      zs += z[j];
+    }
+    for (; i < n; ++i) {
+      r = pick(p[i], r);
+      zs += p[i] - p[i];
+    }
+    nonfinite = zs != zs;
+  } else {
+    for (; i < n; ++i) r = pick(p[i], r);
+    nonfinite = false;
   }
-  T r = m[0], zs = z[0];
-  for (int j = 1; j < kLanes; ++j) {
-    r = pick(m[j], r);
-    zs += z[j];
-  }
-  nonfinite = is_nan(zs);
   return r;
 }
 
@@ -115,6 +208,22 @@ inline T extreme_nan(const T* p, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
       if (is_nan(p[i])) return p[i];
   return r;
+}
+
+// The first i >= from with p[i] == v (which must exist): 8 at a time.
+template <typename T>
+inline int64_t find_equal(const T* p, int64_t from, int64_t n, T v) {
+  int64_t i = from;
+  if constexpr (std::is_floating_point<T>::value) {
+    for (; i + 8 <= n; i += 8) {
+      auto eq = load8(p + i) == v;
+      bool any = false;
+      for (int j = 0; j < 8; ++j) any |= eq[j] != 0;
+      if (any) break;
+    }
+  }
+  while (!(p[i] == v)) ++i;
+  return i;
 }
 
 // The first position of the extreme of a run (or of its first NaN: NaN wins, as in PyTorch).
@@ -144,7 +253,7 @@ inline Best<T> arg(const T* p, int64_t n) {
       where = s;
     }
   }
-  while (!(p[where] == best)) ++where;
+  where = find_equal(p, where, n, best);
   return {p[where], where, false};
 }
 

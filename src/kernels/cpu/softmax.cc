@@ -168,15 +168,7 @@ void softmax_xent_typed(mf_tensor& loss, const mf_tensor& x, const mf_tensor& la
       if (xs == 1 && ls == 1) {
         T m = rr::extreme_nan<T, true>(xl, n);
         double s = rr::exp_sum(xl, n, m);
-        double lsum = double(rr::sum(tl, n)), dot = 0;
-        {
-          double d[rr::kLanes] = {};
-          int64_t i = 0;
-          for (; i + rr::kLanes <= n; i += rr::kLanes)
-            for (int j = 0; j < rr::kLanes; ++j) d[j] += double(tl[i + j]) * double(xl[i + j] - m);
-          for (int j = 0; i < n; ++i, ++j) d[j] += double(tl[i]) * double(xl[i] - m);
-          dot = rr::fold_lanes(d);
-        }
+        double lsum = double(rr::sum(tl, n)), dot = rr::dot_shifted(tl, xl, n, m);
         out[l] = T(lsum * std::log(s) - dot);
         continue;
       }
