@@ -244,4 +244,21 @@ T.test('the vector lanes equal a plain Philox over long draws and a 2^32 counter
   if not ok then error(err, 0) end
 end)
 
+T.test('randperm is Fisher-Yates on the counters offset + i, across its chunks of draws', function()
+  -- step i (n - 1 down to 1) swaps positions i and u64(counter offset + i) % (i + 1), 0-based; 1500
+  -- steps cross the kernel's 1024-step chunks of precomputed partners
+  local seed, start, n = 99, 12345, 1500
+  mf.set_rng_state({seed = seed, offset = start})
+  local got = mf.randperm(n):totable()
+  local want = {}
+  for i = 1, n do want[i] = i end
+  for i = n - 1, 1, -1 do
+    local w = philox(U64(seed), U64(start) + i)
+    local j = tonumber((U64(w[1]) * 2^32 + w[2]) % (i + 1))
+    want[i + 1], want[j + 1] = want[j + 1], want[i + 1]
+  end
+  for i = 1, n do T.eq(got[i], want[i], 'randperm element ' .. i) end
+  T.eq(mf.get_rng_state().offset, start + n, 'offset after randperm')
+end)
+
 T.finish()
