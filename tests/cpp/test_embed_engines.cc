@@ -46,7 +46,7 @@ const char* const kGraph = R"lua(
   return mf.Session():run({y, g}, {[x] = mf.tensor{{1, 2, 3}, {-1, 0, 2}}})
 )lua";
 
-const std::vector<float> kY15{21, 7.5}, kY1{14, 5}, kGrad{3, 6, 9, -6, 0, 12};
+const std::vector<float> kY15{21, 7.5}, kY1{14, 5}, kGrad{3, 6, 9, -6, 0, 12}, kSevens{7, 7};
 
 // Runs the eager and graph checks in engine e; returns what differs (empty when all agree).
 std::vector<std::string> check_engine(mf::Engine& e) {
@@ -155,4 +155,41 @@ TEST_CASE("engines: rules given as Lua functions stay in the registering engine"
   CHECK_THAT(grad_err, Catch::Contains("engines_local_grad: its gradient was given to mf.register_op as a Lua function"));
   // and the engine stays usable
   CHECK(other.eval("return mf.sum(mf.ones(4)):item()").at(0).number() == 4);
+}
+
+// The attributes register_op takes live in the registry too: a write op's out-of-place form
+// (in_place_of) and the inputs that lend only their shape (lends_shape) serve every engine.
+TEST_CASE("engines: a Lua op's block attributes are seen by every engine", "[embed][engines]") {
+  mf::Engine before, owner;
+  owner.eval(R"lua(
+    local k = [[ function(ins, outs) return function()
+      local n, x, y = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+      for i = 0, n - 1 do y[i] = 3 * x[i] end end end ]]
+    mf.register_op{name = 'engines_triple', num_inputs = 1, doc = '3 x', lua_compute = k,
+      gradient = 'function(x, y, gy) return {gy * 3} end'}
+    mf.register_op{name = 'engines_triple_', num_inputs = 1, doc = 'x = 3 x', writes = true,
+      in_place_of = 'engines_triple', lua_compute = [[ function(ins, outs) return function()
+        local n, x, y = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+        for i = 0, n - 1 do x[i] = 3 * x[i]; y[i] = x[i] end end end ]]}
+    mf.register_op{name = 'engines_sevens', num_inputs = 1, doc = 'sevens shaped like x', lends_shape = {1},
+      lua_compute = [[ function(ins, outs) return function()
+        local y = outs[1]:data(); for i = 0, outs[1]:numel() - 1 do y[i] = 7 end end end ]]}
+  )lua", "register");
+  mf::Engine after;
+  for (mf::Engine* e : {&before, &after}) {
+    // a graph refusing the write names the out-of-place form
+    std::string err = error_of([&] {
+      e->eval("mf.reset_default_graph(); mf.engines_triple_(mf.placeholder('float32', {2}, 'p'))", "graph write");
+    });
+    CHECK_THAT(err, Catch::Contains("engines_triple returns a new result"));
+    // every input lends its shape: nothing recorded, nothing flows back (d sum(sevens(w) * w)/dw = 7)
+    mf::Values v = e->eval(R"lua(
+      local w = mf.tensor({1, 2}, {requires_grad = true})
+      local s = mf.engines_sevens(w)
+      mf.sum(s * w):backward()
+      return s:requires_grad(), w.grad
+    )lua", "lends_shape");
+    CHECK(v.at(0).boolean() == false);
+    CHECK(v.at(1).tensor().to_vector<float>() == kSevens);
+  }
 }
