@@ -22,6 +22,7 @@ return function(mf)
     K.check(C.mf_cuda_set_allow_tf32(allow and 1 or 0))
   end
   function cuda.allow_tf32() return C.mf_cuda_allow_tf32() == 1 end
+  function cuda.sync_count() return tonumber(C.mf_cuda_sync_count()) end
   mf.cuda = cuda
 
   local D = mf._docs
@@ -32,5 +33,6 @@ return function(mf)
   D['cuda.set_allow_tf32'] = 'mf.cuda.set_allow_tf32(allow): lets cuBLAS matrix products use TF32 tensor cores (faster, about 10 bits of mantissa); off by default, so float32 products match the CPU within float32 rounding.'
   D['nn.Module:cuda'] = "m:cuda(): moves every parameter, gradient and buffer to the GPU in place (m:to('cuda')); an error saying why when cuda is not available. Returns m."
   D['nn.Module:cpu'] = "m:cpu(): m:to('cpu'). Returns m."
+  D['cuda.sync_count'] = 'mf.cuda.sync_count(): how many times the host has waited for the GPU since moonflow loaded (host reads, mf.cuda.synchronize, routines that must read device values); 0 without a GPU. The difference over a training step is its host synchronisations.'
   D['cuda.allow_tf32'] = 'mf.cuda.allow_tf32(): whether TF32 products are allowed (mf.cuda.set_allow_tf32).'
 end

@@ -188,6 +188,9 @@ int mf_cuda_device_count(void);
 int mf_cuda_synchronize(void);
 int mf_cuda_set_allow_tf32(int32_t allow);
 int mf_cuda_allow_tf32(void);
+/* how many times the host has waited for the GPU's compute stream since load (0 without a GPU): a
+   training step's count shows its host synchronisations */
+int64_t mf_cuda_sync_count(void);
 /* fused elementwise program: nprog numbers, (op, a, b) triples over values 0..nin-1 (inputs) and
    nin + s (step s's result); the last step's result is the output. Compiled once, run many times. */
 mf_fused *mf_fused_compile(int32_t nin, int32_t nprog, const int64_t *prog);

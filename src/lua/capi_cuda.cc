@@ -19,6 +19,7 @@ int mf_cuda_set_allow_tf32(int32_t allow) {
   return mf::guard(__func__, [&] { mf::cuda::set_tf32(allow != 0); });
 }
 int mf_cuda_allow_tf32(void) { return mf::cuda::tf32() ? 1 : 0; }
+int64_t mf_cuda_sync_count(void) { return mf::cuda::sync_count(); }
 
 #else
 
@@ -33,6 +34,7 @@ int mf_cuda_set_allow_tf32(int32_t allow) {
   return MF_OK;
 }
 int mf_cuda_allow_tf32(void) { return g_allow_tf32; }
+int64_t mf_cuda_sync_count(void) { return 0; }
 
 #endif
 

@@ -24,6 +24,8 @@ T.test('mf.cuda status functions agree', function()
       'reason: ' .. reason)
   end
   mf.cuda.synchronize()  -- a no-op without a GPU; waits with one
+  T.eq(type(mf.cuda.sync_count()), 'number', 'sync_count')
+  if not has_gpu then T.eq(mf.cuda.sync_count(), 0, 'no waits without a GPU') end
 end)
 
 T.test('mf.cuda.set_allow_tf32 reads back and checks its argument', function()

@@ -104,7 +104,14 @@ cudaStream_t stream() {
   return g_stream;
 }
 
-void synchronize(const char* routine) { check(cudaStreamSynchronize(stream()), routine, "cudaStreamSynchronize"); }
+static std::atomic<int64_t> g_syncs{0};
+
+void synchronize(const char* routine) {
+  g_syncs.fetch_add(1, std::memory_order_relaxed);
+  check(cudaStreamSynchronize(stream()), routine, "cudaStreamSynchronize");
+}
+
+int64_t sync_count() { return g_syncs.load(std::memory_order_relaxed); }
 
 cublasHandle_t cublas() {
   std::call_once(g_cublas_once, [] {

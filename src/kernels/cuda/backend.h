@@ -3,6 +3,7 @@
 // device "cuda" when the library loads if the runtime finds a GPU; otherwise it registers nothing
 // and keeps the reason.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace mf {
@@ -19,6 +20,8 @@ int device_id();
 // Waits for all work queued on the compute stream; throws mf::Error naming what failed. A no-op
 // when no device is registered.
 void synchronize_all();
+// How many times the host has waited for the compute stream (synchronize calls), since load.
+int64_t sync_count();
 // TF32 in cuBLAS products (kernels.h's set_allow_tf32), off by default.
 void set_tf32(bool allow);
 bool tf32();

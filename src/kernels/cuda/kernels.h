@@ -93,7 +93,8 @@ int not_implemented(const char* routine) noexcept;
 // The compute stream of the device (created on first use, non-blocking with respect to the legacy
 // default stream). All entries, copies and library calls run on it, in order.
 cudaStream_t stream();
-// Blocks until everything queued on stream() has run; throws CudaError if any of it failed.
+// Blocks until everything queued on stream() has run; throws CudaError if any of it failed. Every
+// host wait goes through it, so sync_count() (mf.cuda.sync_count()) counts them.
 void synchronize(const char* routine = "synchronize");
 // The cuBLAS and cuDNN handles, created on first use and bound to stream(); throw CudaError when the
 // library cannot start. Math mode of cuBLAS: FP32 without TF32 unless set_allow_tf32(true).
