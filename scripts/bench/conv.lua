@@ -4,13 +4,15 @@
 -- by 64x64x3x3, padding 1), and the pooling routines on the maps those layers give.
 --
 -- usage: moonflow scripts/bench/conv.lua [--rounds 5] [--threads 1,2] [--only PATTERN] [--batches 3]
---          [--target 0.03] [--no-torch]
+--          [--target 0.03] [--clock wall|cpu] [--no-torch]
 --   --rounds N     rounds over every case (default 5); in each, moonflow and PyTorch time the case
 --                  back to back, the side going first alternating by round
 --   --threads L    thread counts to run at, comma-separated (default 1,2); both sides use the same
 --   --only P       only cases whose name matches the Lua pattern P (e.g. 'resnet', 'bwd_w', 'pool')
 --   --batches N    timed batches per case and round (timing.lua's per_call_us; their median)
 --   --target S     seconds per batch (default 0.03)
+--   --clock C      wall (default) or cpu: the process's CPU time on both sides, steadier than wall
+--                  time at 1 thread on a busy machine (meaningless at 2: idle threads spin)
 -- Prints per case the min and median over rounds of each side's µs per call, and mf/pt of both.
 -- The PyTorch twin (conv_torch.py) runs with LD_LIBRARY_PATH on the OpenMP OpenBLAS (PYTHON
 -- overrides /usr/bin/python3).
@@ -18,7 +20,7 @@ local json = require 'moonflow.json'
 local here = debug.getinfo(1, 'S').source:match('^@(.*)[/\\]') or '.'
 local T = dofile(here .. '/timing.lua')
 
-local opts = {rounds = 5, threads = '1,2', only = nil, batches = 3, target = 0.03, ['no-torch'] = false}
+local opts = {rounds = 5, threads = '1,2', only = nil, batches = 3, target = 0.03, clock = 'wall', ['no-torch'] = false}
 do
   local i = 1
   while arg[i] do
@@ -153,13 +155,14 @@ end
 
 -- the run -------------------------------------------------------------------------------------------
 local torch = not opts['no-torch'] and Torch.start() or nil
-local tim = {batches = opts.batches, target = opts.target}
+local cpu = opts.clock == 'cpu'
+local tim = {batches = opts.batches, target = opts.target, clock = cpu and os.clock or nil}
 local function fmt(us) return us and (us >= 1e4 and ('%9.0f'):format(us) or ('%9.1f'):format(us)) or '        -' end
 local function ratio(a, b) return (a and b) and ('%6.2f'):format(a / b) or '     -' end
 local function min(t) local m = math.huge for _, v in ipairs(t) do m = math.min(m, v) end return m end
 
-print(('conv.lua: moonflow vs PyTorch %s, %d rounds, per-call µs (min / median over rounds)')
-  :format(torch and torch.version or '(none)', opts.rounds))
+print(('conv.lua: moonflow vs PyTorch %s, %d rounds, per-call µs of %s time (min / median over rounds)')
+  :format(torch and torch.version or '(none)', opts.rounds, cpu and 'CPU' or 'wall'))
 for th in tostring(opts.threads):gmatch('%d+') do
   local n = tonumber(th)
   mf.set_num_threads(n)
@@ -175,7 +178,7 @@ for th in tostring(opts.threads):gmatch('%d+') do
         local function side_mf() mt[#mt + 1] = T.per_call_us(f, tim) end
         local function side_pt()
           if not torch then return end
-          pt[#pt + 1] = torch:call{cmd = 'time', case = c.pt, batches = opts.batches, target = opts.target}.us
+          pt[#pt + 1] = torch:call{cmd = 'time', case = c.pt, batches = opts.batches, target = opts.target, cpu = cpu}.us
         end
         if r % 2 == 1 then side_mf(); side_pt() else side_pt(); side_mf() end
       end

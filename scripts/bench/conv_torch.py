@@ -16,11 +16,10 @@ except ImportError as e:
     out.close()
     sys.exit(0)
 
-clock = time.perf_counter
 cache = {}  # the inputs of the last case: rounds repeat a case, its tensors are made once
 
 
-def per_call_us(f, calls=None, batches=7, warmup=3, target=0.02):
+def per_call_us(f, calls=None, batches=7, warmup=3, target=0.02, clock=time.perf_counter):
     """timing.lua's per_call_us: µs per call, the median of batches."""
     w0 = clock()
     for _ in range(warmup):
@@ -91,7 +90,9 @@ def handle(req):
             cache[key] = make_case(req['case'])
         f = cache[key]
         shape = list(f().shape)
-        us = per_call_us(f, calls=req.get('calls'), batches=req.get('batches') or 7, target=req.get('target') or 0.02)
+        clock = time.process_time if req.get('cpu') else time.perf_counter  # conv.lua --clock
+        us = per_call_us(f, calls=req.get('calls'), batches=req.get('batches') or 7, target=req.get('target') or 0.02,
+                         clock=clock)
         return {'us': us, 'shape': shape}
     raise ValueError('unknown request ' + req['cmd'])
 
