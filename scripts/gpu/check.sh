@@ -53,6 +53,7 @@ step gpu "$MF" -e "assert(mf.cuda.is_available(), 'no GPU: ' .. mf.cuda.reason()
   summary
 step test_cuda "$MF" tests/lua/test_cuda.lua
 step allocator "$BUILD/tests/mf_tests" '[cuda_allocator]'
+step codegen "$BUILD/tests/mf_tests" '[cuda]'  # fused kernels from strings: every fusable op through NVRTC
 step harness "$MF" tests/ops/harness.lua --device cuda
 step kernels "$MF" scripts/gpu/kernels.lua
 step train_step "$MF" scripts/gpu/train_step.lua --steps 1000
