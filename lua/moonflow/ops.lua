@@ -841,7 +841,8 @@ return function(mf)
     end
     local lends = def.lends_shape or {}
     if type(lends) ~= 'table' then
-      raise(('register_op %s: lends_shape must be a list of the inputs (1-based) it reads only the shape of'):format(name))
+      raise(('register_op %s: lends_shape must be a list of the inputs (1-based) it reads only the shape of')
+        :format(name))
     end
     for i = 1, #lends do
       if type(lends[i]) ~= 'number' then

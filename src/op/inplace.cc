@@ -37,7 +37,8 @@ void check_alpha(InferCtx& c, int dt, const char* operands) {
   double a = c.p.get_float("alpha");
   if (dtype_is_float(dt)) return;
   if (!std::isfinite(a) || std::floor(a) != a)
-    fail(c.name(), ": alpha ", a, " is not an integer; ", operands, " ", dtype_name(dt), " (convert with :float() first)");
+    fail(c.name(), ": alpha ", a, " is not an integer; ", operands, " ", dtype_name(dt),
+         " (convert with :float() first)");
   check_value_fits(a, dt, c.name());
 }
 
@@ -67,7 +68,9 @@ void uniform_shape(InferCtx& c) {
 std::string inplace_pass(const std::string& op, bool rename) {
   std::string run = rename ? R"lua(
       local ok, err = pcall(K.binary, op, x, x, w)
-      if not ok then error((tostring(err):gsub('^(.-))lua" + op + R"lua(: ', '%1)lua" + op + R"lua(_: ', 1)), 0) end)lua"
+      if not ok then
+        error((tostring(err):gsub('^(.-))lua" + op + R"lua(: ', '%1)lua" + op + R"lua(_: ', 1)), 0)
+      end)lua"
                            : R"lua(
       K.binary(op, x, x, w))lua";
   return R"lua(

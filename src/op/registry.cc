@@ -50,7 +50,8 @@ static void complete_attributes(OpDef& op, const std::function<bool(const std::s
     op.lua_gradient_ = kNoInputGradient;
   }
   if (!op.in_place_of_.empty()) {
-    if (!(op.flags_ & MF_OPF_WRITES)) fail(op.name_, ": in_place_of('", op.in_place_of_, "') on an op that writes nothing");
+    if (!(op.flags_ & MF_OPF_WRITES))
+      fail(op.name_, ": in_place_of('", op.in_place_of_, "') on an op that writes nothing");
     if (!has_op(op.in_place_of_)) fail(op.name_, ": in_place_of('", op.in_place_of_, "'), an unknown op");
   }
 }
@@ -131,7 +132,8 @@ void register_builtin_ops() {
     register_index_ops();
     register_inplace_ops();
     Registry& reg = Registry::get();
-    for (OpDef& op : reg.ops_) complete_attributes(op, [&](const std::string& n) { return reg.find_unlocked(n) != nullptr; });
+    auto has_op = [&](const std::string& n) { return reg.find_unlocked(n) != nullptr; };
+    for (OpDef& op : reg.ops_) complete_attributes(op, has_op);
     // the simplification rules, by index; a rule naming a missing op, or an outer op that takes
     // params or more than one input (they would be lost), is a mistake in its block
     for (int i = 0; i < reg.size(); ++i) {
