@@ -11,6 +11,17 @@
 # 6. scripts/gpu/train_step.lua: graph and eager MLP training on cuda against the CPU, device memory
 #    flat over 1,000 steps, host waits per training step.
 # Prints one summary table; exits non-zero when any check failed (or when there is no GPU).
+#
+# Dependencies, checked first (step "deps", before any compiling): nvcc, cmake, g++, pkg-config and
+# moonflow's libraries with headers: LuaJIT (pkg-config luajit), SLEEF (pkg-config sleef), the
+# OpenMP OpenBLAS (openblas-openmp/{libopenblas.so,cblas.h}), libedit (editline/readline.h) and
+# Catch2 2 (catch2/catch.hpp). The device tool's GPU machine has nvcc, CMake and PyTorch but none of
+# these Debian packages and no network: unpack them on a development machine into .gpu-deps/ (an
+# ignored folder: `apt-get download luajit libluajit-5.1-2 libluajit-5.1-dev libsleef3 libsleef-dev
+# libopenblas0-openmp libopenblas-openmp-dev libopenblas-dev libedit2 libedit-dev libbsd0 libmd0
+# catch2 pkgconf pkgconf-bin libpkgconf3` then `dpkg -x` each .deb into .gpu-deps/) and pass
+# carry = [".gpu-deps"]; this script then points pkg-config, CMake and the loader at it
+# (MF_GPU_DEPS names another folder). Without it the step names every missing piece and stops.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build-gpu}
@@ -47,6 +58,41 @@ configure() {
     cmake --build "$BUILD" -j "$JOBS"
 }
 read -r -a MF_GPU_CMAKE_ARGS <<<"${MF_GPU_CMAKE_ARGS:-}"
+
+# .gpu-deps/ (Debian packages unpacked with dpkg -x, paths under usr/): pkg-config reads only its .pc
+# files, rebased by the sysroot; CMake and the loader search it first.
+DEPS=${MF_GPU_DEPS:-.gpu-deps}
+if [ -d "$DEPS/usr" ]; then
+  DEPS=$(cd "$DEPS" && pwd)
+  ML=$DEPS/usr/lib/x86_64-linux-gnu
+  export PATH="$DEPS/usr/bin:$PATH"
+  export PKG_CONFIG_LIBDIR="$ML/pkgconfig:$DEPS/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$DEPS"
+  export LD_LIBRARY_PATH="$ML/openblas-openmp:$ML:${LD_LIBRARY_PATH:-}"
+  MF_GPU_CMAKE_ARGS+=("-DCMAKE_PREFIX_PATH=$DEPS/usr" "-DMF_OPENBLAS_DIR=$ML/openblas-openmp"
+                      "-DMF_OPENBLAS_INCLUDE=$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp")
+fi
+
+deps() {  # every build dependency, each missing one named, before minutes of compiling
+  local missing=() c inc
+  for c in nvcc cmake g++ pkg-config; do command -v "$c" >/dev/null || missing+=("command $c"); done
+  if command -v pkg-config >/dev/null; then
+    pkg-config --exists luajit || missing+=("pkg-config luajit (libluajit-5.1-dev)")
+    pkg-config --exists sleef || missing+=("pkg-config sleef (libsleef-dev)")
+  fi
+  inc=("${DEPS:-/nonexistent}/usr/include" /usr/include /usr/local/include)
+  [ -e "${ML:-/usr/lib/x86_64-linux-gnu}/openblas-openmp/libopenblas.so" ] ||
+    [ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so ] || missing+=("libopenblas-openmp-dev")
+  for c in x86_64-linux-gnu/openblas-openmp/cblas.h editline/readline.h catch2/catch.hpp; do
+    [ -e "${inc[0]}/$c" ] || [ -e "${inc[1]}/$c" ] || [ -e "${inc[2]}/$c" ] || missing+=("header $c")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "missing build dependencies: ${missing[*]}"
+    echo "prepare .gpu-deps/ on a development machine and send it with carry (see the top of $0)"
+    return 1
+  fi
+  echo "build dependencies found${ML:+ (from $DEPS)}"
+}
+step deps deps || summary
 step build configure || summary
 MF="$BUILD/moonflow"
 step gpu "$MF" -e "assert(mf.cuda.is_available(), 'no GPU: ' .. mf.cuda.reason()); print(mf.cuda.device_count() .. ' GPU(s)')" ||
