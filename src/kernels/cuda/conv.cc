@@ -4,6 +4,7 @@
 // geometry, so every run of that node takes the same algorithm and the workspace sized for it.
 // Float32 convolutions use FMA math (no TF32) unless mf.cuda.allow_tf32(true). Inputs that are
 // views are packed first (cuDNN's algorithms are fastest, and all available, on packed tensors).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,19 @@ struct Descs {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   explicit Descs(const Geom& g) {
+    try {
+      make(g);
+    } catch (...) {  // a throwing constructor runs no destructor: free what was created
+      destroy();
+      throw;
+    }
+  }
+  ~Descs() { destroy(); }
+  Descs(const Descs&) = delete;
+  Descs& operator=(const Descs&) = delete;
+
+ private:
+  void make(const Geom& g) {
     const char* op = "conv2d";
     cudnnDataType_t dt = data_type(g.dtype);
     check(cudnnCreateTensorDescriptor(&x), op, "cudnnCreateTensorDescriptor");
@@ -99,17 +113,18 @@ struct Descs {
     check(cudnnSetConvolutionMathType(conv, g.dtype == MF_FLOAT32 && allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
           op, "cudnnSetConvolutionMathType");
   }
-  ~Descs() {
+  void destroy() noexcept {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);
     if (w) cudnnDestroyFilterDescriptor(w);
     if (y) cudnnDestroyTensorDescriptor(y);
     if (x) cudnnDestroyTensorDescriptor(x);
+    conv = nullptr, w = nullptr, y = nullptr, x = nullptr;
   }
-  Descs(const Descs&) = delete;
-  Descs& operator=(const Descs&) = delete;
 };
 
 // -- the algorithm of a geometry, chosen once ------------------------------------------------------------
+// Its workspace is the larger of the heuristic's figure and cuDNN's own size query for that
+// algorithm (the figure the convolution call checks its workspace against).
 struct Choice {
   int algo;
   size_t bytes;
@@ -125,12 +140,19 @@ Key key_of(int kind, const Geom& g) {
   return Key(kind, g.dtype, allow_tf32(), v);
 }
 
-// cuDNN's fastest-first heuristic list; the first entry that succeeded
+// cuDNN's fastest-first heuristic list; the first entry that succeeded. Tensor-op entries are passed
+// over unless TF32 is allowed: the FMA math type set on the descriptor should already exclude them,
+// but the list reports each entry's own math type, and a tensor-op algorithm would round float32
+// inputs to TF32 (the CPU comparison's 1e-5 would fail).
 template <class Perf>
 Choice first_ok(const Perf* p, int n, const char* op) {
-  for (int i = 0; i < n; ++i)
-    if (p[i].status == CUDNN_STATUS_SUCCESS) return Choice{int(p[i].algo), p[i].memory};
-  fail(op, ": cuDNN offers no algorithm for this convolution");
+  for (int i = 0; i < n; ++i) {
+    if (p[i].status != CUDNN_STATUS_SUCCESS) continue;
+    bool tensor_op = p[i].mathType == CUDNN_TENSOR_OP_MATH || p[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (tensor_op && !allow_tf32()) continue;
+    return Choice{int(p[i].algo), p[i].memory};
+  }
+  fail(op, ": cuDNN offers no algorithm for this convolution", allow_tf32() ? "" : " without tensor-op (TF32) math");
 }
 
 Choice choose(int kind, const Geom& g) {
@@ -149,18 +171,33 @@ Choice choose(int kind, const Geom& g) {
     check(cudnnGetConvolutionForwardAlgorithm_v7(cudnn(), d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, p),
           op, "cudnnGetConvolutionForwardAlgorithm_v7");
     c = first_ok(p, n, op);
+    size_t bytes = 0;
+    check(cudnnGetConvolutionForwardWorkspaceSize(cudnn(), d.x, d.w, d.conv, d.y, cudnnConvolutionFwdAlgo_t(c.algo),
+                                                  &bytes),
+          op, "cudnnGetConvolutionForwardWorkspaceSize");
+    c.bytes = std::max(c.bytes, bytes);
   } else if (kind == 1) {
     cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     check(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn(), d.w, d.y, d.conv, d.x,
                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, p),
           op, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
     c = first_ok(p, n, op);
+    size_t bytes = 0;
+    check(cudnnGetConvolutionBackwardDataWorkspaceSize(cudnn(), d.w, d.y, d.conv, d.x,
+                                                       cudnnConvolutionBwdDataAlgo_t(c.algo), &bytes),
+          op, "cudnnGetConvolutionBackwardDataWorkspaceSize");
+    c.bytes = std::max(c.bytes, bytes);
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn(), d.x, d.y, d.conv, d.w,
                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, p),
           op, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
     c = first_ok(p, n, op);
+    size_t bytes = 0;
+    check(cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnn(), d.x, d.y, d.conv, d.w,
+                                                         cudnnConvolutionBwdFilterAlgo_t(c.algo), &bytes),
+          op, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+    c.bytes = std::max(c.bytes, bytes);
   }
   std::lock_guard<std::mutex> lock(g_mu);
   g_choices.emplace(k, c);
