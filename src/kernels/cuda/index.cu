@@ -70,8 +70,11 @@ void check_range(const char* op, const mf_tensor& idx, int dim, long long n, con
     off += (rem % il.shape[d]) * il.stride[d];
     rem /= il.shape[d];
   }
-  check(cudaMemcpy(&v, static_cast<const long long*>(idx.ptr) + off, sizeof v, cudaMemcpyDeviceToHost), op,
-        "cudaMemcpy");
+  // on the compute stream, as every copy: a plain cudaMemcpy runs on the legacy default stream, which
+  // the non-blocking compute stream does not wait for (nor count in sync_count)
+  check(cudaMemcpyAsync(&v, static_cast<const long long*>(idx.ptr) + off, sizeof v, cudaMemcpyDeviceToHost, stream()),
+        op, "cudaMemcpyAsync");
+  synchronize(op);
   if (flat) fail(op, ": index ", v, " at position ", (long long)host + 1, " is out of range 1..", n);
   fail(op, ": index ", v, " at position ", where(il, (long long)host), " of the index is out of range 1..", n,
        " along dim ", dim + 1, " of x (", shape_str(x), ")");
