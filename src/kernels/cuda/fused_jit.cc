@@ -99,15 +99,24 @@ void check_cu(CUresult r, const char* call) {
 
 std::mutex g_load_mu;
 
+// The driver calls act on the calling thread's current context, which the runtime makes current
+// only on a thread's first runtime call that needs one: cudaFree(nullptr) is such a call (it frees,
+// allocates and waits for nothing). Once per thread, since a program prepared on one thread may
+// launch on another.
+void make_context_current() {
+  thread_local bool done = false;
+  if (done) return;
+  check(cudaFree(nullptr), "fused", "cudaFree");
+  done = true;
+}
+
 }  // namespace
 
 void* FusedModule::function() const {
   std::lock_guard<std::mutex> lock(g_load_mu);
   if (!function_) {
     const Driver& d = driver();
-    // the driver calls act on the current context: cudaFree(nullptr) makes the runtime's primary
-    // context current on this thread (it allocates and waits for nothing)
-    check(cudaFree(nullptr), "fused", "cudaFree");
+    make_context_current();
     CUmodule m = nullptr;
     check_cu(d.module_load_data(&m, ptx_.c_str()), "cuModuleLoadData");
     CUfunction f = nullptr;
@@ -200,6 +209,7 @@ int fused(const mf_fused* p, mf_tensor* out_p, int32_t nin, const mf_tensor* con
     if (!p->cuda_kernel[slot]) fused_prepare(p, out.dtype_id);  // a program run without its bind-time prepare
     void* fn = p->cuda_kernel[slot];
     void* params[] = {&a};
+    make_context_current();
     check_cu(driver().launch_kernel(static_cast<CUfunction>(fn), grid_for(a.n), 1, 1, kThreads, 1, 1, 0,
                                     static_cast<CUstream>(stream()), params, nullptr),
              "cuLaunchKernel");
