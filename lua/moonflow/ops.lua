@@ -315,7 +315,8 @@ return function(mf)
       if d ~= dev then
         local function name(k) return op.variadic and ('input %d'):format(k) or op.inputs[k] end
         local n1, ni = K.device_name(dev), K.device_name(d)
-        local how = (n1 == 'cpu' or ni == 'cpu') and ':' .. (n1 == 'cpu' and ni or n1) .. '() or :cpu()' or ':to(...)'
+        local cuda_cpu = (n1 == 'cpu' and ni == 'cuda') or (n1 == 'cuda' and ni == 'cpu')
+        local how = cuda_cpu and ':cuda() or :cpu()' or ':to(...)'
         raise(('%s: %s is on %s, %s is on %s; move one with %s'):format(op.name, name(1), n1, name(i), ni, how))
       end
     end

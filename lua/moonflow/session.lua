@@ -257,8 +257,12 @@ return function(mf)
   end
 
   -- The result tensor of a fetched entry: its own per-run tensor, or a copy of shared storage (by
-  -- the copy routine of its device: no eager dispatch per fetch and run).
+  -- the copy routine of its device: no eager dispatch per fetch and run). On a device whose memory
+  -- the host cannot address (cuda), fetches cross to the host here: one copy, which waits.
   local function fetch_value(e)
+    local d = e.fresh or e.s
+    local h = mf._host_readable(d)
+    if h ~= d then return h end
     if e.fresh then return e.fresh end
     local t = mf._new_like_meta(e.s, 'Session.run')
     K.of_device(e.s.device_id).copy(t, e.s)
