@@ -60,9 +60,16 @@ void softmax_line(T* y, const T* x, int64_t n, bool log) {
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - ls;
     return;
   }
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - m;
-  vm::exp(y, y, n);
-  T inv = T(1.0 / double(rr::sum(y, n)));
+  // exp(x - m) and its sum a chunk at a time, so the sum reads the chunk exp wrote while in L1
+  constexpr int64_t kChunk = 512;
+  double s = 0;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    int64_t len = std::min(kChunk, n - c);
+    for (int64_t i = c; i < c + len; ++i) y[i] = x[i] - m;
+    vm::exp(y + c, y + c, len);
+    s += rr::sum(y + c, len);
+  }
+  T inv = T(1.0 / s);
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
 
