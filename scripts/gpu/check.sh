@@ -17,12 +17,10 @@
 # moonflow's libraries with headers: LuaJIT (pkg-config luajit), SLEEF (pkg-config sleef), the
 # OpenMP OpenBLAS (openblas-openmp/{libopenblas.so,cblas.h}), libedit (editline/readline.h) and
 # Catch2 2 (catch2/catch.hpp). The device tool's GPU machine has nvcc, CMake and PyTorch but none of
-# these Debian packages and no network: unpack them on a development machine into .gpu-deps/ (an
-# ignored folder: `apt-get download luajit libluajit-5.1-2 libluajit-5.1-dev libsleef3 libsleef-dev
-# libopenblas0-openmp libopenblas-openmp-dev libopenblas-dev libedit2 libedit-dev libbsd0 libmd0
-# catch2 pkgconf pkgconf-bin libpkgconf3` then `dpkg -x` each .deb into .gpu-deps/) and pass
-# carry = [".gpu-deps"]; this script then points pkg-config, CMake and the loader at it
-# (MF_GPU_DEPS names another folder). Without it the step names every missing piece and stops.
+# these Debian packages and no network: scripts/gpu/prepare_deps.sh unpacks them on a development
+# machine into .gpu-deps/ (ignored), sent with carry = [".gpu-deps"]; this script then points
+# pkg-config, CMake and the loader at it (MF_GPU_DEPS names another folder). Without it the step
+# names every missing piece and stops.
 set -u
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build-gpu}
