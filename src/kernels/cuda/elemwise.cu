@@ -9,10 +9,10 @@
 
 #include "../../core/device.h"
 #include "../../core/dtype.h"
+#include "../../core/kcheck.h"
 #include "../../core/pointwise.h"
 #include "../../core/shape.h"
 #include "../../core/writes.h"
-#include "../cpu/checks.h"
 #include "backend.h"
 #include "kernels.h"
 #include "walk.h"

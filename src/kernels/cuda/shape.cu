@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "../../core/dtype.h"
+#include "../../core/kcheck.h"
 #include "../../core/shape.h"
 #include "../../core/writes.h"
-#include "../cpu/checks.h"
 #include "backend.h"
 #include "kernels.h"
 #include "walk.h"
