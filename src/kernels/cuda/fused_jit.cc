@@ -14,6 +14,7 @@
 #include <nvrtc.h>
 
 #include "../../core/kcheck.h"
+#include "backend.h"
 #include "fused_codegen.h"
 #include "kernels.h"
 
@@ -177,9 +178,16 @@ int fused(const mf_fused* p, mf_tensor* out_p, int32_t nin, const mf_tensor* con
     kcheck::meta(op, "output", out);
     kcheck::contiguous(op, "output", out);
     if (!ins) fail(op, ": the input list is null");
+    // a host pointer in a kernel is an illegal address, which poisons the context for every later
+    // call: refuse operands of another device here, as the elementwise entries do
+    if (out.device_id != device_id())
+      fail(op, ": the output is on device ", out.device_id, "; expected the cuda device (", device_id(), ")");
     for (int i = 0; i < nin; ++i) {
       if (!ins[i]) fail(op, ": input ", i + 1, " is null");
       kcheck::meta(op, "input", *ins[i]);
+      if (ins[i]->device_id != device_id())
+        fail(op, ": input ", i + 1, " is on device ", ins[i]->device_id, "; expected the cuda device (", device_id(),
+             ")");
     }
     kcheck::broadcast_out(op, "output", out, nin, ins, nullptr);
     MfFusedArgs a{};
