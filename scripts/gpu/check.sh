@@ -86,7 +86,8 @@ deps() {  # every build dependency, each missing one named, before minutes of co
   done
   if [ ${#missing[@]} -gt 0 ]; then
     echo "missing build dependencies: ${missing[*]}"
-    echo "make .gpu-deps/ with scripts/gpu/prepare_deps.sh on a development machine and send it with carry = [\".gpu-deps\"] (see the top of $0)"
+    echo "make .gpu-deps/ with scripts/gpu/prepare_deps.sh on a development machine and send it with"
+    echo "carry = [\".gpu-deps\"] (see the top of $0)"
     return 1
   fi
   echo "build dependencies found${ML:+ (from $DEPS)}"

@@ -4,7 +4,9 @@
 # first step, naming what is missing, before configuring or compiling anything. Also a syntax check
 # of the GPU scripts, which only a GPU machine runs in full.
 set -u
-for s in scripts/gpu/check.sh scripts/gpu/prepare_deps.sh; do bash -n "$s" || { echo "syntax error in $s"; exit 1; }; done
+for s in scripts/gpu/check.sh scripts/gpu/prepare_deps.sh; do
+  bash -n "$s" || { echo "syntax error in $s"; exit 1; }
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/deps/usr"
