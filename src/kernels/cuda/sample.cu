@@ -6,6 +6,7 @@
 // is inherently serial; n is a dataset's size, so the copy is small). masked_select and nonzero count
 // their selection first (one host synchronisation: the output's size must match it, as on the CPU),
 // then write it in row-major order through an exclusive scan of the selection flags (CUB).
+#include <climits>
 #include <cub/cub.cuh>
 
 #include <functional>
@@ -55,6 +56,9 @@ struct Selection {
 };
 
 Selection select_flags(const char* op, long long n, const std::function<void(int*)>& mark) {
+  // CUB's ExclusiveSum accumulates in its input's type (int here): past INT_MAX elements the
+  // positions could wrap, so refuse rather than write out of place
+  if (n > INT_MAX) fail(op, ": ", n, " elements; the cuda selection handles up to ", INT_MAX);
   Selection s;
   s.flags.reset(new Scratch(size_t(n) * sizeof(int)));
   s.pos.reset(new Scratch(size_t(n) * sizeof(long long)));
