@@ -60,6 +60,14 @@ return function(mf)
   local operand
   local TENSOR_METHODS = mf.Tensor
   local function holder_binop(name) return function(a, b) return mf[name](a, b) end end
+  -- the method k of a holder, calling the tensor's (a closure made once per name and class, here:
+  -- a closure made inside __index kept the JIT from compiling every p.data and p.grad read)
+  local function forwarder(k)
+    return function(self, ...)
+      local v = operand(self)
+      return v[k](v, ...)
+    end
+  end
   local function holder_class(what, methods)
     methods = methods or {}
     local mt = {__holder = what}
@@ -73,10 +81,7 @@ return function(mf)
       if type(k) == 'string' and type(TENSOR_METHODS[k]) == 'function' then
         local f = forwarders[k]
         if not f then
-          f = function(self, ...)
-            local v = operand(self)
-            return v[k](v, ...)
-          end
+          f = forwarder(k)
           forwarders[k] = f
         end
         return f
@@ -1058,6 +1063,13 @@ return function(mf)
   -- N x C (x d1 ... dk) scores and N (x d1 ... dk) 1-based labels (PyTorch's layout: classes
   -- along dim 2) as rows: (N d1 ... dk) x C scores (the class dim moved last) and the labels
   -- flattened; shape is the labels' shape (for reduction 'none'), nil for N x C.
+  -- the labels' shape an N x C x d1 x ... input asks for (for messages; a function of its own, as a
+  -- closure in class_rows kept the JIT from compiling it)
+  local function labels_shape(input, n)
+    local sh = {size_of(input, 1) or -1}
+    for k = 3, n do sh[#sh + 1] = size_of(input, k) or -1 end
+    return sh
+  end
   local function class_rows(self, input, target)
     local n = input:dim()
     local want = 'N x C scores (or N x C x d1 x ... for per-position labels) with C known'
@@ -1082,11 +1094,7 @@ return function(mf)
             shape_of(input), si, st))
         end
         raise(('%s: input is %s but target is %s; expected target %s (the input without its class dim 2)'):format(
-          self.__name, shape_of(input), shape_of(target), mf._shape_text((function()
-            local sh = {size_of(input, 1) or -1}
-            for k = 3, n do sh[#sh + 1] = size_of(input, k) or -1 end
-            return sh
-          end)())))
+          self.__name, shape_of(input), shape_of(target), mf._shape_text(labels_shape(input, n))))
       end
     end
     if n == 2 then return input, target, nil end

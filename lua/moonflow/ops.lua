@@ -116,14 +116,73 @@ return function(mf)
     local h = C.mf_params_parse(op.index, text)
     if h == nil then raise(ffi.string(C.mf_last_error())) end
     h = ffi.gc(h, C.mf_params_free)
-    rec = {h = h, p = decode_params(h), entries = {}, nentries = 0, last = nil}
-    if op.nparams_cached > 256 then op.params, op.nparams_cached = {}, 0 end
+    -- last, last2: the two entries used most recently (call's layout check before a signature)
+    rec = {h = h, p = decode_params(h), entries = {}, nentries = 0, last = false, last2 = false}
+    if op.nparams_cached > 256 then op.params, op.nparams_cached, op.pfast, op.nfast = {}, 0, {}, 0 end
     op.params[text] = rec
     op.nparams_cached = op.nparams_cached + 1
     return rec
   end
 
+  -- A params table of numbers, booleans, strings and lists of numbers finds its record without
+  -- building the canonical text (pairs, string.format, sort, concat: most of an eager call with
+  -- params, and its garbage): op.pfast is a tree keyed by the values in declared param order (a
+  -- param left out: NONE; a list: LIST, its length, its items) whose leaves are the records the
+  -- text path gave for those values, so both paths share records. Only values that went through
+  -- the text path once (and were accepted) are ever found here.
+  local NONE, LIST = {}, {}
+  local function fast_key(v)  -- v as a tree key, or nil when only the text path may take it
+    if v == nil then return NONE end
+    local tv = type(v)
+    if tv == 'number' then if v == v then return v end return nil end  -- NaN is no table key
+    if tv == 'boolean' or tv == 'string' then return v end
+    return nil
+  end
+  -- walks (or with make, grows) the tree for ptable; returns the leaf's parent and key
+  local function fast_walk(op, ptable, make)
+    local names, node, found = op.param_list, op.pfast, 0
+    local parent, key
+    for i = 1, #names do
+      local v = ptable[names[i]]
+      if v ~= nil then found = found + 1 end
+      local k = fast_key(v)
+      if k == nil then
+        if type(v) ~= 'table' or (getmetatable(v) ~= nil and not mf.is_size(v)) then return nil end
+        local n = #v
+        local nxt = node[LIST]
+        if not nxt then if not make then return nil end nxt = {}; node[LIST] = nxt end
+        node = nxt
+        nxt = node[n]
+        if not nxt then if not make then return nil end nxt = {}; node[n] = nxt end
+        node = nxt
+        for j = 1, n - 1 do
+          local kj = v[j]
+          if type(kj) ~= 'number' or kj ~= kj then return nil end
+          local nxt = node[kj]
+          if not nxt then if not make then return nil end nxt = {}; node[kj] = nxt end
+          node = nxt
+        end
+        k = n > 0 and v[n] or NONE
+        if n > 0 and (type(k) ~= 'number' or k ~= k) then return nil end
+      end
+      if i == #names then parent, key = node, k
+      else
+        local nxt = node[k]
+        if not nxt then if not make then return nil end nxt = {}; node[k] = nxt end
+        node = nxt
+      end
+    end
+    for _ in pairs(ptable) do found = found - 1 end  -- a key that is no param: the text path says so
+    if found ~= 0 or not parent then return nil end
+    return parent, key
+  end
+
   local function params_record(op, ptable)
+    if ptable then
+      local parent, key = fast_walk(op, ptable, false)
+      local rec = parent and parent[key]
+      if rec then return rec end
+    end
     local text = ''
     if ptable then
       local parts = {}
@@ -134,7 +193,12 @@ return function(mf)
       table.sort(parts)
       text = table.concat(parts, ';')
     end
-    return params_record_text(op, text)
+    local rec = params_record_text(op, text)
+    if ptable and op.nfast < 256 then
+      local parent, key = fast_walk(op, ptable, true)
+      if parent then parent[key], op.nfast = rec, op.nfast + 1 end
+    end
+    return rec
   end
   -- graph mode builds nodes from params tables and binds them from the canonical text
   mf._params_record, mf._params_record_text = params_record, params_record_text
@@ -436,19 +500,38 @@ return function(mf)
     if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end
     local e = rec.last
     if not (e and same_layout(e, ins, nin)) then
-      local sig = signature(ins, nin)
-      e = rec.entries[sig]
-      if not e then
-        e = bind(op, rec, ins, nin)
-        if rec.nentries >= 64 then rec.entries, rec.nentries = {}, 0 end
-        rec.entries[sig] = e
-        rec.nentries = rec.nentries + 1
+      -- the entry before it (a training step calls matmul with two or three layouts in turn), else
+      -- the one for the inputs' signature (a string: built only here)
+      local e2 = rec.last2
+      if e2 and same_layout(e2, ins, nin) then
+        rec.last2 = e
+        e = e2
+      else
+        local sig = signature(ins, nin)
+        rec.last2 = e
+        e = rec.entries[sig]
+        if not e then
+          e = bind(op, rec, ins, nin)
+          if rec.nentries >= 64 then rec.entries, rec.nentries = {}, 0 end
+          rec.entries[sig] = e
+          rec.nentries = rec.nentries + 1
+        end
       end
       rec.last = e
     end
     -- autograd (tape.lua): autograd ~= 0 flags a tensor that may have autograd state, and a write op
     -- bumps its target's version counter; a call on plain tensors pays these field tests only
-    if op.writes then return tape_call(op, rec, e, ins, nin, run_entry) end
+    if op.writes then
+      -- a write on plain tensors (copy, fill: two inputs, one written, one output) runs here and counts
+      -- its write as tape.lua's write path does (after the kernel: a failed op wrote nothing);
+      -- any other write goes through the tape, which also checks what grad mode forbids
+      if nin == 2 and op.num_written == 1 and e.nout == 1 and ins[1].autograd == 0 and ins[2].autograd == 0 then
+        local r = run_entry(op, rec, e, ins, nin)
+        C.mf_storage_bump(ins[1], op.index)
+        return r
+      end
+      return tape_call(op, rec, e, ins, nin, run_entry)
+    end
     -- one and two inputs unrolled: a loop here would be an inner loop in the caller's trace, and
     -- LuaJIT would leave the trace for it on every call (workload (a) was 1.3x slower)
     if nin == 2 then
@@ -709,6 +792,7 @@ return function(mf)
   local function load_op(index)
     local op = {index = index, name = cstr(C.mf_op_name(index)), doc = cstr(C.mf_op_doc(index)),
                 inputs = {}, param_list = {}, param_kind = {}, param_info = {}, params = {}, nparams_cached = 0,
+                pfast = {}, nfast = 0,  -- params_record's tree (fast_walk)
                 src = {[CPU] = cstr(C.mf_op_lua_compute(index, CPU)), [CUDA] = cstr(C.mf_op_lua_compute(index, CUDA))},
                 gradient_src = cstr(C.mf_op_lua_gradient(index)), factories = {}}
     local flags = C.mf_op_flags(index)

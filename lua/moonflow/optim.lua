@@ -124,7 +124,11 @@ return function(mf)
           raise(('optim.%s: params[%d].grad is %s; expected a tensor shaped like the parameter (%s %s)'):format(self.kind, i,
             describe(p.grad), d:shape_str(), d:dtype()))
         end
-        local sl = {}
+        -- the slot tensors by name: one table per parameter, refilled each step (h.data may be rebound)
+        local sls = self.slot_lists or {}
+        self.slot_lists = sls
+        local sl = sls[i] or {}
+        sls[i] = sl
         for name, h in pairs(self:slots(i)) do
           if not same_meta(h.data, d) then
             raise(("optim.%s: state '%s' of params[%d] is %s %s but the parameter is %s %s (was its .data rebound to "
@@ -236,11 +240,17 @@ return function(mf)
     -- by a step count, as Adam's
     local damped = hp.momentum ~= 0 and hp.dampening ~= 0
     if damped then o.step_t = holder(mf.tensor(0, 'float64')) end
+    -- the update ops' params tables, refilled per call rather than built (the op copies what it reads)
+    local sgd_p, mom_p = {}, {}
     function o:update(w, g, st, lr, step)
-      if hp.momentum == 0 then return mf.sgd_update(w, g, lr, {weight_decay = hp.weight_decay}) end
+      if hp.momentum == 0 then
+        sgd_p.weight_decay = hp.weight_decay
+        return mf.sgd_update(w, g, lr, sgd_p)
+      end
       if not damped then
-        return mf.momentum_update(w, st.momentum_buffer, g, lr,
-          {momentum = hp.momentum, dampening = 0, weight_decay = hp.weight_decay, nesterov = hp.nesterov})
+        mom_p.momentum, mom_p.dampening, mom_p.weight_decay, mom_p.nesterov = hp.momentum, 0, hp.weight_decay,
+          hp.nesterov
+        return mf.momentum_update(w, st.momentum_buffer, g, lr, mom_p)
       end
       local d_p = hp.weight_decay ~= 0 and g + w * hp.weight_decay or g
       local later = mf.minimum(step - 1, 1)                        -- 0 on the first step, 1 after
@@ -259,9 +269,11 @@ return function(mf)
     local hp = o.hp
     o.slot_names = {'exp_avg', 'exp_avg_sq'}
     o.step_t = holder(mf.tensor(0, 'float64'))
+    local adam_p = {decoupled = decoupled}  -- refilled per call, as SGD's
     function o:update(w, g, st, lr, step)
-      return mf.adam_update(w, st.exp_avg, st.exp_avg_sq, g, step, lr, {beta1 = hp.betas[1], beta2 = hp.betas[2], epsilon = hp.eps,
-        weight_decay = hp.weight_decay, decoupled = decoupled})
+      adam_p.beta1, adam_p.beta2, adam_p.epsilon, adam_p.weight_decay = hp.betas[1], hp.betas[2], hp.eps,
+        hp.weight_decay
+      return mf.adam_update(w, st.exp_avg, st.exp_avg_sq, g, step, lr, adam_p)
     end
     return o
   end

@@ -168,7 +168,10 @@ return function(mf)
   -- Leaves (their state holds no node) are referred to as they are.
   local rule_reads  -- op -> which saved tensors its gradient rule reads (below)
   local function new_node(op, rec, ins, nin, outs, nout)
-    local reads = rule_reads(op)  -- versions only of what the rule reads (check_versions): fewer native calls
+    -- versions only of what the rule reads (check_versions): fewer native calls. The cached answer is
+    -- read here: rule_reads itself (string patterns, closures) is not compiled by the JIT
+    local reads = op.rule_reads
+    if reads == nil then reads = rule_reads(op) end
     seq = seq + 1
     local n = {op = op, p = rec.p, seq = seq, nin = nin, nout = nout, freed = false}
     local vo = 2 * nin + nout
@@ -403,25 +406,32 @@ return function(mf)
     return r
   end
 
+  -- saved tensor j of node (input j, or output j - nin) has version now, not the recorded v
+  local function version_error(node, j, now, v)
+    local nin, t = node.nin, node[j <= node.nin and j or node.nin + j]
+    local what = j <= nin and ('input %d (%s)'):format(j, node.op.inputs[j] or node.op.inputs[1] or '?')
+      or ('output %d'):format(j - nin)
+    raise(("backward: %s of op '%s' (%s %s), which its gradient needs, was modified in place by %s after "
+      .. 'it was recorded (version %d, expected %d); clone() it before writing, or use the out-of-place op')
+      :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer_of(t), now, v))
+  end
+  -- (no closure and no message built per check: this runs for every node of every backward)
   local function check_versions(node)
-    local function check(t, v, what)
-      local now = version(t)
-      if now ~= v then
-        raise(("backward: %s of op '%s' (%s %s), which its gradient needs, was modified in place by %s after "
-          .. 'it was recorded (version %d, expected %d); clone() it before writing, or use the out-of-place op')
-          :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer_of(t), now, v))
-      end
-    end
     local nin, nout = node.nin, node.nout
     local vo = 2 * nin + nout
-    local r = rule_reads(node.op)
+    local r = node.op.rule_reads
+    if r == nil then r = rule_reads(node.op) end
     for i = 1, nin do
       if not r or (r.all_ins or r.ins[i]) then
-        check(node[i], node[vo + i], ('input %d (%s)'):format(i, node.op.inputs[i] or node.op.inputs[1] or '?'))
+        local now = version(node[i])
+        if now ~= node[vo + i] then version_error(node, i, now, node[vo + i]) end
       end
     end
     if not r or r.out then
-      for k = 1, nout do check(node[2 * nin + k], node[vo + nin + k], ('output %d'):format(k)) end
+      for k = 1, nout do
+        local now = version(node[2 * nin + k])
+        if now ~= node[vo + nin + k] then version_error(node, nin + k, now, node[vo + nin + k]) end
+      end
     end
   end
 

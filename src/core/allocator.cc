@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -128,11 +129,21 @@ void* CachingAllocator::allocate(size_t nbytes) {
   return c->ptr;
 }
 
-// The slab holding q, or -1 (lock held); a handful of slabs, so a scan.
+// The slab holding q, or -1 (lock held): the last slab starting at or below q, if q lies inside it.
 int CachingAllocator::slab_of(const char* q) const {
+  auto it = std::upper_bound(slab_bases_.begin(), slab_bases_.end(), q,
+                             [](const char* p, const std::pair<const char*, int>& e) { return p < e.first; });
+  if (it == slab_bases_.begin()) return -1;
+  --it;
+  return q < it->first + kSlabBlocks * kAlign ? it->second : -1;
+}
+
+// (lock held) after a slab is added or given back
+void CachingAllocator::index_slabs() {
+  slab_bases_.clear();
   for (size_t s = 0; s < slabs_.size(); ++s)
-    if (slabs_[s] && q >= slabs_[s] && q < slabs_[s] + kSlabBlocks * kAlign) return int(s);
-  return -1;
+    if (slabs_[s]) slab_bases_.emplace_back(slabs_[s], int(s));
+  std::sort(slab_bases_.begin(), slab_bases_.end());
 }
 
 // One more slab in the first free slot; its blocks go on the free stack, lowest address on top
@@ -150,6 +161,7 @@ void CachingAllocator::add_slab() {
     slab_used_.resize(slabs_.size() * kSlabBlocks, false);
   }
   slabs_[s] = slab;
+  index_slabs();
   stats_.cached += int64_t(kSlabBlocks * kAlign);
   stats_.system_allocations++;
   for (size_t i = kSlabBlocks; i-- > 0;) slab_free_.push_back(uint32_t(s * kSlabBlocks + i));
@@ -227,6 +239,7 @@ void CachingAllocator::release_free_regions() {
     gave_back = true;
   }
   if (gave_back) {  // the free stack keeps only blocks of slabs still held
+    index_slabs();
     size_t k = 0;
     for (uint32_t i : slab_free_)
       if (slabs_[i / kSlabBlocks]) slab_free_[k++] = i;

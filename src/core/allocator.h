@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "error.h"
@@ -96,11 +97,15 @@ class CachingAllocator {
   // empty_cache() gives back every slab none of whose blocks is in use.
   int slab_of(const char* q) const;  // the slab holding q, or -1
   void add_slab();
+  void index_slabs();  // rebuilds slab_bases_ from slabs_
   bool use_slab_;
   std::vector<char*> slabs_;            // slot s: slab s, or nullptr once given back
   std::vector<uint32_t> slab_free_;     // free block indices (slot * kSlabBlocks + block)
   std::vector<bool> slab_used_;         // per block index
   std::vector<uint32_t> slab_live_;     // blocks in use per slot
+  // (base, slot) of each held slab, sorted by base: free() finds a pointer's slab by binary search
+  // (it scanned every slab, for every free, slab or not)
+  std::vector<std::pair<const char*, int>> slab_bases_;
   AllocatorStats stats_;
 };
 

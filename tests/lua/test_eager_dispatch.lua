@@ -1,0 +1,122 @@
+-- The eager dispatcher's caches (lua/moonflow/ops.lua): params tables found without building their
+-- text (fast_walk), the two most recent layouts checked before a signature, and the optimizers'
+-- refilled params tables. Each result is compared with hand-computed values, and every refusal the
+-- text path makes must still happen once the same op has cached other values.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+
+local a = mf.tensor{{1, 2, 3}, {4, 5, 6}}
+
+T.test('params: positional, table and repeated calls give the same values', function()
+  for _ = 1, 3 do  -- the first call takes the text path, the others the tree
+    T.tensor_eq(mf.sum(a, 1), {5, 7, 9})
+    T.tensor_eq(mf.sum(a, {dim = 2}), {6, 15})
+    T.tensor_eq(mf.sum(a, 2, true), {{6}, {15}})
+    T.tensor_eq(mf.sum(a, {dim = 2, keepdim = true}), {{6}, {15}})
+    T.tensor_eq(mf.sum(a, -1), {6, 15})  -- negative dims count from the end
+    T.tensor_eq(a:narrow(2, 2, 2), {{2, 3}, {5, 6}})
+    T.tensor_eq(a:narrow(2, 1, 2), {{1, 2}, {4, 5}})
+    T.tensor_eq(mf.matmul(a, a, false, true), {{14, 32}, {32, 77}})
+    T.tensor_eq(mf.matmul(a, a, true, false), {{17, 22, 27}, {22, 29, 36}, {27, 36, 45}})
+  end
+end)
+
+T.test('params: a string and a boolean of the same text share a record', function()
+  T.tensor_eq(mf.sum(a, {dim = 1, keepdim = 'true'}), {{5, 7, 9}})
+  T.tensor_eq(mf.sum(a, {dim = 1, keepdim = true}), {{5, 7, 9}})
+  T.tensor_eq(mf.sum(a, {dim = 1, keepdim = 'false'}), {5, 7, 9})
+end)
+
+T.test('params: lists of different lengths and values are told apart', function()
+  local v = mf.arange(1, 13)
+  for _ = 1, 2 do
+    T.eq(tostring(mf.reshape(v, {3, 4}):size()), '3x4', 'reshape {3, 4}')
+    T.eq(tostring(mf.reshape(v, {4, 3}):size()), '4x3', 'reshape {4, 3}')
+    T.eq(tostring(mf.reshape(v, 2, 6):size()), '2x6', 'reshape 2, 6')
+    T.eq(tostring(mf.reshape(v, {2, 2, 3}):size()), '2x2x3', 'reshape {2, 2, 3}')
+    T.eq(tostring(mf.reshape(v, {12}):size()), '12', 'reshape {12}')
+    T.eq(tostring(mf.reshape(v, mf.Size{6, 2}):size()), '6x2', 'reshape Size{6, 2}')
+    T.eq(mf.reshape(v, {3, 4})[{2, 1}], 5, 'reshape {3, 4} element')
+    T.eq(mf.reshape(v, {4, 3})[{2, 1}], 4, 'reshape {4, 3} element')
+    T.tensor_eq(mf.sum(mf.reshape(v, 2, 2, 3), {1, 2}), {22, 26, 30})
+    T.tensor_eq(mf.sum(mf.reshape(v, 2, 2, 3), {2, 3}), {21, 57})
+  end
+end)
+
+T.test('params: refusals still happen after other values were cached', function()
+  T.tensor_eq(mf.sum(a, {dim = 1}), {5, 7, 9})
+  T.errors(function() return mf.sum(a, {dim = 1, bogus = 2}) end, "sum: unknown param 'bogus'", 'dim, keepdim')
+  T.errors(function() return mf.sum(a, {dim = 0 / 0}) end, "sum: param 'dim'", 'nan')
+  T.errors(function() return mf.sum(a, {dim = 'x'}) end, "sum: param 'dim'", "'x'")
+  T.errors(function() return mf.sum(a, 3) end, 'sum', '3')
+  T.errors(function() return a:narrow(2, 3, 2) end, 'narrow')
+  local x = mf.placeholder('float32', {2})
+  T.errors(function() return mf.reshape(a, {6, x}) end, "reshape: param 'shape' item 2 is a graph symbol")
+  -- and the cached values still work afterwards
+  T.tensor_eq(mf.sum(a, {dim = 1}), {5, 7, 9})
+  T.tensor_eq(a:narrow(2, 2, 2), {{2, 3}, {5, 6}})
+end)
+
+T.test('params: many distinct values stay bounded and correct', function()
+  local v = mf.arange(1, 1001)
+  for k = 1, 600 do T.eq(v:narrow(1, k, 1):item(), k, 'narrow at ' .. k) end
+  for k = 1, 600 do T.eq(v:narrow(1, k, 2):sum():item(), 2 * k + 1, 'narrow pair at ' .. k) end
+end)
+
+T.test('layouts: alternating input layouts bind once each and compute right', function()
+  local b = mf.tensor{{1, 0}, {0, 1}, {1, 1}}  -- 3x2
+  local c = mf.tensor{{2}, {3}}                  -- 2x1
+  local at = a:t()
+  local r = {}
+  local s0 = mf.eager_stats()
+  for k = 1, 5 do  -- three layouts in turn: the two most recent are checked, the third by signature
+    r[k] = {mf.matmul(a, b), mf.matmul(b, c), mf.matmul(at, c)}
+  end
+  local s1 = mf.eager_stats()
+  T.eq(s1.binds - s0.binds <= 3, true, 'binds for three layouts')
+  T.eq(s1.calls - s0.calls, 15, 'calls')
+  for k = 1, 5 do
+    T.tensor_eq(r[k][1], {{4, 5}, {10, 11}})
+    T.tensor_eq(r[k][2], {{2}, {3}, {5}})
+    T.tensor_eq(r[k][3], {{14}, {19}, {24}})
+  end
+end)
+
+T.test('optimizers: refilled params tables keep each optimizer its own values', function()
+  local w1, w2 = mf.tensor{1, 2}, mf.tensor{1, 2}
+  local o1 = mf.optim.SGD({w1}, {lr = 0.5, momentum = 0.5})
+  local o2 = mf.optim.SGD({w2}, {lr = 0.1, momentum = 0.9, weight_decay = 0.1})
+  for _ = 1, 2 do
+    w1.grad, w2.grad = mf.tensor{1, 1}, mf.tensor{1, 1}
+    o1:step(); o2:step()
+  end
+  -- PyTorch's SGD: buf = g (first step), then momentum * buf + g; w -= lr * buf; g += wd * w first
+  -- o1: buf 1 -> 1.5; w 1 -> 0.5 -> -0.25, 2 -> 1.5 -> 0.75
+  T.tensor_eq(w1, {-0.25, 0.75}, 1e-6)
+  -- o2: g = 1 + 0.1 w: (1.1, 1.2); buf (1.1, 1.2); w (0.89, 1.88); g (1.089, 1.188)
+  -- buf 0.9 * (1.1, 1.2) + g = (2.079, 2.268); w (0.89 - 0.2079, 1.88 - 0.2268)
+  T.tensor_eq(w2, {0.6821, 1.6532}, 1e-6)
+  local w3 = mf.tensor{1, 2}
+  local o3 = mf.optim.Adam({w3}, {lr = 0.1})
+  w3.grad = mf.tensor{1, -1}
+  o3:step()
+  -- Adam's first step moves each element by lr * sign(g) (m_hat = g, v_hat = g^2; eps 1e-8)
+  T.tensor_eq(w3, {0.9, 2.1}, 1e-6)
+end)
+
+T.test('allocator: more scalars than one slab holds, freed and reused', function()
+  mf.empty_cache()
+  local base = mf.memory_stats().in_use
+  local keep = {}
+  for i = 1, 6000 do keep[i] = mf.tensor(i) end  -- 6000 single blocks: two slabs
+  T.eq(keep[4097]:item(), 4097, 'a scalar in the second slab')
+  T.eq(mf.memory_stats().in_use - base >= 6000 * 256, true, 'in use while held')
+  keep = nil
+  mf.empty_cache()
+  T.eq(mf.memory_stats().in_use, base, 'in use after the scalars are freed')
+  local again = {}
+  for i = 1, 6000 do again[i] = mf.tensor(-i) end
+  T.eq(again[5000]:item(), -5000, 'a reused block')
+end)
+
+T.finish()
