@@ -38,6 +38,14 @@ struct Walk {
     for (int d = 0; d < ndim; ++d) o += at[d] * strides[d];
     return o;
   }
+  // from a row's start (at[ndim-1] == 0) to the next row's; returns false after the last row
+  bool next_row() {
+    for (int d = ndim - 2; d >= 0; --d) {
+      if (++at[d] < shape[d]) return true;
+      at[d] = 0;
+    }
+    return false;
+  }
   std::string where() const {  // "[2,1]", 1-based
     std::string s = "[";
     for (int d = 0; d < ndim; ++d) s += (d ? "," : "") + std::to_string(at[d] + 1);
@@ -46,6 +54,17 @@ struct Walk {
 };
 
 int64_t index_at(const mf_tensor& idx, const Walk& w) { return ((const int64_t*)idx.ptr)[w.offset(idx.strides)]; }
+
+// Calls f() with w at the start of each row (the run along the last dim) of its shape, in row-major
+// order; an empty shape has none. Offsets are then computed once per row, not per element: the
+// per-element odometer and offset sums dominated gather and scatter (issue 12).
+template <typename F>
+void each_row(Walk& w, F&& f) {
+  for (int d = 0; d < w.ndim; ++d)
+    if (w.shape[d] == 0) return;
+  do f();
+  while (w.next_row());
+}
 
 // gather's source and scatter's destination: the element offset, in a tensor of these strides and
 // ndim dims, of the index walk's position with its coordinate along dim replaced by the index there
@@ -62,6 +81,17 @@ void index_dtype(const char* op, const mf_tensor& idx) {
 
 // Every index of idx lies in 1..n (n = x's size along dim), checked before any write.
 void check_range(const char* op, const mf_tensor& idx, int dim, int64_t n, const mf_tensor& x) {
+  if (idx.ndim > 0) {  // fast pass by rows; a bad index is then located by the walk below
+    Walk r(idx);
+    const int64_t* ip = (const int64_t*)idx.ptr;
+    const int64_t len = idx.shape[idx.ndim - 1], is = idx.strides[idx.ndim - 1];
+    bool bad = false;
+    each_row(r, [&] {
+      const int64_t* row = ip + r.offset(idx.strides);
+      for (int64_t j = 0; j < len; ++j) bad |= row[j * is] < 1 || row[j * is] > n;
+    });
+    if (!bad) return;
+  }
   Walk w(idx);
   for (int64_t i = 0; i < idx.count; ++i, w.next()) {
     int64_t v = index_at(idx, w);
@@ -138,7 +168,24 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
     const T* xp = (const T*)x.ptr;
     T* o = (T*)out.ptr;
     Walk w(idx);
-    for (int64_t i = 0; i < idx.count; ++i, w.next()) o[i] = xp[indexed_offset(w, idx, x.strides, x.ndim, dim)];
+    if (idx.ndim == 0) {
+      if (idx.count) o[0] = xp[indexed_offset(w, idx, x.strides, x.ndim, dim)];
+    } else {  // row by row of the index: out's rows are contiguous
+      const int L = idx.ndim - 1;
+      const int64_t* ip = (const int64_t*)idx.ptr;
+      const int64_t len = idx.shape[L], is = idx.strides[L], xl = x.strides[L], xd = x.strides[dim];
+      T* q = o;
+      each_row(w, [&] {
+        const int64_t* ir = ip + w.offset(idx.strides);
+        const T* xb = xp + w.offset(x.strides) - w.at[dim] * xd;  // x's row with dim's coordinate at 0
+        if (dim == L) {
+          for (int64_t j = 0; j < len; ++j) q[j] = xb[(ir[j * is] - 1) * xd];
+        } else {
+          for (int64_t j = 0; j < len; ++j) q[j] = xb[j * xl + (ir[j * is] - 1) * xd];
+        }
+        q += len;
+      });
+    }
   });
 }
 
@@ -166,11 +213,30 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
     const T* sp = (const T*)src.ptr;
     T* o = (T*)out.ptr;
     Walk w(idx);
-    for (int64_t i = 0; i < idx.count; ++i, w.next()) {
-      int64_t off = indexed_offset(w, idx, out.strides, x.ndim, dim);
-      T s = scalar ? sp[0] : sp[w.offset(src.strides)];
-      if (add) o[off] = T(o[off] + s);
-      else o[off] = s;
+    if (idx.ndim == 0) {
+      if (idx.count) {
+        int64_t off = indexed_offset(w, idx, out.strides, x.ndim, dim);
+        o[off] = add ? T(o[off] + sp[0]) : sp[0];
+      }
+    } else {  // row by row of the index, each row in order: the same row-major sequence of writes
+      const int L = idx.ndim - 1;
+      const int64_t* ip = (const int64_t*)idx.ptr;
+      const int64_t len = idx.shape[L], is = idx.strides[L], ol = out.strides[L], od = out.strides[dim];
+      const int64_t sl = scalar ? 0 : src.strides[L];
+      each_row(w, [&] {
+        const int64_t* ir = ip + w.offset(idx.strides);
+        const T* sr = scalar ? sp : sp + w.offset(src.strides);
+        T* ob = o + w.offset(out.strides) - w.at[dim] * od;  // out's row with dim's coordinate at 0
+        const int64_t step = dim == L ? 0 : ol;
+        if (add) {
+          for (int64_t j = 0; j < len; ++j) {
+            T& d = ob[j * step + (ir[j * is] - 1) * od];
+            d = T(d + sr[j * sl]);
+          }
+        } else {
+          for (int64_t j = 0; j < len; ++j) ob[j * step + (ir[j * is] - 1) * od] = sr[j * sl];
+        }
+      });
     }
   });
 }
@@ -200,10 +266,22 @@ void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, c
     const T* sp = (const T*)src.ptr;
     T* o = (T*)out.ptr;
     Walk w(src);  // row-major over src: for one destination, index positions add in increasing order
-    for (int64_t i = 0; i < src.count; ++i, w.next()) {
-      int64_t j = w.at[dim], off = w.offset(out.strides) + (ip[j * idx.strides[0]] - 1 - j) * out.strides[dim];
-      o[off] = T(o[off] + sp[w.offset(src.strides)]);
-    }
+    const int L = src.ndim - 1;
+    const int64_t len = src.shape[L], sl = src.strides[L], ol = out.strides[L], od = out.strides[dim];
+    const int64_t is = idx.strides[0];
+    each_row(w, [&] {  // one row of src at a time, in order (src has x's rank, at least 1)
+      const T* sr = sp + w.offset(src.strides);
+      T* ob = o + w.offset(out.strides) - w.at[dim] * od;  // out's row with dim's coordinate at 0
+      if (dim == L) {
+        for (int64_t j = 0; j < len; ++j) {
+          T& d = ob[(ip[j * is] - 1) * od];
+          d = T(d + sr[j * sl]);
+        }
+      } else {
+        T* orow = ob + (ip[w.at[dim] * is] - 1) * od;
+        for (int64_t j = 0; j < len; ++j) orow[j * ol] = T(orow[j * ol] + sr[j * sl]);
+      }
+    });
   });
 }
 
