@@ -23,7 +23,7 @@ local history = mf.fit{
   model = model, loss = mf.nn.CrossEntropyLoss(),
   optimizer = mf.optim.SGD(model:parameters(), {lr = 0.02, momentum = 0.9}),
   data = train:loader{batch = 64, shuffle = true, seed = 1},
-  epochs = 2, validate = validate, max_steps = smoke and 40 or nil,
+  epochs = 2, validate = validate, max_steps = smoke and 60 or nil,
   on_step = function(_, l) losses[#losses + 1] = l end}
 local last = history[#history]
 print(('test accuracy %.4f after %d epoch(s), %.1f s'):format(last.val_accuracy, #history, mf.clock() - t0))
