@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../../core/error.h"
+#include "../../core/threads.h"
 #include "../../core/writes.h"
 #include "checks.h"
 #include "kernels.h"
@@ -66,6 +67,36 @@ void each_row(Walk& w, F&& f) {
   while (w.next_row());
 }
 
+// Calls f(w, r, jb, je) for every row r of w's shape (w at its start) over the columns [jb, je) of
+// the last dim, split across threads so that no two threads ever write one destination, and each
+// thread keeps the row-major order: gather, scatter and index_add write only destinations that
+// share every coordinate but `dim` with the element read. So rows are split when dim is the last
+// dim (rows then differ off dim), and otherwise the last dim's columns (which then differ off dim):
+// the results are those of the serial loop, whatever the thread count.
+template <typename F>
+void rows_parallel(const Walk& shape, int dim, F&& f) {
+  const int L = shape.ndim - 1;
+  int64_t len = shape.shape[L], rows = 1;
+  for (int d = 0; d < L; ++d) rows *= shape.shape[d];
+  if (len == 0 || rows == 0) return;
+  if (dim == L) {
+    parallel_for(rows, len, [&](int64_t rb, int64_t re) {
+      Walk w = shape;
+      int64_t rem = rb;  // row rb's coordinates
+      for (int d = L - 1; d >= 0; --d) {
+        w.at[d] = rem % w.shape[d];
+        rem /= w.shape[d];
+      }
+      for (int64_t r = rb; r < re; ++r, w.next_row()) f(w, r, int64_t(0), len);
+    });
+  } else {
+    parallel_for(len, rows, [&](int64_t jb, int64_t je) {
+      Walk w = shape;
+      for (int64_t r = 0; r < rows; ++r, w.next_row()) f(w, r, jb, je);
+    });
+  }
+}
+
 // gather's source and scatter's destination: the element offset, in a tensor of these strides and
 // ndim dims, of the index walk's position with its coordinate along dim replaced by the index there
 // (a 0-dim tensor has its one element).
@@ -85,10 +116,17 @@ void check_range(const char* op, const mf_tensor& idx, int dim, int64_t n, const
     Walk r(idx);
     const int64_t* ip = (const int64_t*)idx.ptr;
     const int64_t len = idx.shape[idx.ndim - 1], is = idx.strides[idx.ndim - 1];
+    const uint64_t un = uint64_t(n);
     bool bad = false;
     each_row(r, [&] {
       const int64_t* row = ip + r.offset(idx.strides);
-      for (int64_t j = 0; j < len; ++j) bad |= row[j * is] < 1 || row[j * is] > n;
+      bool b = false;  // v - 1 as unsigned is >= n for v < 1 too: one branch-free compare (vectorizes)
+      if (is == 1) {
+        for (int64_t j = 0; j < len; ++j) b |= uint64_t(row[j] - 1) >= un;
+      } else {
+        for (int64_t j = 0; j < len; ++j) b |= uint64_t(row[j * is] - 1) >= un;
+      }
+      bad |= b;
     });
     if (!bad) return;
   }
@@ -174,16 +212,15 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
       const int L = idx.ndim - 1;
       const int64_t* ip = (const int64_t*)idx.ptr;
       const int64_t len = idx.shape[L], is = idx.strides[L], xl = x.strides[L], xd = x.strides[dim];
-      T* q = o;
-      each_row(w, [&] {
-        const int64_t* ir = ip + w.offset(idx.strides);
-        const T* xb = xp + w.offset(x.strides) - w.at[dim] * xd;  // x's row with dim's coordinate at 0
+      rows_parallel(w, dim, [&](const Walk& v, int64_t r, int64_t jb, int64_t je) {
+        const int64_t* ir = ip + v.offset(idx.strides);
+        const T* xb = xp + v.offset(x.strides) - v.at[dim] * xd;  // x's row with dim's coordinate at 0
+        T* q = o + r * len;
         if (dim == L) {
-          for (int64_t j = 0; j < len; ++j) q[j] = xb[(ir[j * is] - 1) * xd];
+          for (int64_t j = jb; j < je; ++j) q[j] = xb[(ir[j * is] - 1) * xd];
         } else {
-          for (int64_t j = 0; j < len; ++j) q[j] = xb[j * xl + (ir[j * is] - 1) * xd];
+          for (int64_t j = jb; j < je; ++j) q[j] = xb[j * xl + (ir[j * is] - 1) * xd];
         }
-        q += len;
       });
     }
   });
@@ -221,20 +258,20 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
     } else {  // row by row of the index, each row in order: the same row-major sequence of writes
       const int L = idx.ndim - 1;
       const int64_t* ip = (const int64_t*)idx.ptr;
-      const int64_t len = idx.shape[L], is = idx.strides[L], ol = out.strides[L], od = out.strides[dim];
+      const int64_t is = idx.strides[L], ol = out.strides[L], od = out.strides[dim];
       const int64_t sl = scalar ? 0 : src.strides[L];
-      each_row(w, [&] {
-        const int64_t* ir = ip + w.offset(idx.strides);
-        const T* sr = scalar ? sp : sp + w.offset(src.strides);
-        T* ob = o + w.offset(out.strides) - w.at[dim] * od;  // out's row with dim's coordinate at 0
-        const int64_t step = dim == L ? 0 : ol;
+      const int64_t step = dim == L ? 0 : ol;
+      rows_parallel(w, dim, [&](const Walk& v, int64_t, int64_t jb, int64_t je) {
+        const int64_t* ir = ip + v.offset(idx.strides);
+        const T* sr = scalar ? sp : sp + v.offset(src.strides);
+        T* ob = o + v.offset(out.strides) - v.at[dim] * od;  // out's row with dim's coordinate at 0
         if (add) {
-          for (int64_t j = 0; j < len; ++j) {
+          for (int64_t j = jb; j < je; ++j) {
             T& d = ob[j * step + (ir[j * is] - 1) * od];
             d = T(d + sr[j * sl]);
           }
         } else {
-          for (int64_t j = 0; j < len; ++j) ob[j * step + (ir[j * is] - 1) * od] = sr[j * sl];
+          for (int64_t j = jb; j < je; ++j) ob[j * step + (ir[j * is] - 1) * od] = sr[j * sl];
         }
       });
     }
@@ -267,19 +304,20 @@ void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, c
     T* o = (T*)out.ptr;
     Walk w(src);  // row-major over src: for one destination, index positions add in increasing order
     const int L = src.ndim - 1;
-    const int64_t len = src.shape[L], sl = src.strides[L], ol = out.strides[L], od = out.strides[dim];
+    const int64_t sl = src.strides[L], ol = out.strides[L], od = out.strides[dim];
     const int64_t is = idx.strides[0];
-    each_row(w, [&] {  // one row of src at a time, in order (src has x's rank, at least 1)
-      const T* sr = sp + w.offset(src.strides);
-      T* ob = o + w.offset(out.strides) - w.at[dim] * od;  // out's row with dim's coordinate at 0
+    // one row of src at a time, in order (src has x's rank, at least 1)
+    rows_parallel(w, dim, [&](const Walk& v, int64_t, int64_t jb, int64_t je) {
+      const T* sr = sp + v.offset(src.strides);
+      T* ob = o + v.offset(out.strides) - v.at[dim] * od;  // out's row with dim's coordinate at 0
       if (dim == L) {
-        for (int64_t j = 0; j < len; ++j) {
+        for (int64_t j = jb; j < je; ++j) {
           T& d = ob[(ip[j * is] - 1) * od];
           d = T(d + sr[j * sl]);
         }
       } else {
-        T* orow = ob + (ip[w.at[dim] * is] - 1) * od;
-        for (int64_t j = 0; j < len; ++j) orow[j * ol] = T(orow[j * ol] + sr[j * sl]);
+        T* orow = ob + (ip[v.at[dim] * is] - 1) * od;
+        for (int64_t j = jb; j < je; ++j) orow[j * ol] = T(orow[j * ol] + sr[j * sl]);
       }
     });
   });

@@ -1,0 +1,168 @@
+-- gather, scatter, scatter_add and index_add on inputs large enough to take their parallel paths
+-- (rows split when dim is the last dim, the last dim's columns split otherwise): values against
+-- references computed here element by element in plain Lua (repeated destinations: scatter's last
+-- write in the index's row-major order wins), and bit-identical float results with 1 and 2 threads,
+-- on every dim, with transposed and narrowed views as x, index and src.
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+local mf = require 'moonflow'
+local ffi = require 'ffi'
+
+local SIZE = {float32 = 4, float64 = 8, int64 = 8}
+local CT = {float32 = 'const float *', float64 = 'const double *', int64 = 'const int64_t *'}
+
+local function bytes(t)
+  local c = t:contiguous()
+  return ffi.string(ffi.cast('const char *', c:data()), c:numel() * SIZE[c:dtype()])
+end
+
+-- a tensor's elements, row-major, as a flat Lua array of numbers
+local function flat(t)
+  local c = t:contiguous()
+  local p = ffi.cast(CT[c:dtype()], c:data())
+  local out = {}
+  for i = 0, c:numel() - 1 do out[i + 1] = tonumber(p[i]) end
+  return out
+end
+
+local function same_flat(got, want, what)
+  T.eq(#got, #want, what .. ': element count')
+  for i = 1, #want do
+    if got[i] ~= want[i] then T.eq(got[i], want[i], what .. ': element ' .. i) end
+  end
+end
+
+-- row-major strides of a shape table, and the coordinates (1-based) of flat position i (1-based)
+local function strides_of(s)
+  local st, acc = {}, 1
+  for d = #s, 1, -1 do st[d] = acc; acc = acc * s[d] end
+  return st
+end
+local function coords(i, s)
+  local c, rem = {}, i - 1
+  for d = #s, 1, -1 do c[d] = rem % s[d] + 1; rem = math.floor(rem / s[d]) end
+  return c
+end
+local function pos(c, st)
+  local p = 1
+  for d = 1, #c do p = p + (c[d] - 1) * st[d] end
+  return p
+end
+
+-- the references: flat arrays in, flat array out
+local function ref_gather(x, xs, idx, is, dim)
+  local xst, out = strides_of(xs), {}
+  for i = 1, #idx do
+    local c = coords(i, is)
+    c[dim] = idx[i]
+    out[i] = x[pos(c, xst)]
+  end
+  return out
+end
+local function ref_scatter(x, xs, idx, is, src, ss, dim, add)
+  local xst, sst, out = strides_of(xs), strides_of(ss), {}
+  for i = 1, #x do out[i] = x[i] end
+  for i = 1, #idx do
+    local c = coords(i, is)
+    local v = src[pos(c, sst)]
+    c[dim] = idx[i]
+    local p = pos(c, xst)
+    out[p] = add and out[p] + v or v
+  end
+  return out
+end
+local function ref_index_add(x, xs, idx, src, ss, dim)
+  local xst, out = strides_of(xs), {}
+  for i = 1, #x do out[i] = x[i] end
+  for i = 1, #src do
+    local c = coords(i, ss)
+    c[dim] = idx[c[dim]]
+    local p = pos(c, xst)
+    out[p] = out[p] + src[i]
+  end
+  return out
+end
+
+local function same_bits(what, f)
+  local before = mf.get_num_threads()
+  mf.set_num_threads(1)
+  local one = f()
+  mf.set_num_threads(2)
+  local two = f()
+  mf.set_num_threads(before)
+  T.eq(bytes(one) == bytes(two), true, what .. ': same bits with 1 and 2 threads')
+end
+
+local S = {3, 200, 250}  -- 150,000 elements: past the one-thread limit (kGrain, 131,072)
+
+T.test('gather/scatter/scatter_add, every dim, parallel: reference values and 1 vs 2 threads', function()
+  for dim = 1, 3 do
+    local tag = 'dim ' .. dim
+    -- few distinct indices: every destination is hit many times, in an order the result shows
+    local idx = mf.randint(1, math.min(4, S[dim]) + 1, S)
+    -- integers whose sums stay below 2^24 (exact in float32, so in any order); src's nearly all
+    -- distinct, so a wrong write order shows
+    local x = mf.arange(1, 150001):reshape(S[1], S[2], S[3]):float()
+    local src = mf.randint(1, 100001, S):float()
+    local fx, fi, fs = flat(x), flat(idx), flat(src)
+    local sevens = {}
+    for i = 1, #fi do sevens[i] = 7 end
+    mf.set_num_threads(2)
+    same_flat(flat(mf.gather(x, idx, dim)), ref_gather(fx, S, fi, S, dim), tag .. ' gather')
+    same_flat(flat(mf.scatter(x, idx, src, dim)), ref_scatter(fx, S, fi, S, fs, S, dim, false), tag .. ' scatter')
+    same_flat(flat(mf.scatter_add(x, idx, src, dim)), ref_scatter(fx, S, fi, S, fs, S, dim, true),
+              tag .. ' scatter_add')
+    same_flat(flat(mf.scatter(x, idx, 7, dim)), ref_scatter(fx, S, fi, S, sevens, S, dim, false),
+              tag .. ' scatter of a number')
+    -- random floats: the accumulation order shows in the bits
+    local rx, rs = mf.randn(S[1], S[2], S[3]), mf.randn(S[1], S[2], S[3])
+    same_bits(tag .. ' gather', function() return mf.gather(rx, idx, dim) end)
+    same_bits(tag .. ' scatter', function() return mf.scatter(rx, idx, rs, dim) end)
+    same_bits(tag .. ' scatter_add', function() return mf.scatter_add(rx, idx, rs, dim) end)
+    same_bits(tag .. ' scatter_add_', function() return mf.scatter_add_(rx:clone(), idx, rs, dim) end)
+  end
+end)
+
+T.test('index_add, every dim, parallel: reference values and 1 vs 2 threads', function()
+  for dim = 1, 3 do
+    local tag = 'dim ' .. dim
+    local ss = {S[1], S[2], S[3]}
+    ss[dim] = ss[dim] * 2  -- twice as many source slices as destinations: each is hit twice or more
+    local idx = mf.randint(1, S[dim] + 1, {ss[dim]})
+    local x = mf.arange(1, 150001):reshape(S[1], S[2], S[3]):float()
+    local src = mf.arange(1, 300001):reshape(ss[1], ss[2], ss[3]):float()
+    mf.set_num_threads(2)
+    same_flat(flat(mf.index_add(x, idx, src, dim)), ref_index_add(flat(x), S, flat(idx), flat(src), ss, dim),
+              tag .. ' index_add')
+    local rs = mf.randn(ss[1], ss[2], ss[3])
+    same_bits(tag .. ' index_add', function() return mf.index_add(x, idx, rs, dim) end)
+  end
+end)
+
+T.test('views as x, index and src on the parallel paths', function()
+  mf.set_num_threads(2)
+  local n = 400  -- 160,000 elements
+  local x = mf.arange(1, n * n + 1):reshape(n, n):float()
+  local xt = x:t()  -- a transposed x; the output is contiguous
+  local idx = mf.randint(1, 9, {n, n + 10}):narrow(2, 6, n)  -- a narrowed index
+  local src = mf.arange(1, n * n + 1):reshape(n, n):float():t()  -- a transposed src
+  local fxt, fi, fs = flat(xt), flat(idx), flat(src)
+  for dim = 1, 2 do
+    local tag = 'dim ' .. dim
+    same_flat(flat(mf.gather(xt, idx, dim)), ref_gather(fxt, {n, n}, fi, {n, n}, dim), tag .. ' gather, views')
+    same_flat(flat(mf.scatter(xt, idx, src, dim)), ref_scatter(fxt, {n, n}, fi, {n, n}, fs, {n, n}, dim, false),
+              tag .. ' scatter, views')
+    -- in place into the transposed view itself: the output has x's strides
+    local base = x:clone()
+    mf.scatter_add_(base:t(), idx, src, dim)
+    same_flat(flat(base:t()), ref_scatter(fxt, {n, n}, fi, {n, n}, fs, {n, n}, dim, true),
+              tag .. ' scatter_add_ into a transposed x')
+    local base2 = x:clone()
+    local ii = mf.randint(1, n + 1, {n})
+    mf.index_add_(base2:t(), ii, src, dim)
+    same_flat(flat(base2:t()), ref_index_add(fxt, {n, n}, flat(ii), fs, {n, n}, dim),
+              tag .. ' index_add_ into a transposed x')
+  end
+end)
+
+T.finish()
