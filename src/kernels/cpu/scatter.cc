@@ -216,11 +216,16 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
         const int64_t* ir = ip + v.offset(idx.strides);
         const T* xb = xp + v.offset(x.strides) - v.at[dim] * xd;  // x's row with dim's coordinate at 0
         T* q = o + r * len;
-        if (dim == L) {
-          for (int64_t j = jb; j < je; ++j) q[j] = xb[(ir[j * is] - 1) * xd];
-        } else {
-          for (int64_t j = jb; j < je; ++j) q[j] = xb[j * xl + (ir[j * is] - 1) * xd];
-        }
+        // the loops again with unit strides as constants, the common layout, so they compile tight
+        auto run = [&](int64_t s_i, int64_t s_x) {
+          if (dim == L) {
+            for (int64_t j = jb; j < je; ++j) q[j] = xb[(ir[j * s_i] - 1) * xd];
+          } else {
+            for (int64_t j = jb; j < je; ++j) q[j] = xb[j * s_x + (ir[j * s_i] - 1) * xd];
+          }
+        };
+        if (is == 1 && xl == 1) run(1, 1);
+        else run(is, xl);
       });
     }
   });
@@ -265,14 +270,18 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
         const int64_t* ir = ip + v.offset(idx.strides);
         const T* sr = scalar ? sp : sp + v.offset(src.strides);
         T* ob = o + v.offset(out.strides) - v.at[dim] * od;  // out's row with dim's coordinate at 0
-        if (add) {
-          for (int64_t j = jb; j < je; ++j) {
-            T& d = ob[j * step + (ir[j * is] - 1) * od];
-            d = T(d + sr[j * sl]);
+        auto run = [&](int64_t s_i, int64_t s_s) {  // unit strides as constants below
+          if (add) {
+            for (int64_t j = jb; j < je; ++j) {
+              T& d = ob[j * step + (ir[j * s_i] - 1) * od];
+              d = T(d + sr[j * s_s]);
+            }
+          } else {
+            for (int64_t j = jb; j < je; ++j) ob[j * step + (ir[j * s_i] - 1) * od] = sr[j * s_s];
           }
-        } else {
-          for (int64_t j = jb; j < je; ++j) ob[j * step + (ir[j * is] - 1) * od] = sr[j * sl];
-        }
+        };
+        if (is == 1 && sl == 1) run(1, 1);
+        else run(is, sl);
       });
     }
   });
@@ -317,7 +326,11 @@ void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, c
         }
       } else {
         T* orow = ob + (ip[v.at[dim] * is] - 1) * od;
-        for (int64_t j = jb; j < je; ++j) orow[j * ol] = T(orow[j * ol] + sr[j * sl]);
+        if (ol == 1 && sl == 1) {  // contiguous rows: a loop that vectorizes
+          for (int64_t j = jb; j < je; ++j) orow[j] = T(orow[j] + sr[j]);
+        } else {
+          for (int64_t j = jb; j < je; ++j) orow[j * ol] = T(orow[j * ol] + sr[j * sl]);
+        }
       }
     });
   });
