@@ -4,6 +4,7 @@
 // index is an error naming it, never a write out of bounds. The loops are serial and run in the
 // row-major order of the index (of src for index_add): repeated destinations are written in that
 // order, whatever the thread count, so scatter's last write wins and accumulation is reproducible.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -120,13 +121,15 @@ void check_range(const char* op, const mf_tensor& idx, int dim, int64_t n, const
     bool bad = false;
     each_row(r, [&] {
       const int64_t* row = ip + r.offset(idx.strides);
-      bool b = false;  // v - 1 as unsigned is >= n for v < 1 too: one branch-free compare (vectorizes)
+      // v - 1 as unsigned is >= n for v < 1 too: the row's largest such value tells (a max reduction
+      // vectorizes, a chain of compares did not)
+      uint64_t m = 0;
       if (is == 1) {
-        for (int64_t j = 0; j < len; ++j) b |= uint64_t(row[j] - 1) >= un;
+        for (int64_t j = 0; j < len; ++j) m = std::max(m, uint64_t(row[j] - 1));
       } else {
-        for (int64_t j = 0; j < len; ++j) b |= uint64_t(row[j * is] - 1) >= un;
+        for (int64_t j = 0; j < len; ++j) m = std::max(m, uint64_t(row[j * is] - 1));
       }
-      bad |= b;
+      bad |= m >= un;
     });
     if (!bad) return;
   }
