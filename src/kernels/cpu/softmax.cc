@@ -112,7 +112,7 @@ template <typename T>
 void softmax_typed(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
   Lines lx(x, dim), ly(y, dim);
   const int64_t n = lx.n;
-  if (n == 0) return;
+  if (n == 0 || lx.count == 0) return;  // nothing to write (and an empty inner dim would divide by 0 below)
   const T* xp = (const T*)x.ptr;
   T* yp = (T*)y.ptr;
   if (lx.stride == 1 && ly.stride == 1) {  // contiguous lines
