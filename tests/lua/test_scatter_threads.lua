@@ -2,14 +2,15 @@
 -- (rows split when dim is the last dim, the last dim's columns split otherwise): values against
 -- references computed here element by element in plain Lua (repeated destinations: scatter's last
 -- write in the index's row-major order wins), and bit-identical float results with 1 and 2 threads,
--- on every dim, with transposed and narrowed views as x, index and src.
+-- on every dim, with transposed and narrowed views as x, index and src; masked_select and nonzero
+-- on their flat paths (contiguous x and mask) against plain-Lua references.
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
 local T = require 'testlib'
 local mf = require 'moonflow'
 local ffi = require 'ffi'
 
-local SIZE = {float32 = 4, float64 = 8, int64 = 8}
-local CT = {float32 = 'const float *', float64 = 'const double *', int64 = 'const int64_t *'}
+local SIZE = {float32 = 4, float64 = 8, int64 = 8, uint8 = 1}
+local CT = {float32 = 'const float *', float64 = 'const double *', int64 = 'const int64_t *', uint8 = 'const uint8_t *'}
 
 local function bytes(t)
   local c = t:contiguous()
@@ -163,6 +164,32 @@ T.test('views as x, index and src on the parallel paths', function()
     same_flat(flat(base2:t()), ref_index_add(fxt, {n, n}, flat(ii), fs, {n, n}, dim),
               tag .. ' index_add_ into a transposed x')
   end
+end)
+
+T.test('masked_select and nonzero, flat paths (contiguous x and mask): plain-Lua references', function()
+  local x = mf.arange(1, 3 * 50 * 70 + 1):reshape(3, 50, 70):float()
+  local m = mf.randint(0, 2, {3, 50, 70}):type('uint8')
+  local fx, fm = flat(x), flat(m)
+  for _, case in ipairs({{'random mask', fm}, {'last selected', nil}, {'last unselected', nil}}) do
+    local tag, want_m = case[1], case[2]
+    local mm = m
+    if not want_m then  -- a mask set but for the last element, or only the last one
+      local v = {}
+      for i = 1, #fm do v[i] = (tag == 'last selected') == (i == #fm) and 1 or 0 end
+      if tag == 'last unselected' then for i = 1, #fm do v[i] = i == #fm and 0 or 1 end end
+      want_m = v
+      mm = mf.tensor(v, 'uint8'):reshape(3, 50, 70)
+    end
+    local want = {}
+    for i = 1, #fx do if want_m[i] ~= 0 then want[#want + 1] = fx[i] end end
+    same_flat(flat(mf.masked_select(x, mm)), want, 'masked_select ' .. tag)
+    local nz, s = {}, {3, 50, 70}
+    for i = 1, #want_m do
+      if want_m[i] ~= 0 then for _, c in ipairs(coords(i, s)) do nz[#nz + 1] = c end end
+    end
+    same_flat(flat(mf.nonzero(mm)), nz, 'nonzero ' .. tag)
+  end
+  T.eq(mf.masked_select(x, mf.zeros(3, 50, 70):type('uint8')):numel(), 0, 'masked_select of an empty mask')
 end)
 
 T.finish()

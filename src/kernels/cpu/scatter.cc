@@ -166,6 +166,10 @@ int64_t count_selected(const mf_tensor& x, const mf_tensor& mask, Shape* shape_o
   Walk w(s);
   int64_t n = checked_numel(s, "masked_select"), count = 0;
   const uint8_t* mp = (const uint8_t*)mask.ptr;
+  if (mask.count == n && is_contiguous(mask)) {  // no broadcast: a flat count (vectorizes)
+    for (int64_t i = 0; i < n; ++i) count += mp[i] != 0;
+    return count;
+  }
   for (int64_t i = 0; i < n; ++i, w.next()) count += mp[w.offset(ms.data())] != 0;
   return count;
 }
@@ -357,8 +361,16 @@ void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask
     T* o = (T*)out.ptr;
     Walk w(s);
     int64_t n = checked_numel(s, "masked_select"), k = 0;
-    for (int64_t i = 0; i < n; ++i, w.next())
-      if (mp[w.offset(ms.data())]) o[k++] = xp[w.offset(xs.data())];
+    if (count > 0 && x.count == n && mask.count == n && is_contiguous(x) && is_contiguous(mask)) {  // flat
+      for (int64_t i = 0; i < n; ++i) {
+        o[k] = xp[i];  // written always, kept only when selected (o has room: k < count until the last)
+        k += mp[i] != 0;
+        if (k == count) break;
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i, w.next())
+        if (mp[w.offset(ms.data())]) o[k++] = xp[w.offset(xs.data())];
+    }
   });
 }
 
@@ -369,8 +381,12 @@ void nonzero_cpu(mf_tensor& out, const mf_tensor& x) {
   int64_t count = 0;
   MF_DISPATCH(x.dtype_id, T, {  // count first: the output must hold exactly these rows
     const T* xp = (const T*)x.ptr;
-    Walk w(x);
-    for (int64_t i = 0; i < x.count; ++i, w.next()) count += xp[w.offset(x.strides)] != T(0);
+    if (is_contiguous(x)) {
+      for (int64_t i = 0; i < x.count; ++i) count += xp[i] != T(0);
+    } else {
+      Walk w(x);
+      for (int64_t i = 0; i < x.count; ++i, w.next()) count += xp[w.offset(x.strides)] != T(0);
+    }
   });
   if (out.ndim != 2 || out.shape[0] != count || out.shape[1] != x.ndim)
     fail("nonzero: output is ", shape_str(out), "; x (", shape_str(x), ") has ", count, " nonzero elements, so ",
@@ -380,8 +396,9 @@ void nonzero_cpu(mf_tensor& out, const mf_tensor& x) {
     const T* xp = (const T*)x.ptr;
     int64_t* o = (int64_t*)out.ptr;
     Walk w(x);
+    const bool flat = is_contiguous(x);  // the element's offset is then its row-major number
     for (int64_t i = 0; i < x.count; ++i, w.next()) {
-      if (xp[w.offset(x.strides)] == T(0)) continue;
+      if (xp[flat ? i : w.offset(x.strides)] == T(0)) continue;
       for (int d = 0; d < x.ndim; ++d) *o++ = w.at[d] + 1;
     }
   });
