@@ -397,9 +397,13 @@ void nonzero_cpu(mf_tensor& out, const mf_tensor& x) {
     int64_t* o = (int64_t*)out.ptr;
     Walk w(x);
     const bool flat = is_contiguous(x);  // the element's offset is then its row-major number
-    for (int64_t i = 0; i < x.count; ++i, w.next()) {
-      if (xp[flat ? i : w.offset(x.strides)] == T(0)) continue;
-      for (int d = 0; d < x.ndim; ++d) *o++ = w.at[d] + 1;
+    // branch-free: every position's coordinates are written, kept (o advanced) only when nonzero;
+    // o has room while fewer than count are kept (a random mask mispredicted the branch)
+    for (int64_t i = 0, k = 0; i < x.count && k < count; ++i, w.next()) {
+      int64_t keep = xp[flat ? i : w.offset(x.strides)] != T(0);
+      for (int d = 0; d < x.ndim; ++d) o[d] = w.at[d] + 1;
+      o += keep * x.ndim;
+      k += keep;
     }
   });
 }
