@@ -1,9 +1,10 @@
 // -- gather / scatter / index_add / masked_select / nonzero --------------------------------------
 // Element-wise indexing by 1-based int64 indices (PyTorch's semantics, Torch7's 1-based numbers).
 // Every routine checks all of its indices (or counts its mask) before it writes anything, so a bad
-// index is an error naming it, never a write out of bounds. The loops are serial and run in the
-// row-major order of the index (of src for index_add): repeated destinations are written in that
-// order, whatever the thread count, so scatter's last write wins and accumulation is reproducible.
+// index is an error naming it, never a write out of bounds. The loops run in the row-major order of
+// the index (of src for index_add), split across threads only where no two threads share a
+// destination (rows_parallel): repeated destinations are written in that order, whatever the thread
+// count, so scatter's last write wins and accumulation is reproducible.
 #include <algorithm>
 #include <string>
 #include <vector>
