@@ -69,6 +69,7 @@ return function(mf)
   local function encode_value(op, k, v)
     local tv = type(v)
     if tv == 'number' then
+      if v == 0 and 1 / v < 0 then return '-0' end  -- %d drops the sign: full(s, -0.0) filled +0
       if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ('%d'):format(v) end
       return ('%.17g'):format(v)
     elseif tv == 'boolean' or tv == 'string' then
@@ -134,7 +135,8 @@ return function(mf)
   local function fast_key(v)  -- v as a tree key, or nil when only the text path may take it
     if v == nil then return NONE end
     local tv = type(v)
-    if tv == 'number' then if v == v then return v end return nil end  -- NaN is no table key
+    -- NaN is no table key, and -0 is the key 0 (the text path keeps them apart)
+    if tv == 'number' then if v == v and not (v == 0 and 1 / v < 0) then return v end return nil end
     if tv == 'boolean' or tv == 'string' then return v end
     return nil
   end

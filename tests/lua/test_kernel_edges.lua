@@ -132,4 +132,17 @@ T.test('softmax / log_softmax along a non-last dim with more than one tile of li
   end
 end)
 
+T.test('a -0 param keeps its sign, and records for -0 and 0 stay apart', function()
+  -- the params text wrote -0 with %d ("0") and the fast tree keyed it as 0: full(s, -0.0) filled +0
+  -- (PyTorch: -0); clamp's min -0.0 clamped to +0
+  local function sign(v) return 1 / v < 0 and '-' or '+' end
+  for _, dt in ipairs({'float32', 'float64'}) do
+    T.eq(sign(mf.full({3}, -0.0, {dtype = dt}):get(2)), '-', dt .. ' full -0')
+    T.eq(sign(mf.full({3}, 0, {dtype = dt}):get(2)), '+', dt .. ' full 0 after -0')
+    T.eq(sign(mf.full({3}, -0.0, {dtype = dt}):get(2)), '-', dt .. ' full -0 after 0')
+  end
+  T.eq(sign(mf.clamp(mf.full({2}, -5), -0.0, 1):get(1)), '-', 'clamp min -0')
+  T.eq(mf.full({2}, -0.0, {dtype = 'int64'}):get(1), 0, 'int64 full -0')
+end)
+
 T.finish()
