@@ -74,14 +74,6 @@ int record_failure(const char* routine) noexcept {
   return status;
 }
 
-int not_implemented(const char* routine) noexcept {
-  try {
-    set_last_error(std::string("K.") + routine + ": not implemented on cuda yet");
-  } catch (...) {
-  }
-  return MF_ERR_ARG;
-}
-
 // -- stream and library handles --------------------------------------------------------------------
 
 namespace {

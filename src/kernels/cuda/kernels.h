@@ -2,8 +2,8 @@
 // and by g++ in the backend's .cc files; never included outside src/kernels/cuda and its tests).
 //
 // Every kernel table entry (src/core/kernel_table.h) is declared here as mf::cuda::<name> with the
-// table's parameters; the backend's table (backend.cc) points at them. An entry not written yet is
-// defined by one MF_CUDA_PENDING line in pending.cc; whoever implements it deletes that line.
+// table's parameters; the backend's table (backend.cc) points at them, so a missing entry fails
+// the link.
 //
 // Contract of an entry (the same as the CPU's): returns MF_OK, or a status with mf_last_error()
 // set; nothing is thrown across it. The usual shape is
@@ -85,9 +85,6 @@ int entry(const char* routine, F&& body) noexcept {
     return record_failure(routine);
   }
 }
-
-// For pending.cc: sets "K.<routine>: not implemented on cuda yet" and returns MF_ERR_ARG.
-int not_implemented(const char* routine) noexcept;
 
 // -- device, stream, library handles -------------------------------------------------------------
 // The compute stream of the device (created on first use, non-blocking with respect to the legacy
