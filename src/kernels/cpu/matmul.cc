@@ -73,6 +73,40 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
   return g;
 }
 
+// A product with one output row or column as a matrix-vector product: OpenBLAS's gemm (0.3.21)
+// has no path for it and ran mv, dot and batch-1 layers at a fraction of gemv's bandwidth. With
+// n == 1, y = op(A) x, x being op(B)'s column; with m == 1, y^T = op(B)^T a^T, a being op(A)'s row.
+// Row-major storage: an operand marked CblasTrans is stored as cols x rows with its ld.
+bool gemv(int32_t dtype, const GemmOperand& A, const GemmOperand& B, int64_t m, int64_t n, int64_t k, int64_t oa,
+          int64_t ob, char* y) {
+  const GemmOperand *M, *V;
+  CBLAS_TRANSPOSE t;
+  int64_t rows, cols, incx;
+  if (n == 1) {  // M = op(A) (m x k), x = op(B)[:, 0]: stored k x 1 (stride ld) or 1 x k (stride 1)
+    M = &A, V = &B;
+    t = A.trans;
+    rows = A.trans == CblasNoTrans ? m : k, cols = A.trans == CblasNoTrans ? k : m;
+    incx = B.trans == CblasNoTrans ? B.ld : 1;
+  } else {  // M = op(B)^T (n x k), x = op(A)[0, :]: stored 1 x k (stride 1) or k x 1 (stride ld)
+    M = &B, V = &A;
+    t = B.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
+    rows = B.trans == CblasNoTrans ? k : n, cols = B.trans == CblasNoTrans ? n : k;
+    incx = A.trans == CblasNoTrans ? 1 : A.ld;
+  }
+  int64_t om = M == &A ? oa : ob, ov = V == &A ? oa : ob;
+  if (incx < 1 || M->ld < (cols > 1 ? cols : 1)) return false;  // gemm takes what gemv cannot describe
+  if (dtype == MF_FLOAT32) {
+    cblas_sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, (const float*)M->base + om, int(M->ld),
+                (const float*)V->base + ov, int(incx), 0.0f, (float*)y, 1);
+  } else if (dtype == MF_FLOAT64) {
+    cblas_dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, (const double*)M->base + om, int(M->ld),
+                (const double*)V->base + ov, int(incx), 0.0, (double*)y, 1);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
@@ -121,6 +155,7 @@ void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans
       oc += i * cst[d];
     }
     if (k == 0) continue;
+    if ((n == 1 || m == 1) && gemv(a.dtype_id, A, B, m, n, k, oa, ob, (char*)c.ptr + oc * es)) continue;
     if (a.dtype_id == MF_FLOAT32) {
       cblas_sgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0f, (const float*)A.base + oa, int(A.ld),
                   (const float*)B.base + ob, int(B.ld), 0.0f, (float*)c.ptr + oc, int(n));
