@@ -16,7 +16,6 @@
 -- Prints per case the min and median over rounds of each side's µs per call, and mf/pt of both.
 -- The PyTorch twin (conv_torch.py) runs with LD_LIBRARY_PATH on the OpenMP OpenBLAS (PYTHON
 -- overrides /usr/bin/python3).
-local json = require 'moonflow.json'
 local here = debug.getinfo(1, 'S').source:match('^@(.*)[/\\]') or '.'
 local T = dofile(here .. '/timing.lua')
 
@@ -93,65 +92,18 @@ for _, p in ipairs(POOLS) do
   end, {out = 1})
 end
 
--- the PyTorch co-process (as ops.lua runs ops_torch.py) -------------------------------------------
-local Torch = {}
-Torch.__index = Torch
-
-local function encode(v)  -- requests hold numbers, strings, booleans, lists and string-keyed tables
-  local t = type(v)
-  if t == 'number' then return v == math.floor(v) and ('%d'):format(v) or ('%.6g'):format(v) end
-  if t == 'string' then return json.string(v) end
-  if t == 'boolean' then return tostring(v) end
-  if #v > 0 then
-    local parts = {}
-    for i = 1, #v do parts[i] = encode(v[i]) end
-    return '[' .. table.concat(parts, ',') .. ']'
+-- the PyTorch co-process (scripts/bench/torch_twin.lua); an answer with .error stops the run
+local Twin = dofile(here .. '/torch_twin.lua')
+local Torch = {start = function()
+  local t = Twin.start{script = here .. '/conv_torch.py', who = 'conv.lua'}
+  local call = t.call
+  function t:call(req)
+    local ans = call(self, req)
+    if ans.error then error('conv.lua: PyTorch: ' .. ans.error, 0) end
+    return ans
   end
-  local keys, parts = {}, {}
-  for k in pairs(v) do keys[#keys + 1] = k end
-  table.sort(keys)
-  for i, k in ipairs(keys) do parts[i] = json.string(k) .. ':' .. encode(v[k]) end
-  return '{' .. table.concat(parts, ',') .. '}'
-end
-
-function Torch.start()
-  local fifo = os.tmpname()
-  os.remove(fifo)
-  local made = os.execute('mkfifo ' .. fifo)
-  if made ~= 0 and made ~= true then error('conv.lua: mkfifo ' .. fifo .. ' failed') end
-  local py = os.getenv('PYTHON') or '/usr/bin/python3'
-  local cmd = ('LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} '
-    .. '%s %s/conv_torch.py %s 1>&2 || echo \'{"fatal":"the PyTorch twin (%s %s/conv_torch.py) could not start"}\' '
-    .. '> %s')
-    :format(py, here, fifo, py, here, fifo)
-  local w = assert(io.popen(cmd, 'w'))
-  local r = assert(io.open(fifo, 'r'))  -- blocks until the twin (or the shell) opens it for writing
-  local self = setmetatable({w = w, r = r, fifo = fifo}, Torch)
-  local hello = json.decode(r:read('*l') or '{"fatal":"the PyTorch twin stopped before saying hello"}')
-  if hello.fatal then
-    r:close(); w:close(); os.remove(fifo)
-    error('conv.lua: ' .. hello.fatal, 0)
-  end
-  self.version = hello.torch
-  return self
-end
-
-function Torch:call(req)
-  self.w:write(encode(req), '\n')
-  self.w:flush()
-  local line = self.r:read('*l')
-  if not line then error('conv.lua: the PyTorch twin (conv_torch.py) stopped; see its message above') end
-  local ans = json.decode(line)
-  if ans.error then error('conv.lua: PyTorch: ' .. ans.error, 0) end
-  return ans
-end
-
-function Torch:close()
-  pcall(function() self.w:write('{"cmd":"quit"}\n'); self.w:flush() end)
-  self.r:close()
-  self.w:close()
-  os.remove(self.fifo)
-end
+  return t
+end}
 
 -- the run -------------------------------------------------------------------------------------------
 local torch = not opts['no-torch'] and Torch.start() or nil

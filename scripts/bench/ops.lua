@@ -455,72 +455,13 @@ local function tensor_bytes(v, acc)
   return acc
 end
 
--- the PyTorch co-process -----------------------------------------------------------------------------
-local Torch = {}
-Torch.__index = Torch
-
-function Torch.start()
-  local fifo = os.tmpname()
-  os.remove(fifo)
-  local made = os.execute('mkfifo ' .. fifo)
-  if made ~= 0 and made ~= true then error('ops.lua: mkfifo ' .. fifo .. ' failed') end
-  local py = os.getenv('PYTHON') or '/usr/bin/python3'
-  -- the twin's stdout goes to stderr (the table is ours); if it cannot start (no python, no torch),
-  -- the shell writes the answer that ops.lua would otherwise wait for forever
-  local cmd = ('LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} '
-    .. 'OMP_NUM_THREADS=2 %s %s/ops_torch.py %s 1>&2 || echo \'{"fatal":"the PyTorch twin (%s %s/ops_torch.py) '
-    .. 'could not start: python3 with torch is needed; --no-torch runs moonflow alone"}\' > %s')
-    :format(py, here, fifo, py, here, fifo)
-  local w = assert(io.popen(cmd, 'w'))
-  local r = assert(io.open(fifo, 'r'))  -- blocks until the twin (or the shell) opens it for writing
-  local self = setmetatable({w = w, r = r, fifo = fifo}, Torch)
-  local line = r:read('*l')  -- the twin says hello first, unasked
-  local hello = line and json.decode(line) or {fatal = 'the PyTorch twin stopped before saying hello'}
-  if hello.fatal then
-    r:close(); w:close(); os.remove(fifo)
-    error('ops.lua: ' .. hello.fatal, 0)
-  end
-  self.version = hello.torch
-  return self
-end
-
--- a tiny JSON writer for requests and results (numbers, strings, booleans, lists, string-keyed tables)
-local function encode(v)
-  local t = type(v)
-  if t == 'number' then
-    if v ~= v or v == math.huge or v == -math.huge then return 'null' end
-    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ('%d'):format(v) end  -- sizes stay ints
-    return ('%.6g'):format(v)
-  end
-  if t == 'string' then return json.string(v) end
-  if t == 'boolean' then return tostring(v) end
-  if t == 'nil' then return 'null' end
-  if #v > 0 or next(v) == nil then
-    local parts = {}
-    for i = 1, #v do parts[i] = encode(v[i]) end
-    return '[' .. table.concat(parts, ',') .. ']'
-  end
-  local keys, parts = {}, {}
-  for k in pairs(v) do keys[#keys + 1] = k end
-  table.sort(keys)
-  for i, k in ipairs(keys) do parts[i] = json.string(k) .. ':' .. encode(v[k]) end
-  return '{' .. table.concat(parts, ',') .. '}'
-end
-
-function Torch:call(req)
-  self.w:write(encode(req), '\n')
-  self.w:flush()
-  local line = self.r:read('*l')
-  if not line then error('ops.lua: the PyTorch twin (ops_torch.py) stopped; see its message above') end
-  return json.decode(line)
-end
-
-function Torch:close()
-  pcall(function() self.w:write('{"cmd":"quit"}\n'); self.w:flush() end)
-  self.r:close()
-  self.w:close()
-  os.remove(self.fifo)
-end
+-- the PyTorch co-process (scripts/bench/torch_twin.lua) ---------------------------------------------
+local Twin = dofile(here .. '/torch_twin.lua')
+local encode = Twin.encode  -- also writes the --json results
+local Torch = {start = function()
+  return Twin.start{script = here .. '/ops_torch.py', who = 'ops.lua', env = 'OMP_NUM_THREADS=2 ',
+                    hint = 'python3 with torch is needed; --no-torch runs moonflow alone'}
+end}
 
 -- machine limits ---------------------------------------------------------------------------------------
 -- copy bandwidth: 64 MB copied (2 units moved: read + write) by memcpy
