@@ -43,38 +43,13 @@ CachingAllocator::~CachingAllocator() {
     if (s) MF_UNPOISON(s, kSlabBlocks * kAlign);
     std::free(s);
   }
-  for (auto& [base, bytes] : regions_) {
+  pool_.for_each_region([](void* base, size_t bytes) {
     MF_UNPOISON(base, bytes);
     std::free(base);
-  }
-  for (auto& bin : bins_)
-    for (Chunk* c : bin) delete c;
-  for (auto& [p, c] : in_use_) delete c;
+  });
 }
 
-int CachingAllocator::bin_of(size_t size) {
-  int b = 0;
-  size_t s = size / kAlign;
-  while (s > 1 && b < kBins - 1) {
-    s >>= 1;
-    ++b;
-  }
-  return b;
-}
-
-void CachingAllocator::insert_free(Chunk* c) { bins_[bin_of(c->size)].insert(c); }
-void CachingAllocator::erase_free(Chunk* c) { bins_[bin_of(c->size)].erase(c); }
-
-CachingAllocator::Chunk* CachingAllocator::find_best_fit(size_t size) {
-  Chunk key{nullptr, size, false, nullptr, nullptr, nullptr};
-  for (int b = bin_of(size); b < kBins; ++b) {
-    auto it = bins_[b].lower_bound(&key);
-    if (it != bins_[b].end()) return *it;  // smallest chunk >= size in the smallest bin that has one
-  }
-  return nullptr;
-}
-
-CachingAllocator::Chunk* CachingAllocator::new_region(size_t size, size_t asked) {
+void* CachingAllocator::new_region_block(size_t size, size_t asked) {
   size_t bytes = (size + kRegion - 1) / kRegion * kRegion;
   void* base = std::aligned_alloc(kRegion, bytes);
   if (!base) {
@@ -90,14 +65,11 @@ CachingAllocator::Chunk* CachingAllocator::new_region(size_t size, size_t asked)
 #endif
   if (!base) {
     std::string why = "the system refused a region of " + std::to_string(bytes) + " bytes (" +
-                      std::to_string(stats_.cached) + " bytes already cached)";
+                      std::to_string(pool_.stats.cached) + " bytes already cached)";
     throw OutOfMemory("out of memory: " + std::to_string(asked) + " bytes asked; " + why, asked, why);
   }
   MF_POISON(base, bytes);
-  regions_[base] = bytes;
-  stats_.cached += int64_t(bytes);
-  stats_.system_allocations++;
-  return new Chunk{static_cast<char*>(base), bytes, false, nullptr, nullptr, base};
+  return pool_.take_from_region(base, bytes, size);
 }
 
 void* CachingAllocator::allocate(size_t nbytes) {
@@ -109,24 +81,10 @@ void* CachingAllocator::allocate(size_t nbytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (size == kAlign && use_slab_)
     if (void* p = slab_allocate(nbytes)) return p;
-  Chunk* c = find_best_fit(size);
-  if (c) erase_free(c);
-  else c = new_region(size, nbytes);
-  if (c->size - size >= kAlign) {  // split: the tail stays free for later requests
-    Chunk* rest = new Chunk{c->ptr + size, c->size - size, false, c, c->next, c->region};
-    if (c->next) c->next->prev = rest;
-    c->next = rest;
-    c->size = size;
-    insert_free(rest);
-  }
-  c->in_use = true;
-  in_use_[c->ptr] = c;
-  stats_.in_use += int64_t(c->size);
-  if (stats_.in_use > stats_.peak) stats_.peak = stats_.in_use;
-  stats_.allocations++;
-  stats_.live_blocks++;
-  expose(c->ptr, nbytes, size);
-  return c->ptr;
+  char* p = pool_.take(size);  // best fit; the tail past size stays free for later requests
+  if (!p) p = static_cast<char*>(new_region_block(size, nbytes));
+  expose(p, nbytes, size);
+  return p;
 }
 
 // The slab holding q, or -1 (lock held): the last slab starting at or below q, if q lies inside it.
@@ -162,8 +120,8 @@ void CachingAllocator::add_slab() {
   }
   slabs_[s] = slab;
   index_slabs();
-  stats_.cached += int64_t(kSlabBlocks * kAlign);
-  stats_.system_allocations++;
+  pool_.stats.cached += int64_t(kSlabBlocks * kAlign);
+  pool_.stats.system_allocations++;
   for (size_t i = kSlabBlocks; i-- > 0;) slab_free_.push_back(uint32_t(s * kSlabBlocks + i));
 }
 
@@ -175,10 +133,11 @@ void* CachingAllocator::slab_allocate(size_t nbytes) {
   slab_free_.pop_back();
   slab_used_[i] = true;
   slab_live_[i / kSlabBlocks]++;
-  stats_.in_use += int64_t(kAlign);
-  if (stats_.in_use > stats_.peak) stats_.peak = stats_.in_use;
-  stats_.allocations++;
-  stats_.live_blocks++;
+  AllocatorStats& st = pool_.stats;
+  st.in_use += int64_t(kAlign);
+  if (st.in_use > st.peak) st.peak = st.in_use;
+  st.allocations++;
+  st.live_blocks++;
   char* p = slabs_[i / kSlabBlocks] + size_t(i % kSlabBlocks) * kAlign;
   expose(p, nbytes, kAlign);
   return p;
@@ -196,36 +155,12 @@ void CachingAllocator::free(void* p) {
     slab_live_[s]--;
     slab_free_.push_back(uint32_t(i));
     MF_POISON(slabs_[s] + b * kAlign, kAlign);
-    stats_.in_use -= int64_t(kAlign);
-    stats_.live_blocks--;
+    pool_.stats.in_use -= int64_t(kAlign);
+    pool_.stats.live_blocks--;
     return;
   }
-  auto it = in_use_.find(p);
-  if (it == in_use_.end()) return;  // not ours: an internal invariant, ignored in release builds
-  Chunk* c = it->second;
-  in_use_.erase(it);
-  c->in_use = false;
-  MF_POISON(c->ptr, c->size);
-  stats_.in_use -= int64_t(c->size);
-  stats_.live_blocks--;
-  if (c->prev && !c->prev->in_use) {  // coalesce with the free block before
-    Chunk* pr = c->prev;
-    erase_free(pr);
-    pr->size += c->size;
-    pr->next = c->next;
-    if (c->next) c->next->prev = pr;
-    delete c;
-    c = pr;
-  }
-  if (c->next && !c->next->in_use) {  // and with the free block after
-    Chunk* nx = c->next;
-    erase_free(nx);
-    c->size += nx->size;
-    c->next = nx->next;
-    if (nx->next) nx->next->prev = c;
-    delete nx;
-  }
-  insert_free(c);
+  // not ours (an internal invariant, ignored in release builds) when give() returns 0
+  if (size_t size = pool_.give(p)) MF_POISON(q, size);
 }
 
 void CachingAllocator::release_free_regions() {
@@ -235,7 +170,7 @@ void CachingAllocator::release_free_regions() {
     MF_UNPOISON(slabs_[s], kSlabBlocks * kAlign);
     std::free(slabs_[s]);
     slabs_[s] = nullptr;
-    stats_.cached -= int64_t(kSlabBlocks * kAlign);
+    pool_.stats.cached -= int64_t(kSlabBlocks * kAlign);
     gave_back = true;
   }
   if (gave_back) {  // the free stack keeps only blocks of slabs still held
@@ -245,21 +180,10 @@ void CachingAllocator::release_free_regions() {
       if (slabs_[i / kSlabBlocks]) slab_free_[k++] = i;
     slab_free_.resize(k);
   }
-  for (auto& bin : bins_) {
-    for (auto it = bin.begin(); it != bin.end();) {
-      Chunk* c = *it;
-      if (!c->prev && !c->next) {  // the chunk spans its whole region
-        regions_.erase(c->region);
-        stats_.cached -= int64_t(c->size);
-        MF_UNPOISON(c->region, c->size);
-        std::free(c->region);
-        delete c;
-        it = bin.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  pool_.release_free_regions([](void* base, size_t bytes) {
+    MF_UNPOISON(base, bytes);
+    std::free(base);
+  });
 }
 
 void CachingAllocator::empty_cache() {
@@ -269,7 +193,7 @@ void CachingAllocator::empty_cache() {
 
 AllocatorStats CachingAllocator::stats() {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  return pool_.stats;
 }
 
 CachingAllocator& cpu_allocator() {

@@ -5,13 +5,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <mutex>
-#include <set>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "bfc.h"  // BfcPool, AllocatorStats
 #include "error.h"
 
 namespace mf {
@@ -29,15 +27,6 @@ class OutOfMemory : public Error {
  private:
   size_t bytes_;
   std::string reason_;
-};
-
-struct AllocatorStats {
-  int64_t in_use = 0;              // bytes handed out and not yet freed (rounded block sizes)
-  int64_t peak = 0;                // high-water mark of in_use
-  int64_t cached = 0;              // bytes held from the system (in use + free for reuse)
-  int64_t allocations = 0;         // allocate() calls that returned memory
-  int64_t system_allocations = 0;  // regions taken from the system
-  int64_t live_blocks = 0;         // blocks currently in use
 };
 
 class CachingAllocator {
@@ -63,32 +52,12 @@ class CachingAllocator {
   AllocatorStats stats();
 
  private:
-  struct Chunk {
-    char* ptr;
-    size_t size;
-    bool in_use;
-    Chunk* prev;   // neighbours within the same region, by address
-    Chunk* next;
-    void* region;  // base address of the region the chunk lives in
-  };
-  struct BySize {
-    bool operator()(const Chunk* a, const Chunk* b) const {
-      return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
-    }
-  };
-  static constexpr int kBins = 48;
-  static int bin_of(size_t size);
-  void insert_free(Chunk* c);
-  void erase_free(Chunk* c);
-  Chunk* find_best_fit(size_t size);
-  Chunk* new_region(size_t size, size_t asked);
+  void* new_region_block(size_t size, size_t asked);  // a fresh region, size bytes taken from it
   void release_free_regions();
   void* slab_allocate(size_t nbytes);
 
   std::mutex mu_;
-  std::set<Chunk*, BySize> bins_[kBins];
-  std::unordered_map<void*, Chunk*> in_use_;
-  std::map<void*, size_t> regions_;  // region base -> bytes
+  BfcPool<kAlign, 48> pool_;  // its stats also count the slabs below
   // Single-kAlign blocks (scalars, 1-element results) come from slabs with one free stack and an
   // in-use bitmap: allocate and free cost a pop/push and a bit flip instead of a split, set and
   // hash-map updates and Chunk new/delete, which makes creating a scalar tensor about 3x cheaper.
@@ -106,7 +75,6 @@ class CachingAllocator {
   // (base, slot) of each held slab, sorted by base: free() finds a pointer's slab by binary search
   // (it scanned every slab, for every free, slab or not)
   std::vector<std::pair<const char*, int>> slab_bases_;
-  AllocatorStats stats_;
 };
 
 // The process-wide CPU allocator behind every CPU storage.

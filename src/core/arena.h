@@ -1,11 +1,12 @@
 // A best-fit-with-coalescing (BFC) arena over an abstract source of raw memory: the bookkeeping of
 // a device's caching allocator (the CUDA one draws its regions from cudaMalloc) kept apart from
 // the memory itself, so that a CPU test drives the same bins, splits and merges with host memory
-// (tests/cpp/test_cuda_allocator.cc). The design is the CPU allocator's (allocator.h) without its
-// scalar slabs: requests round up to kAlign; free blocks sit in size bins, best fit first; the
-// tail of a block larger than asked is split off and stays free; a freed block merges with free
-// neighbours of its region; regions go back to the source only in empty_cache() (or when the
-// source refuses a new region: the arena then gives back what is wholly free and asks once more).
+// (tests/cpp/test_cuda_allocator.cc). The bookkeeping is the CPU allocator's: one BfcPool (bfc.h)
+// serves both; the arena adds the source and has no scalar slabs. Requests round up to kAlign; free
+// blocks sit in size bins, best fit first; the tail of a block larger than asked is split off and
+// stays free; a freed block merges with free neighbours of its region; regions go back to the source
+// only in empty_cache() (or when the source refuses a new region: the arena then gives back what is
+// wholly free and asks once more).
 //
 // Ordering: the arena hands a freed block to the next request at once. For device memory that is
 // safe when all work using the memory runs in issue order on one stream (the CUDA backend's
@@ -14,13 +15,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <mutex>
-#include <set>
 #include <string>
-#include <unordered_map>
 
 #include "allocator.h"
+#include "bfc.h"
 
 namespace mf {
 
@@ -59,34 +58,13 @@ class BfcArena {
   size_t regions();
 
  private:
-  struct Chunk {
-    char* ptr;
-    size_t size;
-    bool in_use;
-    Chunk* prev;  // neighbours within the same region, by address
-    Chunk* next;
-    void* region;
-  };
-  struct BySize {
-    bool operator()(const Chunk* a, const Chunk* b) const {
-      return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
-    }
-  };
-  static constexpr int kBins = 40;
-  static int bin_of(size_t size);
-  void insert_free(Chunk* c) { bins_[bin_of(c->size)].insert(c); }
-  void erase_free(Chunk* c) { bins_[bin_of(c->size)].erase(c); }
-  Chunk* find_best_fit(size_t size);
-  Chunk* new_region(size_t size, size_t asked);
+  void* new_region_block(size_t size, size_t asked);  // a fresh region, size bytes taken from it
   size_t release_free_regions();
 
   RawMemory& raw_;
   std::string name_;
   std::mutex mu_;
-  std::set<Chunk*, BySize> bins_[kBins];
-  std::unordered_map<void*, Chunk*> in_use_;
-  std::map<void*, size_t> regions_;  // region base -> bytes
-  AllocatorStats stats_;
+  BfcPool<kAlign, 40> pool_;
 };
 
 }  // namespace mf
