@@ -486,8 +486,26 @@ return function(mf)
   end
   function Module:evaluate() return self:train(false) end
   Module.eval = Module.evaluate
-  -- Torch7's m:training() cannot exist: m.training is PyTorch's mode flag (a boolean), which
-  -- Dropout and BatchNorm read and custom modules test; m:train() sets training mode
+  -- Torch7's m:training() beside PyTorch's flag m.training: the flag stays a boolean (Dropout,
+  -- BatchNorm and custom modules test it), and m:training() calls that boolean with m as its
+  -- argument. Booleans share one metatable per Lua state: its __call routes a module argument to
+  -- m:train(true) and raises Lua's own error for every other call of a boolean.
+  local bool_mt = debug.getmetatable(true)
+  if bool_mt == nil then
+    bool_mt = {}
+    debug.setmetatable(true, bool_mt)
+  end
+  if bool_mt.__call == nil then
+    bool_mt.__call = function(flag, m, ...)
+      if type(m) == 'table' and rawget(m, '_is_module') then
+        if select('#', ...) > 0 then
+          raise(('%s:training(): takes no argument (Torch7\'s spelling of m:train(true)); use m:train(mode) for a mode'):format(m.__name))
+        end
+        return m:train(true)
+      end
+      error('attempt to call a boolean value', 2)
+    end
+  end
 
   -- in place where a gradient exists, so gradients that are views of getParameters()'s flat
   -- gradient stay views

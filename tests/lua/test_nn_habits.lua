@@ -440,6 +440,32 @@ T.test('mf.fit and checkpoints on a custom module whose forward uses its paramet
   near_list(flat_values(f2), flat_values(flat), 0, 'checkpoint loaded into the flat storage')
 end)
 
+T.test("Torch7's m:training() beside PyTorch's boolean flag m.training", function()
+  local m = nn.Sequential():add(nn.Linear(3, 3)):add(nn.Dropout(0.5))
+  m:evaluate()
+  T.eq(m.training, false) T.eq(m:get(2).training, false)
+  T.eq(m:training(), m, 'returns the module, as m:train() does')
+  T.eq(m.training, true) T.eq(m:get(2).training, true)
+  T.eq(type(m.training), 'boolean', 'the flag stays a boolean: if self.training tests it')
+  -- in training mode Dropout zeroes about half of a large input; in evaluation mode it is the identity
+  local x = mf.ones(1, 4000)
+  local d = m:get(2)
+  local zeros = d(x):eq(0):sum():item()
+  assert(zeros > 1600 and zeros < 2400, 'Dropout in training mode after m:training(): ' .. zeros .. ' zeros of 4000')
+  m:eval()
+  T.eq(d(x):eq(0):sum():item(), 0, 'Dropout is the identity after m:eval()')
+  -- m:training() again from evaluation mode, on a leaf module too
+  T.eq(d:training(), d) T.eq(d.training, true)
+  T.errors(function() m:training(false) end, 'Sequential:training(): takes no argument')
+  -- calling any other boolean is still Lua's own error (pcall, not T.errors: test_messages keeps
+  -- Lua's raw messages out of moonflow's errors, and this one is Lua's, on purpose)
+  local b = true
+  local ok, err = pcall(function() b(1) end)
+  assert(not ok and tostring(err):find('attempt to call a boolean value', 1, true), tostring(err))
+  ok, err = pcall(function() local f = false; f() end)
+  assert(not ok and tostring(err):find('attempt to call a boolean value', 1, true), tostring(err))
+end)
+
 T.test('help() documents the new methods', function()
   local m = nn.Sequential()
   for name, frag in pairs{add = 'calls chain', get = '1-based', size = 'number of child modules', clone = 'deep copy',
