@@ -183,9 +183,15 @@ void register_elemwise_ops() {
   binary_op<pw::Div>("div").alias("divide").alias("cdiv")
       .describe("a / b elementwise, with NumPy broadcasting; integers divide truncating toward zero.")
       .gradient("function(a, b, y, gy) return {mf.sum_to(gy / b, a), mf.sum_to(-(gy * y) / b, b)} end");
+  // PyTorch's rule at the removable singularities: d/da is 0 where b == 0 (0 * 0^-1 would be NaN),
+  // d/db is 0 where a == 0 and b >= 0 (0 * log 0 would be NaN)
   binary_op<pw::Pow>("pow")
       .describe("a ^ b elementwise, with NumPy broadcasting.")
-      .gradient("function(a, b, y, gy) return {mf.sum_to(gy * b * mf.pow(a, b - 1), a), mf.sum_to(gy * y * mf.log(a), b)} end");
+      .gradient(R"lua(function(a, b, y, gy)
+  local ga = mf.where(mf.eq(b, 0), 0, gy * b * mf.pow(a, b - 1))
+  local gb = mf.where(mf.mul(mf.eq(a, 0), mf.ge(b, 0)), 0, gy * y * mf.log(a))
+  return {mf.sum_to(ga, a), mf.sum_to(gb, b)}
+end)lua");
   // PyTorch's rule: ties share the gradient evenly (as central differences see it); where a NaN
   // is involved neither side is the smaller, so both get it
   binary_op<pw::Maximum>("maximum")

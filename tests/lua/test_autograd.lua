@@ -363,4 +363,20 @@ T.test("mf.fit mode = 'eager' gives the losses of mode = 'graph'", function()
     "mode is 'tape'")
 end)
 
+T.test('pow gradients at the removable singularities are 0, as PyTorch (not NaN)', function()
+  -- PyTorch 1.13: d/dx x^0 = 0 everywhere; d/dy x^y at x = 0, y >= 0 is 0; at x = 0, y = -1 -inf
+  local x = mf.tensor({0, 2, -1}, {requires_grad = true})
+  mf.sum(mf.pow(x, 0)):backward()
+  T.tensor_eq(x.grad, {0, 0, 0})
+  local a = mf.tensor({0, 2, 0, 0}, {requires_grad = true, dtype = 'float64'})
+  local b = mf.tensor({2, 3, 0, -1}, {requires_grad = true, dtype = 'float64'})
+  mf.sum(mf.pow(a, b)):backward()
+  T.tensor_eq(a.grad, {0, 12, 0, -1 / 0})
+  T.tensor_eq(b.grad, {0, 8 * math.log(2), 0, -1 / 0}, 1e-12)
+  -- broadcast exponent, and the graph path through the same rule
+  local p = mf.placeholder('float32', {2}, 'p')
+  local g = mf.gradients(mf.sum(mf.pow(p, mf.constant(mf.tensor{{0}, {1}}))), {p})[1]
+  T.tensor_eq(mf.Session():run(g, {[p] = mf.tensor{0, 2}}), {1, 1})
+end)
+
 T.finish()
