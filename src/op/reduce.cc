@@ -68,6 +68,23 @@ function(ins, outs, p, K)
 end)lua";
 }
 
+// prod's gradient, exact where x has zeros (PyTorch's rule; y / x would be 0 / 0): an element's
+// gradient is the product of the others: y / x in a group without zeros; at the one zero of a group
+// with exactly one, the product of the group's nonzero elements, and elsewhere in that group that
+// product times the zero itself (0, but its derivative is right, so second order is exact there too);
+// 0 in a group with two zeros or more (exact at first order; its second order is not)
+const char* const kProdGrad = R"lua(function(x, y, gy, p)
+  local opts = {dim = p.dim, keepdim = p.keepdim}
+  local function back(r) return mf.unreduce_like(r, x, p.dim, p.keepdim) end
+  local zero = mf.eq(x, 0)
+  local nonzero_x = mf.where(zero, 1, x)
+  local zeros = back(mf.sum(zero, opts))
+  local others = back(gy * mf.prod(nonzero_x, opts))
+  local lone_zero = back(mf.sum(mf.where(zero, x, 0), opts))
+  local one_zero = mf.where(zero, others, lone_zero * others / nonzero_x)
+  return {mf.where(mf.eq(zeros, 0), others / nonzero_x, mf.where(mf.eq(zeros, 1), one_zero, 0))}
+end)lua";
+
 void register_reduce_ops() {
   struct ReduceDef {
     const char* name;
@@ -81,7 +98,7 @@ void register_reduce_ops() {
   static const ReduceDef defs[] = {
       {"sum", "SUM", "Sum over dims (all when none given); accumulates in float64 (floats keep their dtype) or int64 (integers and uint8 give int64, as in PyTorch). Float error before the final rounding: at most (min(n, 16384) / 32 + 6 + log2(n / 16384)) * 2^-53 * sum |x| for n contiguous elements, n * 2^-53 * sum |x| for n along an outer dim; the same bits for any thread count.", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim)} end", "reduce_sum"},
       {"mean", "MEAN", "Arithmetic mean over dims (all when none given); float input only, as in PyTorch.", float_type, "function(x, y, gy, p) return {mf.unreduce_like(gy, x, p.dim, p.keepdim) / mf.reduced_count(x, p.dim)} end", "reduce_mean"},
-      {"prod", "PROD", "Product over dims (all when none given); integers and uint8 give int64, as in PyTorch.", int64_accum_type, "function(x, y, gy, p) return {mf.unreduce_like(gy * y, x, p.dim, p.keepdim) / x} end", "reduce_prod"},
+      {"prod", "PROD", "Product over dims (all when none given); integers and uint8 give int64, as in PyTorch.", int64_accum_type, kProdGrad, "reduce_prod"},
       {"argmax", "ARGMAX", "1-based index of the largest element over dims (row-major within them; the first NaN if any), int64.", int64_type, nullptr, nullptr},
       {"argmin", "ARGMIN", "1-based index of the smallest element over dims (row-major within them; the first NaN if any), int64.", int64_type, nullptr, nullptr},
   };

@@ -379,4 +379,24 @@ T.test('pow gradients at the removable singularities are 0, as PyTorch (not NaN)
   T.tensor_eq(mf.Session():run(g, {[p] = mf.tensor{0, 2}}), {1, 1})
 end)
 
+T.test('prod gradient where x has zeros is the product of the others (PyTorch), not NaN', function()
+  -- rows with no zero, one zero, two zeros; first and second order recorded from PyTorch 1.13
+  local x = mf.tensor({{2, 0, 3}, {1, 2, 3}, {0, 0, 1}, {0, 5, -1}}, {requires_grad = true, dtype = 'float64'})
+  mf.sum(mf.prod(x, 2) * mf.tensor({1, 2, 3, 4}, 'float64')):backward()
+  T.tensor_eq(x.grad, {{0, 6, 0}, {12, 6, 4}, {0, 0, 0}, {-20, 0, 0}})
+  local f = mf.tensor({{2, 1, 3}, {1, 2, 3}}, {requires_grad = true})
+  f:t():prod():backward()  -- all dims, through a transposed view
+  T.tensor_eq(f.grad, {{18, 36, 12}, {36, 18, 12}})
+  -- one zero per row: the second order is exact too
+  local z = mf.tensor({{2, 0, 3}, {1, 2, 3}, {0.5, 7, 1}, {4, 5, -1}}, {requires_grad = true, dtype = 'float64'})
+  local g = mf.autograd.grad(mf.sum(mf.prod(z, -1) * mf.tensor({1, 2, 3, 4}, 'float64')), z, nil, {create_graph = true})[1]
+  T.tensor_eq(g, {{0, 6, 0}, {12, 6, 4}, {21, 1.5, 10.5}, {-20, -16, 80}})
+  mf.sum(g * mf.arange(1, 13, {dtype = 'float64'}):reshape(4, 3)):backward()
+  T.tensor_eq(z.grad, {{6, 9, 4}, {54, 36, 26}, {213, 34.5, 159}, {196, 152, 376}})
+  -- the graph path runs the same rule
+  local p = mf.placeholder('float32', {2, 3}, 'p')
+  local gp = mf.gradients(mf.sum(mf.prod(p, 2)), {p})[1]
+  T.tensor_eq(mf.Session():run(gp, {[p] = mf.tensor{{2, 0, 3}, {1, 2, 3}}}), {{0, 6, 0}, {6, 3, 2}})
+end)
+
 T.finish()
