@@ -19,7 +19,7 @@
 --   --quick       smoke run: 1 round, 1 call per timing, tiny sizes (8 x 8) unless --sizes names
 --                 others; checks that every case runs, times nothing meaningful
 -- Env: PYTHON (default /usr/bin/python3). The PyTorch twin (ops_torch.py) runs as a co-process with
--- LD_LIBRARY_PATH on the OpenMP OpenBLAS and 2 threads; run moonflow with MF_NUM_THREADS=2
+-- LD_LIBRARY_PATH on the OpenMP OpenBLAS and moonflow's thread count; run moonflow with MF_NUM_THREADS=2
 -- (run.sh does both). In each round every case is timed on both sides back to back, the side
 -- going first alternating by round, so a slow phase of the machine hits both alike.
 --
@@ -459,7 +459,8 @@ end
 local Twin = dofile(here .. '/torch_twin.lua')
 local encode = Twin.encode  -- also writes the --json results
 local Torch = {start = function()
-  return Twin.start{script = here .. '/ops_torch.py', who = 'ops.lua', env = 'OMP_NUM_THREADS=2 ',
+  return Twin.start{script = here .. '/ops_torch.py', who = 'ops.lua',  -- PyTorch on moonflow's thread count
+                    env = ('OMP_NUM_THREADS=%d '):format(mf.get_num_threads()),
                     hint = 'python3 with torch is needed; --no-torch runs moonflow alone'}
 end}
 
