@@ -73,7 +73,9 @@ void repeat_shape(InferCtx& c) {
   for (size_t i = 0; i < r.size(); ++i) {
     if (r[i] < 0) fail(c.name(), ": repeat count ", r[i], " at dim ", i + 1, " is negative");
     int64_t have = i < lead ? 1 : x.shape[i - lead];
-    s[i] = is_unknown(have) ? unknown_dim() : have * r[i];
+    if (is_unknown(have)) { s[i] = unknown_dim(); continue; }
+    if (__builtin_mul_overflow(have, r[i], &s[i]))  // it would wrap (4 x 2^62 is 0), not fail
+      fail(c.name(), ": size ", have, " at dim ", i + 1, " repeated ", r[i], " times has too many elements");
   }
   checked_numel(s, c.name());
   c.set_out(0, s);

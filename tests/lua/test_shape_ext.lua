@@ -37,6 +37,10 @@ T.test('repeat (repeatTensor): PyTorch numbers; the keyword spellings', function
   T.eq(shape(m34()['repeat'](m34(), 2, 1, 2)), '2x3x8')  -- x.repeat(2, 1, 2).shape
   T.eq(shape(v:repeatTensor(0, 2)), '0x4')
   T.tensor_eq(mf.tensor(5):repeatTensor(3), {5, 5, 5})
+  -- a size times its count that wraps int64 (4 x 2^62 = 2^64) is an error, not an empty tensor
+  T.errors(function() return mf.ones(4):repeatTensor(2 ^ 62) end,
+    'repeat: size 4 at dim 1 repeated 4611686018427387904 times has too many elements')
+  T.errors(function() return mf.ones(2, 3):repeatTensor(2 ^ 61, 2 ^ 62) end, 'at dim 2', 'too many elements')
 end)
 
 T.test('tril, triu: PyTorch numbers, batched', function()
