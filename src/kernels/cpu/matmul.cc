@@ -7,6 +7,7 @@
 
 #include "../../core/allocator.h"
 #include "../../core/error.h"
+#include "../../core/gemm_plan.h"
 #include "checks.h"
 #include "kernels.h"
 
@@ -30,16 +31,10 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
   int64_t r = t.shape[nd - 2], c = t.shape[nd - 1];
   int64_t rs = t.strides[nd - 2], cs = t.strides[nd - 1];
   g.base = (const char*)t.ptr;
-  // broadcast batch strides (leading dims of t aligned to the right of batch)
-  g.batch_stride.assign(batch.size(), 0);
-  size_t lead = batch.size() - size_t(nd - 2);
-  for (int d = 0; d < nd - 2; ++d) g.batch_stride[lead + d] = t.shape[d] == 1 ? 0 : t.strides[d];
-  if ((cs == 1 || c == 1) && (r == 1 || rs >= c)) {
-    g.trans = CblasNoTrans;
-    g.ld = std::max<int64_t>({rs, c, 1});
-  } else if ((rs == 1 || r == 1) && (c == 1 || cs >= r)) {
-    g.trans = CblasTrans;
-    g.ld = std::max<int64_t>({cs, r, 1});
+  g.batch_stride = gemm_batch_strides(t, batch);  // src/core/gemm_plan.h, as the CUDA entry
+  int how = gemm_layout(t, g.ld);
+  if (how >= 0) {
+    g.trans = how == 0 ? CblasNoTrans : CblasTrans;
   } else {  // pack every batch of t densely (rare: e.g. a doubly strided narrow)
     int64_t per = r * c, nb = 1;
     for (int64_t b : batch) nb *= b;
@@ -110,29 +105,7 @@ bool gemv(int32_t dtype, const GemmOperand& A, const GemmOperand& B, int64_t m, 
 }  // namespace
 
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
-  if (a.dtype_id != b.dtype_id || c.dtype_id != a.dtype_id) fail("matmul: a, b and the output must share one dtype");
-  if (a.ndim < 2 || b.ndim < 2 || c.ndim < 2)
-    fail("matmul: a is ", shape_str(a), ", b ", shape_str(b), ", output ", shape_str(c),
-         "; the kernel expects operands of at least 2 dims");
-  kcheck::meta("matmul", "a", a);
-  kcheck::meta("matmul", "b", b);
-  kcheck::meta("matmul", "output", c);
-  kcheck::float_dtype("matmul", "a", a);
-  kcheck::contiguous("matmul", "output", c);
-  {  // c = (batch) m x n with a (batch) m x k, b (batch) k x n after the transposes; batches broadcast
-    int64_t m = a.shape[a.ndim - (trans_a ? 1 : 2)], ka = a.shape[a.ndim - (trans_a ? 2 : 1)];
-    int64_t kb = b.shape[b.ndim - (trans_b ? 1 : 2)], n = b.shape[b.ndim - (trans_b ? 2 : 1)];
-    bool ok = ka == kb && c.shape[c.ndim - 2] == m && c.shape[c.ndim - 1] == n;
-    mf_tensor ba = a, bb = b, bc = c;  // the batch dims alone
-    ba.ndim -= 2, bb.ndim -= 2, bc.ndim -= 2;
-    const mf_tensor* ins[] = {&ba, &bb};
-    bool batch_ok = ba.ndim <= bc.ndim && bb.ndim <= bc.ndim;
-    batch_ok = batch_ok && kcheck::is_broadcast_of(bc, 2, ins);
-    if (!ok || !batch_ok)
-      fail("matmul: output is ", shape_str(c), ", a ", shape_str(a), trans_a ? " (transposed)" : "", ", b ", shape_str(b),
-           trans_b ? " (transposed)" : "",
-           "; expected a's columns to equal b's rows and the output of (broadcast batch) x a's rows x b's columns");
-  }
+  kcheck::matmul(c, a, b, trans_a, trans_b);  // src/core/gemm_plan.h, the CUDA entry's checks too
   int es = dtype_size(a.dtype_id);
   Shape batch(c.shape, c.shape + c.ndim - 2);
   GemmOperand A = prepare(a, trans_a, batch, es), B = prepare(b, trans_b, batch, es);
@@ -146,14 +119,8 @@ void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans
   for (int64_t s : batch) nb *= s;
   Shape cst = contiguous_strides(shape_of(c));
   for (int64_t bi = 0; bi < nb && m * n > 0; ++bi) {
-    int64_t oa = 0, ob = 0, oc = 0, rem = bi;
-    for (int d = int(batch.size()) - 1; d >= 0; --d) {
-      int64_t i = rem % batch[d];
-      rem /= batch[d];
-      oa += i * A.batch_stride[d];
-      ob += i * B.batch_stride[d];
-      oc += i * cst[d];
-    }
+    int64_t oa, ob, oc;
+    gemm_batch_offsets(bi, batch, int(batch.size()), A.batch_stride, B.batch_stride, cst, oa, ob, oc);
     if (k == 0) continue;
     if ((n == 1 || m == 1) && gemv(a.dtype_id, A, B, m, n, k, oa, ob, (char*)c.ptr + oc * es)) continue;
     if (a.dtype_id == MF_FLOAT32) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "../../core/error.h"
+#include "../../core/optim_checks.h"
 #include "../../core/update_math.h"
 #include "checks.h"
 #include "kernels.h"
@@ -12,21 +13,7 @@
 namespace mf {
 
 void sum_to_cpu(mf_tensor& out, const mf_tensor& g) {
-  kcheck::meta("sum_to", "output", out);
-  kcheck::meta("sum_to", "gradient", g);
-  bool fits = out.ndim <= g.ndim;
-  for (int k = 1; k <= out.ndim && fits; ++k) {
-    int64_t o = out.shape[out.ndim - k];
-    fits = o == 1 || o == g.shape[g.ndim - k];
-  }
-  if (!fits)
-    fail("sum_to: output is ", shape_str(out), ", gradient ", shape_str(g),
-         "; expected an output that broadcasts to the gradient (dims align from the last; each size equal or 1)");
-  kcheck::dtype("sum_to", "output", out, g.dtype_id, " like the gradient");
-  uint32_t mask = 0;
-  int lead = g.ndim - out.ndim;
-  for (int d = 0; d < g.ndim; ++d)
-    if (d < lead || (out.shape[d - lead] == 1 && g.shape[d] != 1)) mask |= 1u << d;
+  uint32_t mask = kcheck::sum_to(out, g);  // src/core/optim_checks.h, the CUDA entry's checks too
   // out is contiguous and its non-1 dims are g's kept dims in order, so the reduce writes it row-major
   reduce_cpu(MF_R_SUM, out, g, mask);
 }
@@ -55,25 +42,6 @@ namespace {
 Shape dims(const mf_tensor& t) { return shape_of(t); }
 Shape strides(const mf_tensor& t) { return Shape(t.strides, t.strides + t.ndim); }
 
-void check_update(const char* op, const mf_tensor& var, const mf_tensor& grad) {
-  kcheck::meta(op, "variable", var);
-  kcheck::meta(op, "gradient", grad);
-  kcheck::writable(op, "variable", var);
-  if (!dtype_is_float(var.dtype_id)) fail(op, ": variable is ", dtype_name(var.dtype_id), "; expected float32 or float64");
-  if (grad.dtype_id != var.dtype_id)
-    fail(op, ": gradient is ", dtype_name(grad.dtype_id), ", variable ", dtype_name(var.dtype_id));
-  broadcast_shapes(op, dims(var), dims(grad), "variable", "gradient");
-}
-
-// a slot the update writes beside the variable (accum, m, v): the loops index it by var's shape
-void check_slot(const char* op, const mf_tensor& var, const mf_tensor& slot) {
-  kcheck::meta(op, "slot", slot);
-  kcheck::dtype(op, "slot", slot, var.dtype_id, " like the variable");
-  kcheck::writable(op, "slot", slot);
-  if (dims(slot) != dims(var))
-    fail(op, ": slot is ", shape_str(slot), ", variable ", shape_str(var), "; expected one shape");
-}
-
 }  // namespace
 
 // The update loops below take every per-step scalar from the caller (the op's kernel string
@@ -81,7 +49,7 @@ void check_slot(const char* op, const mf_tensor& var, const mf_tensor& slot) {
 // strided one for views and a broadcast gradient. The loop bodies capture the scalars by value:
 // captured by reference, every store through w might write them, which keeps the loops slow.
 void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr, double weight_decay) {
-  check_update("sgd_update", var, grad);
+  kcheck::update("sgd_update", var, grad);
   Shape s = dims(var);
   StridedIter<2> it(s, {strides(var), broadcast_strides(grad, s)});
   MF_DISPATCH_FLOAT(var.dtype_id, T, "sgd_update", {
@@ -135,9 +103,9 @@ void momentum_loop(const StridedIter<3>& it, mf_tensor& var, mf_tensor& accum, c
 
 void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, double lr, double momentum,
                          double dampening, double weight_decay, bool nesterov) {
-  check_update("momentum_update", var, grad);
-  check_update("momentum_update", accum, grad);
-  check_slot("momentum_update", var, accum);
+  kcheck::update("momentum_update", var, grad);
+  kcheck::update("momentum_update", accum, grad);
+  kcheck::slot("momentum_update", var, accum);
   Shape s = dims(var);
   StridedIter<3> it(s, {strides(var), strides(accum), broadcast_strides(grad, s)});
   MF_DISPATCH_FLOAT(var.dtype_id, T, "momentum_update", {
@@ -186,9 +154,9 @@ void adam_loop(const StridedIter<4>& it, mf_tensor& var, mf_tensor& m, mf_tensor
 }  // namespace
 
 void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, const AdamScalars& k) {
-  check_update("adam_update", var, grad);
-  check_slot("adam_update", var, m);
-  check_slot("adam_update", var, v);
+  kcheck::update("adam_update", var, grad);
+  kcheck::slot("adam_update", var, m);
+  kcheck::slot("adam_update", var, v);
   Shape s = dims(var);
   StridedIter<4> it(s, {strides(var), strides(m), strides(v), broadcast_strides(grad, s)});
   if (k.decay != 1 && k.weight_decay != 0) fail("adam_update: decay and weight_decay are both set; expected one");

@@ -170,31 +170,7 @@ void softmax_xent_typed(mf_tensor& loss, const mf_tensor& x, const mf_tensor& la
 }  // namespace
 
 void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labels, int dim) {
-
-  if (dim < 0 || dim >= x.ndim) fail("softmax_cross_entropy: dim ", dim + 1, " out of range");
-  const char* op = "softmax_cross_entropy";
-  kcheck::meta(op, "logits", x);
-  kcheck::meta(op, "labels", labels);
-  kcheck::meta(op, "loss", loss);
-  kcheck::dtype(op, "labels", labels, x.dtype_id, " like the logits");
-  kcheck::dtype(op, "loss", loss, x.dtype_id, " like the logits");
-  kcheck::contiguous(op, "loss", loss);
-  {  // loss: logits' shape without dim (or with it kept as size 1)
-    bool ok = loss.ndim == x.ndim || loss.ndim == x.ndim - 1;
-    for (int d = 0, i = 0; d < x.ndim && ok; ++d) {
-      if (d == dim) {
-        if (loss.ndim == x.ndim) ok = loss.shape[i++] == 1;
-        continue;
-      }
-      ok = loss.shape[i++] == x.shape[d];
-    }
-    if (!ok)
-      fail(op, ": loss is ", shape_str(loss), ", logits ", shape_str(x), "; expected the logits' shape without dim ",
-           dim + 1);
-  }
-  for (int d = 0; d < x.ndim; ++d)
-    if (labels.ndim != x.ndim || labels.shape[d] != x.shape[d])
-      fail("softmax_cross_entropy: labels are ", shape_str(labels), ", logits ", shape_str(x), "; expected one shape");
+  kcheck::softmax_xent("softmax_cross_entropy", loss, x, labels, dim, false);  // src/core/lines.h
   MF_DISPATCH_FLOAT(x.dtype_id, T, "softmax_cross_entropy", softmax_xent_typed<T>(loss, x, labels, dim));
 }
 

@@ -17,51 +17,13 @@ namespace mf {
 
 namespace {
 
-
-template <typename T>
-inline bool is_nan(T v) {
-  if constexpr (std::is_floating_point<T>::value) return v != v;
-  return false;
-}
-
-// The total orders every routine here sorts by: by value, NaN above every number (PyTorch's
-// order: last ascending, first descending), equal values by their position along the dim, so the
-// result is the one a stable sort gives.
+// The total order every routine here sorts by (value_before, src/core/lines.h, the CUDA kernels' too):
+// by value, NaN above every number, equal values by their position along the dim.
 template <typename T, bool Descending>
 struct ByValue {
   const T* v;
-  bool operator()(int64_t a, int64_t b) const {
-    T x = v[a], y = v[b];
-    bool nx = is_nan(x), ny = is_nan(y);
-    if (nx || ny) return nx == ny ? a < b : (Descending ? nx : ny);
-    if (Descending) std::swap(x, y);  // the values' order reverses, the positions' never does
-    return x < y || (!(y < x) && a < b);
-  }
+  bool operator()(int64_t a, int64_t b) const { return value_before<T, Descending>(v[a], v[b], a, b); }
 };
-
-void check_dim(const char* op, const mf_tensor& x, int dim) {
-  if (x.ndim == 0 ? (dim != 0 && dim != -1) : (dim < 0 || dim >= x.ndim))
-    fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
-}
-
-// out has x's shape with dim's size replaced by `along` (or dropped when drop and keepdim is off).
-void check_along_shape(const char* op, const char* name, const mf_tensor& out, const mf_tensor& x, int dim,
-                       int64_t along, bool may_drop) {
-  bool ok = true;
-  if (x.ndim == 0) {
-    ok = out.ndim == 0 || (out.ndim == 1 && out.shape[0] == along);
-  } else if (out.ndim == x.ndim) {
-    for (int d = 0; d < x.ndim && ok; ++d) ok = out.shape[d] == (d == dim ? along : x.shape[d]);
-  } else if (may_drop && out.ndim == x.ndim - 1) {
-    for (int d = 0, i = 0; d < x.ndim && ok; ++d)
-      if (d != dim) ok = out.shape[i++] == x.shape[d];
-  } else {
-    ok = false;
-  }
-  if (!ok)
-    fail(op, ": ", name, " is ", shape_str(out), ", x is ", shape_str(x), "; expected x's shape with dim ", dim + 1,
-         may_drop ? " reduced" : " of size ", may_drop ? "" : std::to_string(along));
-}
 
 }  // namespace
 
@@ -69,18 +31,7 @@ void check_along_shape(const char* op, const char* name, const mf_tensor& out, c
 // Checked here; computed by the reductions' arg paths (max_dim_lines, reduce.cc): the first of equal
 // extremes, or the first NaN (PyTorch's CPU choices).
 void max_dim_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, bool is_min) {
-  const char* op = is_min ? "min" : "max";
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "values", values);
-  kcheck::meta(op, "indices", indices);
-  check_dim(op, x, dim);
-  kcheck::contiguous(op, "values", values);
-  kcheck::contiguous(op, "indices", indices);
-  kcheck::dtype(op, "values", values, x.dtype_id, " like x");
-  kcheck::dtype(op, "indices", indices, MF_INT64);
-  check_along_shape(op, "values", values, x, dim, 1, true);
-  kcheck::same_shape(op, "indices", indices, "values", values);
-  if (Lines(x, dim).n == 0) fail(op, ": cannot reduce over dim ", dim + 1, " of size 0 (x is ", shape_str(x), ")");
+  kcheck::max_dim(is_min ? "min" : "max", values, indices, x, dim);  // src/core/lines.h
   max_dim_lines(values, indices, x, dim, is_min);
 }
 
@@ -144,22 +95,7 @@ void sort_cpu(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim
               bool sorted) {
   static const char* names[] = {"sort", "topk", "kthvalue"};
   if (mode < kSortAll || mode > kSortKth) fail("sort: bad mode ", mode);
-  const char* op = names[mode];
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "values", values);
-  kcheck::meta(op, "indices", indices);
-  check_dim(op, x, dim);
-  int64_t n = Lines(x, dim).n;
-  if (mode == kSortAll) k = n;
-  if (mode == kSortKth ? (k < 1 || k > n) : (k < 0 || k > n))
-    fail(op, ": k is ", k, "; expected ", mode == kSortKth ? "1" : "0", "..", n, " (the size of dim ", dim + 1,
-         " of x, ", shape_str(x), ")");
-  kcheck::contiguous(op, "values", values);
-  kcheck::contiguous(op, "indices", indices);
-  kcheck::dtype(op, "values", values, x.dtype_id, " like x");
-  kcheck::dtype(op, "indices", indices, MF_INT64);
-  check_along_shape(op, "values", values, x, dim, mode == kSortKth ? 1 : k, mode == kSortKth);
-  kcheck::same_shape(op, "indices", indices, "values", values);
+  k = kcheck::sort_k(names[mode], values, indices, x, dim, k, mode);  // modes as kSortAll..kSortKth
   if (values.count == 0) return;
   MF_DISPATCH(x.dtype_id, T, sort_typed<T>(values, indices, x, dim, k, mode, descending, sorted));
 }
@@ -214,16 +150,9 @@ static void cumulate_typed(mf_tensor& y, const mf_tensor& x, int dim, bool prod,
 
 void cumulate_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool prod, bool reverse) {
   const char* op = prod ? "cumprod" : "cumsum";
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "y", y);
-  check_dim(op, x, dim);
-  kcheck::contiguous(op, "y", y);
-  kcheck::same_shape(op, "y", y, "x", x);
-  bool is_float = dtype_is_float(x.dtype_id);
-  kcheck::dtype(op, "y", y, is_float ? x.dtype_id : int(MF_INT64),
-                is_float ? " like x" : " (integers accumulate in int64)");
+  kcheck::cumulate(op, y, x, dim);
   if (x.count == 0) return;
-  if (is_float) {
+  if (dtype_is_float(x.dtype_id)) {
     MF_DISPATCH_FLOAT(x.dtype_id, T, op, cumulate_typed<T, T>(y, x, dim, prod, reverse));
   } else {
     MF_DISPATCH(x.dtype_id, T, cumulate_typed<T, int64_t>(y, x, dim, prod, reverse));
@@ -267,13 +196,7 @@ static void cumprod_grad_typed(mf_tensor& gx, const mf_tensor& x, const mf_tenso
 
 void cumprod_grad_cpu(mf_tensor& gx, const mf_tensor& x, const mf_tensor& gy, int dim, bool reverse) {
   const char* op = "cumprod_grad";
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "gy", gy);
-  kcheck::meta(op, "gx", gx);
-  check_dim(op, x, dim);
-  kcheck::same_shape(op, "gy", gy, "x", x);
-  kcheck::same_shape(op, "gx", gx, "x", x);
-  kcheck::contiguous(op, "gx", gx);
+  kcheck::cumprod_grad(op, gx, x, gy, dim);
   kcheck::dtype(op, "gy", gy, x.dtype_id, " like x");
   kcheck::dtype(op, "gx", gx, x.dtype_id, " like x");
   if (x.count == 0) return;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "../../core/lines.h"  // Lines: the lines of a tensor along a dim
 #include "../../core/shape.h"
 #include "../../core/threads.h"
 
@@ -99,34 +100,6 @@ struct StridedIter {
         r += m;
       }
     });
-  }
-};
-
-// The lines of t along dim (0-based): n elements `stride` apart, one line per index of the other
-// dims, numbered row-major over them. A 0-dim tensor is one line of one element.
-struct Lines {
-  int64_t n = 1, stride = 1, count = 1;
-  int nk = 0;
-  int64_t kshape[kMaxDims], kstride[kMaxDims];
-  Lines(const mf_tensor& t, int dim) {
-    for (int d = 0; d < t.ndim; ++d) {
-      if (d == dim) {
-        n = t.shape[d];
-        stride = t.strides[d];
-      } else {
-        kshape[nk] = t.shape[d];
-        kstride[nk++] = t.strides[d];
-        count *= t.shape[d];
-      }
-    }
-  }
-  int64_t offset(int64_t l) const {
-    int64_t off = 0;
-    for (int d = nk - 1; d >= 0; --d) {
-      off += (l % kshape[d]) * kstride[d];
-      l /= kshape[d];
-    }
-    return off;
   }
 };
 

@@ -9,6 +9,7 @@
 #include <climits>
 #include <vector>
 
+#include "../../core/gemm_plan.h"
 #include "../../core/kcheck.h"
 #include "kernels.h"
 
@@ -31,15 +32,10 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
   int64_t r = t.shape[nd - 2], c = t.shape[nd - 1];
   int64_t rs = t.strides[nd - 2], cs = t.strides[nd - 1];
   g.base = static_cast<const char*>(t.ptr);
-  g.batch_stride.assign(batch.size(), 0);
-  size_t lead = batch.size() - size_t(nd - 2);
-  for (int d = 0; d < nd - 2; ++d) g.batch_stride[lead + size_t(d)] = t.shape[d] == 1 ? 0 : t.strides[d];
-  if ((cs == 1 || c == 1) && (r == 1 || rs >= c)) {
-    g.trans = false;
-    g.ld = std::max<int64_t>({rs, c, 1});
-  } else if ((rs == 1 || r == 1) && (c == 1 || cs >= r)) {
-    g.trans = true;
-    g.ld = std::max<int64_t>({cs, r, 1});
+  g.batch_stride = gemm_batch_strides(t, batch);  // src/core/gemm_plan.h, as the CPU entry
+  int how = gemm_layout(t, g.ld);
+  if (how >= 0) {
+    g.trans = how == 1;
   } else {  // pack every batch densely with the device copy (rare: a doubly strided view)
     int64_t nb = 1;
     for (int64_t b : batch) nb *= b;
@@ -100,28 +96,7 @@ void gemm(const mf_tensor& c, const GemmOperand& A, const GemmOperand& B, int64_
 }
 
 void matmul_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
-  if (a.dtype_id != b.dtype_id || c.dtype_id != a.dtype_id) fail("matmul: a, b and the output must share one dtype");
-  if (a.ndim < 2 || b.ndim < 2 || c.ndim < 2)
-    fail("matmul: a is ", shape_str(a), ", b ", shape_str(b), ", output ", shape_str(c),
-         "; the kernel expects operands of at least 2 dims");
-  kcheck::meta("matmul", "a", a);
-  kcheck::meta("matmul", "b", b);
-  kcheck::meta("matmul", "output", c);
-  kcheck::float_dtype("matmul", "a", a);
-  kcheck::contiguous("matmul", "output", c);
-  {  // as the CPU: c = (batch) m x n with a (batch) m x k, b (batch) k x n; batches broadcast
-    int64_t m = a.shape[a.ndim - (trans_a ? 1 : 2)], ka = a.shape[a.ndim - (trans_a ? 2 : 1)];
-    int64_t kb = b.shape[b.ndim - (trans_b ? 1 : 2)], n = b.shape[b.ndim - (trans_b ? 2 : 1)];
-    bool ok = ka == kb && c.shape[c.ndim - 2] == m && c.shape[c.ndim - 1] == n;
-    mf_tensor ba = a, bb = b, bc = c;
-    ba.ndim -= 2, bb.ndim -= 2, bc.ndim -= 2;
-    const mf_tensor* ins[] = {&ba, &bb};
-    bool batch_ok = ba.ndim <= bc.ndim && bb.ndim <= bc.ndim && kcheck::is_broadcast_of(bc, 2, ins);
-    if (!ok || !batch_ok)
-      fail("matmul: output is ", shape_str(c), ", a ", shape_str(a), trans_a ? " (transposed)" : "", ", b ", shape_str(b),
-           trans_b ? " (transposed)" : "",
-           "; expected a's columns to equal b's rows and the output of (broadcast batch) x a's rows x b's columns");
-  }
+  kcheck::matmul(c, a, b, trans_a, trans_b);  // the CPU's checks (src/core/gemm_plan.h)
   int es = dtype_size(a.dtype_id);
   Shape batch(c.shape, c.shape + c.ndim - 2);
   std::vector<Scratch*> packs;
@@ -160,14 +135,8 @@ void matmul_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool tran
   int64_t outer = 1;
   for (int d = 0; d < first; ++d) outer *= batch[size_t(d)];
   for (int64_t bi = 0; bi < outer; ++bi) {
-    int64_t oa = 0, ob = 0, oc = 0, rem = bi;
-    for (int d = first - 1; d >= 0; --d) {
-      int64_t i = rem % batch[size_t(d)];
-      rem /= batch[size_t(d)];
-      oa += i * A.batch_stride[size_t(d)];
-      ob += i * B.batch_stride[size_t(d)];
-      oc += i * cst[size_t(d)];
-    }
+    int64_t oa, ob, oc;
+    gemm_batch_offsets(bi, batch, first, A.batch_stride, B.batch_stride, cst, oa, ob, oc);
     gemm(c, A, B, m, n, k, oa, ob, oc, sa, sb, sc, inner);
   }
 }

@@ -7,6 +7,8 @@
 // NaN, else the first of equal extremes, wins (src/core/reduce_combine.h, the CPU's rule).
 #include <cmath>
 
+#include "../../core/lines.h"
+#include "../../core/optim_checks.h"
 #include "../../core/reduce_combine.h"
 #include "../../core/kcheck.h"
 #include "layout.cuh"
@@ -283,35 +285,6 @@ void run_reduce(int code, mf_tensor& out, const mf_tensor& x, const Plan& pl, do
 }
 
 // -- max_dim -----------------------------------------------------------------------------------
-void check_max_dim(const char* op, mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim) {
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "values", values);
-  kcheck::meta(op, "indices", indices);
-  if (x.ndim == 0 ? (dim != 0 && dim != -1) : (dim < 0 || dim >= x.ndim))
-    fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
-  kcheck::contiguous(op, "values", values);
-  kcheck::contiguous(op, "indices", indices);
-  kcheck::dtype(op, "values", values, x.dtype_id, " like x");
-  kcheck::dtype(op, "indices", indices, MF_INT64);
-  bool ok = true;
-  if (x.ndim == 0) {
-    ok = values.ndim == 0 || (values.ndim == 1 && values.shape[0] == 1);
-  } else if (values.ndim == x.ndim) {
-    for (int d = 0; d < x.ndim && ok; ++d) ok = values.shape[d] == (d == dim ? 1 : x.shape[d]);
-  } else if (values.ndim == x.ndim - 1) {
-    for (int d = 0, i = 0; d < x.ndim && ok; ++d)
-      if (d != dim) ok = values.shape[i++] == x.shape[d];
-  } else {
-    ok = false;
-  }
-  if (!ok)
-    fail(op, ": values is ", shape_str(values), ", x is ", shape_str(x), "; expected x's shape with dim ", dim + 1,
-         " reduced");
-  kcheck::same_shape(op, "indices", indices, "values", values);
-  if (x.ndim > 0 && x.shape[dim] == 0)
-    fail(op, ": cannot reduce over dim ", dim + 1, " of size 0 (x is ", shape_str(x), ")");
-}
-
 template <class T, int G>
 __global__ void max_dim_kernel(const T* x, Plan pl, T* values, long long* indices, bool want_max) {
   Group<G> g;
@@ -432,21 +405,7 @@ int sum_to(mf_tensor* out_p, const mf_tensor* g_p) {
   return entry("sum_to", [&] {
     mf_tensor& out = *out_p;
     const mf_tensor& g = *g_p;
-    kcheck::meta("sum_to", "output", out);
-    kcheck::meta("sum_to", "gradient", g);
-    bool fits = out.ndim <= g.ndim;
-    for (int k = 1; k <= out.ndim && fits; ++k) {
-      int64_t o = out.shape[out.ndim - k];
-      fits = o == 1 || o == g.shape[g.ndim - k];
-    }
-    if (!fits)
-      fail("sum_to: output is ", shape_str(out), ", gradient ", shape_str(g),
-           "; expected an output that broadcasts to the gradient (dims align from the last; each size equal or 1)");
-    kcheck::dtype("sum_to", "output", out, g.dtype_id, " like the gradient");
-    uint32_t mask = 0;
-    int lead = g.ndim - out.ndim;
-    for (int d = 0; d < g.ndim; ++d)
-      if (d < lead || (out.shape[d - lead] == 1 && g.shape[d] != 1)) mask |= 1u << d;
+    uint32_t mask = kcheck::sum_to(out, g);  // the CPU's checks (src/core/optim_checks.h)
     Plan pl = checked_plan(MF_R_SUM, out, g, mask);
     run_reduce(MF_R_SUM, out, g, pl, 0);
   });
@@ -455,7 +414,7 @@ int sum_to(mf_tensor* out_p, const mf_tensor* g_p) {
 int max_dim(mf_tensor* values, mf_tensor* indices, const mf_tensor* x, int32_t dim, int32_t is_min) {
   return entry("max_dim", [&] {
     const char* op = is_min ? "min" : "max";
-    check_max_dim(op, *values, *indices, *x, dim);
+    kcheck::max_dim(op, *values, *indices, *x, dim);  // the CPU's checks (src/core/lines.h)
     if (values->count == 0) return;
     Plan pl = make_plan(*x, x->ndim ? 1u << dim : 0u);
     switch (x->dtype_id) {
@@ -504,30 +463,7 @@ int softmax_xent(mf_tensor* loss_p, const mf_tensor* x_p, const mf_tensor* label
     const mf_tensor& x = *x_p;
     const mf_tensor& labels = *labels_p;
     const char* op = "softmax_cross_entropy";
-    if (dim < 0 || dim >= x.ndim) fail(op, ": dim ", dim + 1, " out of range");
-    kcheck::meta(op, "logits", x);
-    kcheck::meta(op, "labels", labels);
-    kcheck::meta(op, "loss", loss);
-    kcheck::float_dtype(op, "logits", x);
-    kcheck::dtype(op, "labels", labels, x.dtype_id, " like the logits");
-    kcheck::dtype(op, "loss", loss, x.dtype_id, " like the logits");
-    kcheck::contiguous(op, "loss", loss);
-    {
-      bool ok = loss.ndim == x.ndim || loss.ndim == x.ndim - 1;
-      for (int d = 0, i = 0; d < x.ndim && ok; ++d) {
-        if (d == dim) {
-          if (loss.ndim == x.ndim) ok = loss.shape[i++] == 1;
-          continue;
-        }
-        ok = loss.shape[i++] == x.shape[d];
-      }
-      if (!ok)
-        fail(op, ": loss is ", shape_str(loss), ", logits ", shape_str(x), "; expected the logits' shape without dim ",
-             dim + 1);
-    }
-    for (int d = 0; d < x.ndim; ++d)
-      if (labels.ndim != x.ndim || labels.shape[d] != x.shape[d])
-        fail(op, ": labels are ", shape_str(labels), ", logits ", shape_str(x), "; expected one shape");
+    kcheck::softmax_xent(op, loss, x, labels, dim, true);  // the CPU's checks, and logits of a float dtype
     long long lines = loss.count, n = x.shape[dim];
     if (lines == 0) return;
     Layout xl = lines_of(x, dim), ll = lines_of(labels, dim);

@@ -4,6 +4,7 @@
 // for integers, written as int64). Parallel over lines only: a few very long lines run on few
 // threads (correct, not fast; a block scan is the next step for them).
 #include "../../core/kcheck.h"
+#include "../../core/lines.h"
 #include "layout.cuh"
 
 namespace mf {
@@ -11,36 +12,14 @@ namespace cuda {
 
 namespace {
 
-void check_dim(const char* op, const mf_tensor& x, int dim) {
-  if (x.ndim == 0 ? (dim != 0 && dim != -1) : (dim < 0 || dim >= x.ndim))
-    fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
-}
-
-// x's lines along dim: n elements `stride` apart, `count` lines laid out by `kept`; the contiguous
-// output's line l starts at (l / inner) * n * inner + l % inner and steps inner.
-struct Lines {
-  long long n = 1, stride = 1, count = 1, inner = 1;
-  Layout kept{};
-  Lines(const mf_tensor& t, int dim) {
-    for (int d = 0; d < t.ndim; ++d) {
-      if (d == dim) {
-        n = t.shape[d];
-        stride = t.strides[d];
-      } else {
-        kept.shape[kept.ndim] = t.shape[d];
-        kept.stride[kept.ndim++] = t.strides[d];
-        count *= t.shape[d];
-      }
-      if (d > dim) inner *= t.shape[d];
-    }
-  }
-};
+// Lines (src/core/lines.h): x's lines along dim; the contiguous output's line l starts at
+// out_start(l, n) and steps inner.
 
 template <class T, class O, bool FLOAT>
 __global__ void cumulate_kernel(O* y, const T* x, Lines L, bool prod, bool reverse) {
   for (long long l = global_index(); l < L.count; l += global_step()) {
-    const T* p = x + offset_of(L.kept, l);
-    O* q = y + (l / L.inner) * L.n * L.inner + l % L.inner;
+    const T* p = x + L.offset(l);
+    O* q = y + L.out_start(l, L.n);
     if (FLOAT) {
       double a = prod ? 1.0 : 0.0;
       for (long long s = 0; s < L.n; ++s) {
@@ -65,9 +44,9 @@ __global__ void cumulate_kernel(O* y, const T* x, Lines L, bool prod, bool rever
 template <class T>
 __global__ void cumprod_grad_kernel(T* gx, const T* x, const T* gy, Lines lx, Lines lg, bool reverse, double* s) {
   for (long long l = global_index(); l < lx.count; l += global_step()) {
-    const T* p = x + offset_of(lx.kept, l);
-    const T* g = gy + offset_of(lg.kept, l);
-    T* q = gx + (l / lx.inner) * lx.n * lx.inner + l % lx.inner;
+    const T* p = x + lx.offset(l);
+    const T* g = gy + lg.offset(l);
+    T* q = gx + lx.out_start(l, lx.n);
     double* sl = s + l * lx.n;
     const long long n = lx.n;
     double acc = 0;
@@ -98,14 +77,7 @@ int cumulate(mf_tensor* y_p, const mf_tensor* x_p, int32_t dim, int32_t prod, in
   return entry(op, [&] {
     mf_tensor& y = *y_p;
     const mf_tensor& x = *x_p;
-    kcheck::meta(op, "x", x);
-    kcheck::meta(op, "y", y);
-    check_dim(op, x, dim);
-    kcheck::contiguous(op, "y", y);
-    kcheck::same_shape(op, "y", y, "x", x);
-    bool is_float = dtype_is_float(x.dtype_id);
-    kcheck::dtype(op, "y", y, is_float ? x.dtype_id : int(MF_INT64),
-                  is_float ? " like x" : " (integers accumulate in int64)");
+    kcheck::cumulate(op, y, x, dim);  // the CPU's checks (src/core/lines.h)
     if (x.count == 0) return;
     Lines L(x, x.ndim ? dim : -1);
     switch (x.dtype_id) {
@@ -125,13 +97,7 @@ int cumprod_grad(mf_tensor* gx_p, const mf_tensor* x_p, const mf_tensor* gy_p, i
   return entry(op, [&] {
     mf_tensor& gx = *gx_p;
     const mf_tensor &x = *x_p, &gy = *gy_p;
-    kcheck::meta(op, "x", x);
-    kcheck::meta(op, "gy", gy);
-    kcheck::meta(op, "gx", gx);
-    check_dim(op, x, dim);
-    kcheck::same_shape(op, "gy", gy, "x", x);
-    kcheck::same_shape(op, "gx", gx, "x", x);
-    kcheck::contiguous(op, "gx", gx);
+    kcheck::cumprod_grad(op, gx, x, gy, dim);
     kcheck::float_dtype(op, "x", x);
     kcheck::dtype(op, "gy", gy, x.dtype_id, " like x");
     kcheck::dtype(op, "gx", gx, x.dtype_id, " like x");

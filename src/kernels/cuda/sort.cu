@@ -1,9 +1,10 @@
 // -- sort / topk / kthvalue --------------------------------------------------------------------------
-// The CPU's total order (src/kernels/cpu/sort.cc): by value, NaN above every number, equal values by
-// position; so the result is unique and any correct sort gives the CPU's. One thread per line runs a
+// The CPU's total order (value_before, src/core/lines.h): by value, NaN above every number, equal
+// values by position; so the result is unique and any correct sort gives the CPU's. One thread per line runs a
 // bottom-up merge sort of the line's positions in scratch memory (stable, O(n log n) each; parallel
 // over lines: a few very long lines are correct but slow, a block sort is the next step for them).
 #include "../../core/kcheck.h"
+#include "../../core/lines.h"
 #include "layout.cuh"
 
 namespace mf {
@@ -13,50 +14,13 @@ namespace {
 
 enum { kSortAll = 0, kSortTop = 1, kSortKth = 2 };  // sort_cpu's modes
 
-void check_dim(const char* op, const mf_tensor& x, int dim) {
-  if (x.ndim == 0 ? (dim != 0 && dim != -1) : (dim < 0 || dim >= x.ndim))
-    fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
-}
-
-// out has x's shape with dim's size replaced by `along` (or dropped when may_drop)
-void check_along_shape(const char* op, const char* name, const mf_tensor& out, const mf_tensor& x, int dim,
-                       int64_t along, bool may_drop) {
-  bool ok = true;
-  if (x.ndim == 0) {
-    ok = out.ndim == 0 || (out.ndim == 1 && out.shape[0] == along);
-  } else if (out.ndim == x.ndim) {
-    for (int d = 0; d < x.ndim && ok; ++d) ok = out.shape[d] == (d == dim ? along : x.shape[d]);
-  } else if (may_drop && out.ndim == x.ndim - 1) {
-    for (int d = 0, i = 0; d < x.ndim && ok; ++d)
-      if (d != dim) ok = out.shape[i++] == x.shape[d];
-  } else {
-    ok = false;
-  }
-  if (!ok)
-    fail(op, ": ", name, " is ", shape_str(out), ", x is ", shape_str(x), "; expected x's shape with dim ", dim + 1,
-         may_drop ? " reduced" : " of size ", may_drop ? "" : std::to_string(along));
-}
-
-// a before b in the order (positions a != b)
-template <class T, bool DESC>
-__device__ __forceinline__ bool before(const T* p, long long st, long long a, long long b) {
-  T x = p[a * st], y = p[b * st];
-  bool nx = x != x, ny = y != y;
-  if (nx || ny) return nx == ny ? a < b : (DESC ? nx : ny);
-  if (DESC) {
-    T t = x;
-    x = y;
-    y = t;
-  }
-  return x < y || (!(y < x) && a < b);
-}
-
 // mode kSortTop unsorted: the chosen k written in position order (flag the chosen, then walk positions)
 template <class T, bool DESC>
-__global__ void sort_kernel(T* values, long long* indices, const T* x, Layout kept, long long lines, long long n,
-                            long long st, long long k, int mode, bool sorted, long long inner, long long* scratch) {
-  for (long long l = global_index(); l < lines; l += global_step()) {
-    const T* p = x + offset_of(kept, l);
+__global__ void sort_kernel(T* values, long long* indices, const T* x, Lines L, long long k, int mode, bool sorted,
+                            long long* scratch) {
+  const long long n = L.n, st = L.stride;
+  for (long long l = global_index(); l < L.count; l += global_step()) {
+    const T* p = x + L.offset(l);
     long long* a = scratch + l * 2 * n;
     long long* b = a + n;
     for (long long j = 0; j < n; ++j) a[j] = j;
@@ -64,7 +28,8 @@ __global__ void sort_kernel(T* values, long long* indices, const T* x, Layout ke
       for (long long lo = 0; lo < n; lo += 2 * w) {
         long long mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
         long long i = lo, j = mid, o = lo;
-        while (i < mid && j < hi) b[o++] = before<T, DESC>(p, st, a[j], a[i]) ? a[j++] : a[i++];
+        while (i < mid && j < hi)
+          b[o++] = value_before<T, DESC>(p[a[j] * st], p[a[i] * st], a[j], a[i]) ? a[j++] : a[i++];
         while (i < mid) b[o++] = a[i++];
         while (j < hi) b[o++] = a[j++];
       }
@@ -77,7 +42,7 @@ __global__ void sort_kernel(T* values, long long* indices, const T* x, Layout ke
       indices[l] = a[k - 1] + 1;
       continue;
     }
-    long long o = (l / inner) * k * inner + l % inner;
+    long long o = L.out_start(l, k), inner = L.inner;
     if (mode == kSortTop && !sorted) {  // b is free: flag the chosen positions, then take them in order
       for (long long j = 0; j < n; ++j) b[j] = 0;
       for (long long j = 0; j < k; ++j) b[a[j]] = 1;
@@ -100,51 +65,25 @@ __global__ void sort_kernel(T* values, long long* indices, const T* x, Layout ke
 template <class T>
 void launch_sort(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, long long k, int mode,
                  bool descending, bool sorted) {
-  Layout kept{};
-  long long n = 1, st = 1, lines = 1, inner = 1;
-  for (int d = 0; d < x.ndim; ++d) {
-    if (d == dim) {
-      n = x.shape[d];
-      st = x.strides[d];
-    } else {
-      kept.shape[kept.ndim] = x.shape[d];
-      kept.stride[kept.ndim++] = x.strides[d];
-      lines *= x.shape[d];
-    }
-    if (d > dim && mode != kSortKth) inner *= x.shape[d];
-  }
-  if (lines == 0 || n == 0) return;
-  Scratch s(size_t(lines) * size_t(2 * n) * sizeof(long long));
+  Lines L(x, dim);
+  if (L.count == 0 || L.n == 0) return;
+  Scratch s(size_t(L.count) * size_t(2 * L.n) * sizeof(long long));
   T* vp = static_cast<T*>(values.ptr);
   long long* ip = static_cast<long long*>(indices.ptr);
   const T* xp = static_cast<const T*>(x.ptr);
   if (descending)
-    sort_kernel<T, true><<<grid_for(lines), kThreads, 0, stream()>>>(vp, ip, xp, kept, lines, n, st, k, mode, sorted,
-                                                                     inner, s.as<long long>());
+    sort_kernel<T, true><<<grid_for(L.count), kThreads, 0, stream()>>>(vp, ip, xp, L, k, mode, sorted,
+                                                                       s.as<long long>());
   else
-    sort_kernel<T, false><<<grid_for(lines), kThreads, 0, stream()>>>(vp, ip, xp, kept, lines, n, st, k, mode, sorted,
-                                                                      inner, s.as<long long>());
+    sort_kernel<T, false><<<grid_for(L.count), kThreads, 0, stream()>>>(vp, ip, xp, L, k, mode, sorted,
+                                                                        s.as<long long>());
 }
 
 void sort_impl(mf_tensor& values, mf_tensor& indices, const mf_tensor& x, int dim, int64_t k, int mode,
                bool descending, bool sorted) {
   static const char* names[] = {"sort", "topk", "kthvalue"};
   const char* op = names[mode];
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "values", values);
-  kcheck::meta(op, "indices", indices);
-  check_dim(op, x, dim);
-  int64_t n = x.ndim ? x.shape[dim] : 1;
-  if (mode == kSortAll) k = n;
-  if (mode == kSortKth ? (k < 1 || k > n) : (k < 0 || k > n))
-    fail(op, ": k is ", k, "; expected ", mode == kSortKth ? "1" : "0", "..", n, " (the size of dim ", dim + 1,
-         " of x, ", shape_str(x), ")");
-  kcheck::contiguous(op, "values", values);
-  kcheck::contiguous(op, "indices", indices);
-  kcheck::dtype(op, "values", values, x.dtype_id, " like x");
-  kcheck::dtype(op, "indices", indices, MF_INT64);
-  check_along_shape(op, "values", values, x, dim, mode == kSortKth ? 1 : k, mode == kSortKth);
-  kcheck::same_shape(op, "indices", indices, "values", values);
+  k = kcheck::sort_k(op, values, indices, x, dim, k, mode);  // the CPU's checks (src/core/lines.h)
   if (values.count == 0) return;
   int d = x.ndim ? dim : -1;
   switch (x.dtype_id) {
