@@ -6,7 +6,9 @@ return function(mf)
   local raise = mf._raise
   local UINT8, INT64 = C.MF_UINT8, C.MF_INT64
   mf.data = mf.data or {}
-  mf.data.FASHION_MNIST_DIR = '/usr/share/datasets/fashion-mnist'
+  -- where fashion_mnist reads its files: the environment's MF_FASHION_MNIST_DIR when set (the GPU
+  -- machine of scripts/gpu/check.sh reads a subset carried in .gpu-deps/), else the Debian package's
+  mf.data.FASHION_MNIST_DIR = os.getenv('MF_FASHION_MNIST_DIR') or '/usr/share/datasets/fashion-mnist'
 
   ffi.cdef [[
     typedef struct gzFile_s *gzFile;

@@ -23,6 +23,14 @@ return function(mf)
     return a, b, c, d
   end
 
+  -- the device of a model's parameters (nil for a model without any): fit and evaluate run their
+  -- sessions there, so a model moved with model:cuda() trains on the GPU; host batches fed to such a
+  -- session are copied up by Session.run
+  local function model_device(model)
+    local p = model:parameters()[1]
+    return p and p.data:device() or nil
+  end
+
   local function placeholder_like(t, name)
     local shape = t:size()
     shape[1] = -1
@@ -43,7 +51,9 @@ return function(mf)
       if out:dim() == 2 and by:dtype() == 'int64' and by:dim() == 1 then
         correct = mf.sum(mf.cast(mf.eq(mf.argmax(out, 2), y), 'float64'))
       end
-      return {g = g, x = x, y = y, loss = l, correct = correct, sess = mf.Session{graph = g}}
+      local device = model_device(model)
+      return {g = g, x = x, y = y, loss = l, correct = correct, device = device,
+              sess = mf.Session{graph = g, device = device}}
     end)
   end
 
@@ -60,7 +70,8 @@ return function(mf)
       if not eg then
         local per_model = eval_cache[model] or setmetatable({}, {__mode = 'k'})
         eval_cache[model] = per_model
-        eg = per_model[loss] or eval_graph(model, loss, bx, by)
+        eg = per_model[loss]
+        if not eg or eg.device ~= model_device(model) then eg = eval_graph(model, loss, bx, by) end  -- moved since
         per_model[loss] = eg
       end
       local b = bx:size(1)
@@ -91,7 +102,7 @@ return function(mf)
   --        on_epoch = f(epoch, record, history), on_step = f(step, loss), log = 'history.csv',
   --        scheduler = s, start_epoch = 1, quiet = false, max_steps = n, mode = 'graph' | 'eager'} -> history
   -- mode 'eager' trains with the tape (forward on tensors, loss:backward(), opt:step()) instead of
-  -- one training graph
+  -- one training graph. Both run on the device of the model's parameters (model_device).
   function mf.fit(args)
     if type(args) ~= 'table' then raise(('fit: expected a table of arguments {model =, loss =, optimizer =, data =}, got %s'):format(O.show(args))) end
     O.check('fit', args, FIT_ARGS)
@@ -125,10 +136,11 @@ return function(mf)
       if data.set_epoch then data:set_epoch(epoch) end
       model:train()
       local t0, seen, loss_sum, nb = mf.clock(), 0, 0, #data
-      local step = 0
+      local step, device = 0, model_device(model)  -- eager batches from the host go there
       for bx, by in data:iter() do
         local l
         if mode == 'eager' then
+          if device and bx:device() ~= device then bx, by = bx:to(device), by:to(device) end
           opt:zero_grad()
           l = loss(model(bx), by)
           l:backward()
@@ -138,7 +150,8 @@ return function(mf)
           train = with_graph(g, function()
             local x, y = placeholder_like(bx, 'x'), placeholder_like(by, 'y')
             local l = loss(model(x), y)
-            return {x = x, y = y, loss = l, op = opt:minimize(l), sess = mf.Session{graph = g}}
+            return {x = x, y = y, loss = l, op = opt:minimize(l),
+                    sess = mf.Session{graph = g, device = model_device(model)}}
           end)
         end
         if mode == 'graph' then

@@ -63,7 +63,7 @@ return function(mf)
     load = 'mf.load(path): reads a safetensors file; returns {name = tensor} (flat names) and its string metadata table.',
     ['data.read_idx'] = 'mf.data.read_idx(path): an IDX file (gzip or plain, unsigned bytes) as a uint8 tensor of its declared shape.',
     ['data.fashion_mnist_raw'] = "mf.data.fashion_mnist_raw('train'|'test'): Fashion-MNIST images (N x 28 x 28 uint8) and labels (N uint8, 0..9).",
-    ['data.fashion_mnist'] = 'mf.data.fashion_mnist(): train and test datasets (60000, 10000) from the Debian package dataset-fashion-mnist.',
+    ['data.fashion_mnist'] = 'mf.data.fashion_mnist(): train and test datasets (60000, 10000) from the Debian package dataset-fashion-mnist (files under mf.data.FASHION_MNIST_DIR: the environment variable MF_FASHION_MNIST_DIR when set, else /usr/share/datasets/fashion-mnist).',
     ['data.TensorDataset'] = 'mf.data.TensorDataset(inputs[, targets]): a dataset over the rows (dim 1) of tensors.',
     ['data.Dataset'] = 'a dataset: #ds, ds:get(i) -> input, label (1-based), ds:tensors() -> all inputs, all labels, ds:loader{...} -> a loader.',
     ['data.loader'] = 'ds:loader{batch = 1, shuffle = false, drop_last = false, seed = 0}: #loader batches; for bx, by in loader do ... end (or loader:iter()) runs one epoch.',

@@ -23,4 +23,26 @@ for deb in "$work"/*.deb; do dpkg -x "$deb" "$OUT"; done
 [ -e "$OUT/usr/bin/pkg-config" ] || ln -s pkgconf "$OUT/usr/bin/pkg-config"
 find "$OUT" -name '*.a' ! -name 'libCatch2*' -delete  # Catch2's CMake package names its .a
 rm -rf "$OUT/usr/share/doc" "$OUT/usr/share/man" "$OUT"/usr/lib/x86_64-linux-gnu/openblas-openmp/lib{blas,lapack}.so*
-echo "$OUT: $(du -sh "$OUT" | cut -f1) from ${#PKGS[@]} packages"
+# A Fashion-MNIST subset for check.sh's examples step (the whole set, 30 MB, would not fit in carry
+# beside the libraries): the first 10,000 training and 1,000 test images with their labels, IDX
+# files like the Debian package's (about 5 MB); check.sh sets MF_FASHION_MNIST_DIR to it.
+python3 - "${MF_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}" "$OUT/fashion-mnist" <<'PY'
+import gzip, os, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(dst, exist_ok=True)
+for prefix, keep in (('train', 10000), ('t10k', 1000)):
+    for kind in ('images-idx3', 'labels-idx1'):
+        name = '%s-%s-ubyte.gz' % (prefix, kind)
+        with gzip.open(os.path.join(src, name), 'rb') as f:
+            data = f.read()
+        ndim = data[3]
+        dims = list(struct.unpack('>%dI' % ndim, data[4:4 + 4 * ndim]))
+        item = 1
+        for d in dims[1:]:
+            item *= d
+        body = data[4 + 4 * ndim:4 + 4 * ndim + keep * item]
+        dims[0] = keep
+        with gzip.open(os.path.join(dst, name), 'wb') as f:
+            f.write(data[:4] + struct.pack('>%dI' % ndim, *dims) + body)
+PY
+echo "$OUT: $(du -sh "$OUT" | cut -f1) from ${#PKGS[@]} packages and a Fashion-MNIST subset"
