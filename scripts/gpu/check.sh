@@ -9,7 +9,13 @@
 #    (float32 1e-5, float64 1e-12 relative; eager and inside a graph);
 # 5. scripts/gpu/kernels.lua: every kernel table entry, CPU vs GPU on the same operands;
 # 6. scripts/gpu/train_step.lua: graph and eager MLP training on cuda against the CPU, device memory
-#    flat over 1,000 steps, host waits per training step.
+#    flat over 1,000 steps, host waits per training step;
+# 7. scripts/gpu/examples.sh: mlp_fashion, lenet_fashion and mlp_eager with --device cuda --smoke
+#    against their CPU smoke runs (accuracy within 0.03, loss within 2%: see the script);
+# 8. scripts/gpu/bench.lua --quick: training steps, sgemm and the fused update against PyTorch on
+#    the same GPU, one table; it fails on an error or a missed target (a step above 0.8x PyTorch's
+#    eager step, the fused update below 85% of device copy bandwidth).
+# The summary ends with the tables of steps 7 and 8 in full.
 # Prints one summary table; exits non-zero when any check failed (or when there is no GPU).
 # MF_GPU_BUILD_ONLY=1: the dependency check and the build only (a first, separate device call).
 #
@@ -27,6 +33,7 @@ BUILD=${1:-build-gpu}
 JOBS=${MF_GPU_JOBS:-$(nproc)}
 declare -a NAMES=() RESULTS=() TIMES=()
 FAILED=0
+rm -f "$BUILD/gpu-check/examples.log" "$BUILD/gpu-check/bench.log"  # summary() shows this run's tables only
 
 step() {  # step NAME command...: runs it, logs to $BUILD/gpu-check/NAME.log, records the result
   local name=$1
@@ -49,6 +56,13 @@ summary() {
   gpu=$(nvidia-smi -L 2>/dev/null | head -n 1)
   echo "GPU check summary ($(date -u '+%Y-%m-%d %H:%M UTC'); ${gpu:-nvidia-smi found no GPU})"
   for i in "${!NAMES[@]}"; do printf '  %-14s %-6s %s\n' "${NAMES[$i]}" "${TIMES[$i]}" "${RESULTS[$i]}"; done
+  # the tables of the examples (CPU against GPU) and of the benchmark against PyTorch, in full
+  if [ -e "$BUILD/gpu-check/examples.log" ]; then
+    echo; grep -E '^(example |mlp_|lenet_)' "$BUILD/gpu-check/examples.log"
+  fi
+  if [ -e "$BUILD/gpu-check/bench.log" ]; then
+    echo; grep -E '^(GPU bench|\||bench.lua: [0-9])' "$BUILD/gpu-check/bench.log"
+  fi
   exit $FAILED
 }
 
@@ -66,10 +80,19 @@ if [ -d "$DEPS/usr" ]; then
   ML=$DEPS/usr/lib/x86_64-linux-gnu
   export PATH="$DEPS/usr/bin:$PATH"
   export PKG_CONFIG_LIBDIR="$ML/pkgconfig:$DEPS/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$DEPS"
+  # the PyTorch twin of bench.lua runs with the machine's own library path, not these libraries
+  export MF_TWIN_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
   export LD_LIBRARY_PATH="$ML/openblas-openmp:$ML:${LD_LIBRARY_PATH:-}"
   MF_GPU_CMAKE_ARGS+=("-DCMAKE_PREFIX_PATH=$DEPS/usr" "-DMF_OPENBLAS_DIR=$ML/openblas-openmp"
                       "-DMF_OPENBLAS_INCLUDE=$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp")
+  # the Fashion-MNIST subset prepare_deps.sh writes there, unless the machine has the dataset
+  if [ -z "${MF_FASHION_MNIST_DIR:-}" ] && [ ! -e /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] &&
+    [ -d "$DEPS/fashion-mnist" ]; then
+    export MF_FASHION_MNIST_DIR="$DEPS/fashion-mnist"
+  fi
 fi
+# the PyTorch twin of bench.lua: the python3 on PATH (the GPU machine's has torch), unless PYTHON says
+export PYTHON=${PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
 
 deps() {  # every build dependency, each missing one named, before minutes of compiling
   local missing=() c inc
@@ -106,4 +129,6 @@ step codegen "$BUILD/tests/mf_tests" '[cuda]'  # fused kernels from strings: eve
 step harness "$MF" tests/ops/harness.lua --device cuda
 step kernels "$MF" scripts/gpu/kernels.lua
 step train_step "$MF" scripts/gpu/train_step.lua --steps 1000
+step examples scripts/gpu/examples.sh "$MF" cuda
+step bench "$MF" scripts/gpu/bench.lua --quick
 summary
