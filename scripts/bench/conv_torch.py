@@ -5,44 +5,13 @@ max_pool2d, max_pool2d_backward, avg_pool2d, avg_pool2d_backward, adaptive_avg_p
 adaptive_avg_pool2d_backward), the x and w shapes and the geometry; this side times PyTorch's
 routine for it with timing.lua's recipe (per_call_us) and answers {"us": median, "shape": [...]}.
 usage (conv.lua does it): python3 scripts/bench/conv_torch.py FIFO
-Run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp."""
-import gc, json, sys, time
-out = open(sys.argv[1], 'w')  # first: conv.lua waits on this FIFO, and should hear why torch is missing
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError as e:
-    out.write(json.dumps({'fatal': 'PyTorch twin: %s (install python3-torch)' % e}) + '\n')
-    out.close()
-    sys.exit(0)
+Run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp. The FIFO, the torch import, the
+timing recipe and the request loop are torch_twin.py's, shared with ops_torch.py."""
+import json, time
+from torch_twin import per_call_us, serve, start
+out, torch, F = start('install python3-torch')  # first: conv.lua waits on the FIFO
 
 cache = {}  # the inputs of the last case: rounds repeat a case, its tensors are made once
-
-
-def per_call_us(f, calls=None, batches=7, warmup=3, target=0.02, clock=time.perf_counter):
-    """timing.lua's per_call_us: µs per call, the median of batches."""
-    w0 = clock()
-    for _ in range(warmup):
-        f()
-        if clock() - w0 > target:
-            break
-    n = calls
-    if not n:
-        t0, n = clock(), 0
-        while True:
-            f()
-            n += 1
-            if clock() - t0 > target:
-                break
-    times = []
-    for _ in range(batches):
-        gc.collect()
-        t = clock()
-        for _ in range(n):
-            f()
-        times.append((clock() - t) / n * 1e6)
-    times.sort()
-    return times[(len(times) - 1) // 2]
 
 
 def make_case(req):
@@ -91,26 +60,11 @@ def handle(req):
         f = cache[key]
         shape = list(f().shape)
         clock = time.process_time if req.get('cpu') else time.perf_counter  # conv.lua --clock
-        us = per_call_us(f, calls=req.get('calls'), batches=req.get('batches') or 7, target=req.get('target') or 0.02,
+        us = per_call_us(f, (), calls=req.get('calls'), batches=req.get('batches') or 7, target=req.get('target') or 0.02,
                          clock=clock)
         return {'us': us, 'shape': shape}
     raise ValueError('unknown request ' + req['cmd'])
 
 
-def main():
-    out.write(json.dumps({'torch': torch.__version__}) + '\n')
-    out.flush()
-    for line in iter(sys.stdin.readline, ''):
-        req = json.loads(line)
-        if req.get('cmd') == 'quit':
-            break
-        try:
-            ans = handle(req)
-        except Exception as e:  # a case's error goes back to conv.lua, which reports it by name
-            ans = {'error': '%s: %s' % (type(e).__name__, str(e).split('\n')[0][:300])}
-        out.write(json.dumps(ans) + '\n')
-        out.flush()
-
-
 if __name__ == '__main__':
-    main()
+    serve(out, torch, handle)

@@ -6,19 +6,14 @@ kinds and shapes and times the code with ops.lua's recipe (timing.lua: warm-up c
 batch calibrated to about 20 ms, the median of the batches ops.lua asks for, a collection before
 each).
 usage (ops.lua does it): python3 scripts/bench/ops_torch.py FIFO
-Run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp; 2 threads."""
-import gc, json, sys, time, traceback
-out = open(sys.argv[1], 'w')  # first: ops.lua waits on this FIFO, and should hear why torch is missing
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError as e:
-    out.write(json.dumps({'fatal': 'PyTorch twin: %s (install python3-torch, or run ops.lua --no-torch)' % e}) + '\n')
-    out.close()
-    sys.exit(0)  # 0: ops.lua's fallback answer (for a python that cannot start at all) must not follow
+Run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp; OMP_NUM_THREADS threads (ops.lua
+sets moonflow's count; 2 when unset)."""
+import os
+# the FIFO, the torch import, the timing recipe and the request loop: torch_twin.py's, shared with conv_torch.py
+from torch_twin import per_call_us, serve, start
+out, torch, F = start('install python3-torch, or run ops.lua --no-torch')  # first: ops.lua waits on the FIFO
 
-torch.set_num_threads(2)
-clock = time.perf_counter
+torch.set_num_threads(int(os.environ.get('OMP_NUM_THREADS', '2')))  # ops.lua passes its own count
 DTYPES = {'float32': torch.float32, 'float64': torch.float64, 'int64': torch.int64, 'uint8': torch.bool}
 
 
@@ -62,32 +57,6 @@ def compile_case(expr, nargs):
     return ns['_case']
 
 
-def per_call_us(f, args, calls=None, batches=7, warmup=3, target=0.02):
-    """timing.lua's per_call_us: µs per call, the median of batches."""
-    w0 = clock()
-    for _ in range(warmup):
-        f(*args)
-        if clock() - w0 > target:
-            break
-    n = calls
-    if not n:
-        t0, n = clock(), 0
-        while True:
-            f(*args)
-            n += 1
-            if clock() - t0 > target:
-                break
-    times = []
-    for _ in range(batches):
-        gc.collect()
-        t = clock()
-        for _ in range(n):
-            f(*args)
-        times.append((clock() - t) / n * 1e6)
-    times.sort()
-    return times[(len(times) - 1) // 2]
-
-
 def shapes_of(v, acc):
     """ops.lua's shapes_of: every tensor's dtype and shape as 'float32:AxB', lists and tuples flattened;
     bool is moonflow's uint8"""
@@ -123,22 +92,5 @@ def handle(req):
     raise ValueError('unknown request ' + cmd)
 
 
-def main():
-    out.write(json.dumps({'torch': torch.__version__}) + '\n')
-    out.flush()
-    for line in iter(sys.stdin.readline, ''):
-        req = json.loads(line)
-        if req.get('cmd') == 'quit':
-            break
-        try:
-            ans = handle(req)
-        except Exception as e:  # a case's error goes back to ops.lua, which reports it by name
-            ans = {'error': '%s: %s' % (type(e).__name__, str(e).split('\n')[0][:300])}
-            if req.get('debug'):
-                traceback.print_exc()
-        out.write(json.dumps(ans) + '\n')
-        out.flush()
-
-
 if __name__ == '__main__':
-    main()
+    serve(out, torch, handle)
