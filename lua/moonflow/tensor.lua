@@ -38,7 +38,13 @@ return function(mf)
   end
 
   -- GC nudging: Lua sees a 200-byte struct, not the storage behind it, so count native bytes and
-  -- collect when they outgrow what was live after the last collection.
+  -- run a collector cycle when they outgrow what was live after the last one. The cycle runs as
+  -- incremental steps to its end (collectgarbage('step', 0) until one reports the cycle finished),
+  -- not as collectgarbage('collect'), which first sweeps the whole heap to abandon the cycle in
+  -- progress and then runs one of its own (mark and sweep again). Finishing the cycle in progress
+  -- frees the same garbage (but for what died after its mark phase ended: the next cycle takes that)
+  -- in about 0.65 of the time: empty(2048, 2048) 0.65x, zeros 0.8x at 1 thread (2026-11-27). The
+  -- nudge comes before the allocation, so the blocks a cycle frees can serve the request.
   local pending, threshold = 0, 64 * 2 ^ 20
   -- A collector cycle starts when the heap reaches pause% of what was live after the last one
   -- (LuaJIT's default 200). Results that die young (1-element tensors in an eager loop) are freed
@@ -49,11 +55,15 @@ return function(mf)
   -- may set its own: collectgarbage('setpause', n).
   collectgarbage('setpause', 150)
   local stats_buf = ffi.new('mf_memory_stats')
-  local function nudge(nbytes)
-    pending = pending + nbytes + 64
+  local gc = collectgarbage
+  -- before a tensor of ndim sizes (shape: an int64_t array) and dtype is allocated
+  local function nudge(ndim, shape, dtype)
+    local n = 1
+    for i = 0, math.min(ndim, MAX_DIMS) - 1 do n = n * tonumber(shape[i]) end
+    pending = pending + math.max(n * C.mf_dtype_size(dtype), 256) + 64
     if pending > threshold then
       pending = 0
-      collectgarbage('collect')
+      repeat until gc('step', 0)
       C.mf_memory_stats_get(HOST, stats_buf)
       threshold = math.max(64 * 2 ^ 20, tonumber(stats_buf.in_use))
     end
@@ -62,11 +72,11 @@ return function(mf)
   -- A new contiguous tensor (uninitialised) with the shape, dtype and device of meta; what names
   -- the op in an allocation error.
   local function new_like_meta(meta, what)
+    nudge(meta.ndim, meta.shape, meta.dtype_id)
     local t = T()
     if C.mf_tensor_init(t, meta.ndim, meta.shape, meta.dtype_id, meta.device_id) ~= 0 then
       raise(what .. ': ' .. ffi.string(C.mf_last_error()))
     end
-    nudge(math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256))
     return t
   end
   mf._new_like_meta = new_like_meta
@@ -77,9 +87,9 @@ return function(mf)
     local n = #shape
     if n > MAX_DIMS then raise(('tensor: %d dims requested; at most %d are supported'):format(n, MAX_DIMS)) end
     for i = 1, n do shape_buf[i - 1] = shape[i] end
+    nudge(n, shape_buf, dtype or F32)
     local t = T()
     K.check(C.mf_tensor_init(t, n, shape_buf, dtype or F32, device or HOST))
-    nudge(math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256))
     return t
   end
   mf._new_tensor = new_tensor
