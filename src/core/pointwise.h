@@ -89,8 +89,25 @@ struct Div {
     return T(x / y);
   }
 };
+// Integers: exact, by repeated squaring, wrapping on overflow as integer mul does (through double,
+// 10^30 or 0^-1 became an out-of-range cast: INT64_MIN); a negative exponent gives PyTorch's powi
+// values, the power truncated toward zero: 1 for 1, +-1 for -1, 0 for the rest (0 included)
 struct Pow {
-  template <class T> static MF_HD T f(T x, T y) { return T(std::pow(Acc<T>(x), Acc<T>(y))); }
+  template <class T> static MF_HD T f(T x, T y) {
+    if constexpr (std::is_integral<T>::value) {
+      if constexpr (std::is_signed<T>::value)
+        if (y < T(0)) return x == T(1) ? T(1) : x == T(-1) ? ((y & T(1)) ? T(-1) : T(1)) : T(0);
+      using U = std::make_unsigned_t<T>;
+      U r = 1, b = U(x);
+      for (T e = y; e != T(0); e = T(e >> 1)) {
+        if (e & T(1)) r = U(r * b);
+        b = U(b * b);
+      }
+      return T(r);
+    } else {
+      return T(std::pow(Acc<T>(x), Acc<T>(y)));
+    }
+  }
   template <class A> static auto run(const A* x, const A* y, A* z, int64_t n) -> decltype(vm::pow(x, y, z, n)) {
     vm::pow(x, y, z, n);
   }

@@ -124,6 +124,18 @@ T.test('a fractional number promotes integer operands to float32 (PyTorch)', fun
   check(mf.tensor({1.5}, 'float64') + 0.1, {1.6}, 'float64', 'float64 + 0.1')
 end)
 
+T.test('integer pow is exact, wraps on overflow and truncates negative powers (PyTorch powi)', function()
+  -- torch.pow of the same int tensors (through double, 10^30 and 0^-1 became INT64_MIN)
+  check(mf.pow(mf.tensor({2, 0, 1, -1, -1, 3, 5}, 'int64'), mf.tensor({-1, -1, -5, -3, -2, 0, 3}, 'int64')),
+        {0, 0, 1, -1, 1, 1, 125}, 'int64', 'negative powers')
+  T.eq(tostring(mf.pow(mf.tensor({10}, 'int64'), 30):data()[0]), '5076944270305263616LL', '10^30 wraps')
+  check(mf.pow(mf.tensor({3}, 'int32'), 25), {1180052131}, 'int32', '3^25 wraps in int32')
+  check(mf.pow(mf.tensor({200}, 'uint8'), 2), {64}, 'uint8', '200^2 wraps in uint8')
+  check(mf.pow(mf.tensor({-3, 7}, 'int32'), mf.tensor({3, 2}, 'int32')), {-27, 49}, 'int32', 'odd and even powers')
+  -- (2^27 + 1)^2 = 2^54 + 2^28 + 1: a double would round off the 1
+  T.eq(tostring(mf.pow(mf.tensor({2 ^ 27 + 1}, 'int64'), 2):data()[0]), '18014398777917441LL', 'past 2^53 exactly')
+end)
+
 T.test('comparisons of integer tensors with fractional numbers', function()
   local x = mf.tensor({0, 1, 2}, 'int64')
   check(mf.lt(x, 1.5), {1, 1, 0}, 'uint8', 'lt 1.5')
