@@ -186,8 +186,9 @@ local function add_routines(Kd, tbl)
   function Kd.gather(y, x, idx, dim0) check(k_gather(y, x, idx, dim0)) end
   function Kd.scatter(y, x, idx, src, dim0, add) check(k_scatter(y, x, idx, src, dim0, add)) end
   function Kd.index_add(y, x, idx, src, dim0) check(k_index_add(y, x, idx, src, dim0)) end
-  function Kd.masked_select(y, x, mask) check(k_masked_select(y, x, mask)) end
-  function Kd.nonzero(y, x) check(k_nonzero(y, x)) end
+  -- the first y:size(1) selected, then fill (masked_select: x's dtype; nonzero: rows of it)
+  function Kd.masked_select(y, x, mask, fill) check(k_masked_select(y, x, mask, fill)) end
+  function Kd.nonzero(y, x, fill) check(k_nonzero(y, x, fill)) end
   function Kd.batch_norm(y, x, w, b, eps) check(k_batch_norm(y, x, w, b, eps)) end
   function Kd.dropout_mask(m, p) check(k_dropout_mask(m, K.rng, p)) end
   -- rand draws from the state's generator, installed by the tensor module as K.rng

@@ -54,8 +54,8 @@ typedef struct mf_fused mf_fused;
   X(scatter, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, const mf_tensor *src, int32_t dim,             \
               int32_t add))                                                                                            \
   X(index_add, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, const mf_tensor *src, int32_t dim))          \
-  X(masked_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *mask))                                        \
-  X(nonzero, (mf_tensor *out, const mf_tensor *x))                                                                     \
+  X(masked_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *mask, double fill))                           \
+  X(nonzero, (mf_tensor *out, const mf_tensor *x, int64_t fill))                                                       \
   X(batch_norm, (mf_tensor *y, const mf_tensor *x, const mf_tensor *w, const mf_tensor *b, double eps))                \
   X(dropout_mask, (mf_tensor *mask, mf_rng *g, double p))                                                              \
   X(sum_to, (mf_tensor *out, const mf_tensor *g))                                                                      \

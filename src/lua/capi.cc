@@ -519,10 +519,12 @@ int mf_k_scatter(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, const
 int mf_k_index_add(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, const mf_tensor* src, int32_t dim) {
   return guard(__func__, [&] { index_add_cpu(*out, *x, *idx, *src, dim); });
 }
-int mf_k_masked_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* mask) {
-  return guard(__func__, [&] { masked_select_cpu(*out, *x, *mask); });
+int mf_k_masked_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* mask, double fill) {
+  return guard(__func__, [&] { masked_select_cpu(*out, *x, *mask, fill); });
 }
-int mf_k_nonzero(mf_tensor* out, const mf_tensor* x) { return guard(__func__, [&] { nonzero_cpu(*out, *x); }); }
+int mf_k_nonzero(mf_tensor* out, const mf_tensor* x, int64_t fill) {
+  return guard(__func__, [&] { nonzero_cpu(*out, *x, fill); });
+}
 int mf_k_batch_norm(mf_tensor* y, const mf_tensor* x, const mf_tensor* w, const mf_tensor* b, double eps) {
   return guard(__func__, [&] { batch_norm_cpu(*y, *x, *w, *b, eps); });
 }

@@ -1,6 +1,9 @@
 // Indexing operators with PyTorch's semantics and Torch7's 1-based numbers: gather, scatter,
 // scatter_add, index_add, masked_fill, masked_select, nonzero. All are out of place (a new tensor).
 // Kernels: src/kernels/cpu/scatter.cc (masked_fill runs the where routine).
+#include <cmath>
+
+#include "../core/writes.h"
 #include "registry.h"
 
 namespace mf {
@@ -127,22 +130,31 @@ void masked_fill_type(InferCtx& c) {
   c.out[0].dtype_id = c.input(0).dtype_id;
 }
 
-int64_t given_count(InferCtx& c) {
-  int64_t n = c.p.get_int("count");
+// masked_select's and nonzero's static output length (elements, rows): the size param, which the
+// call syntax fills in on tensors by counting when it is left out
+int64_t given_size(InferCtx& c) {
+  int64_t n = c.p.get_int("size");
   if (n < 0)
-    fail(c.name(), ": count is not given; mf.", c.name(), " fills it in from the values (call it on tensors)");
+    fail(c.name(), ": size is ", n, "; expected the output's length, 0 or more (leave it out on tensors: mf.",
+         c.name(), " counts the selection then)");
   return n;
 }
 
 void masked_select_shape(InferCtx& c) {
-  mask_type(c);  // before the count: a mask of another dtype is why the call syntax could not count
+  mask_type(c);  // before the size: a mask of another dtype is why the call syntax could not count
   broadcast_shapes("masked_select", c.in_shape(0), c.in_shape(1), "x", "mask");
-  c.set_out(0, {given_count(c)});
+  c.set_out(0, {given_size(c)});
 }
 
+// the padding takes x's dtype: into integers only an integral value that fits
 void masked_select_type(InferCtx& c) {
   mask_type(c);
-  c.out[0].dtype_id = c.input(0).dtype_id;
+  int dt = c.input(0).dtype_id;
+  double f = c.p.get_float("fill_value");
+  if (!dtype_is_float(dt) && std::floor(f) != f)  // NaN and infinities too
+    fail("masked_select: fill_value ", f, " is not an integer; x is ", dtype_name(dt), " (convert x with :float())");
+  check_value_fits(f, dt, "masked_select: fill_value");
+  c.out[0].dtype_id = dt;
 }
 
 // The in-place forms (scatter_ ...): the rule of the op, then write_x (registry.h).
@@ -159,7 +171,7 @@ void masked_fill_inplace_shape(InferCtx& c) {
   write_x(c);
 }
 
-void nonzero_shape(InferCtx& c) { c.set_out(0, {given_count(c), c.input(0).ndim}); }
+void nonzero_shape(InferCtx& c) { c.set_out(0, {given_size(c), c.input(0).ndim}); }
 
 // Gradient w.r.t. src of scatter and scatter_add: the gradient gathered at the index, placed at
 // the start of each dim of src (src may be larger than the index); summed for a 0-dim src.
@@ -184,58 +196,81 @@ const char* const kScatterGradient = R"lua(
   end
 end)())lua";
 
-// Call syntax of masked_select and nonzero: the output size is the number of selected elements,
-// which no shape rule can see (rules read shapes, not values). The adapter counts them first with
-// registered ops (ne, expand, sum) and passes the count as a param; the shape rule sizes the
-// output from it and the kernel checks it before writing. A graph plans every size before it runs,
-// so on symbols the adapter refuses at graph build.
-const char* const kMaskedSelectAdapter = R"lua(
-function(op, x, mask, opts, extra)
-  if (opts ~= nil and type(opts) ~= 'table') or extra ~= nil then
-    mf._raise('masked_select: takes x and mask (and an optional table of params); got more arguments')
+// Call syntax of masked_select and nonzero: the inputs, then size and fill_value as numbers or in
+// a trailing table ({size = n, fill_value = v}). The output has size elements (rows), the first
+// size selected in row-major order, then fill_value (jnp.nonzero(size=, fill_value=) under jit).
+// Without size on tensors the adapter counts the selection first with registered ops (ne, expand,
+// sum) and passes the count as size: the whole selection, no padding. A graph plans every size when
+// it is built, before any value exists, so on symbols size must be given; leaving it out is an error
+// at build. kSizedCall wraps a function(op, ins, p, symbolic) that fills in size (or refuses).
+std::string sized_call(const char* body) {
+  return std::string(R"lua(
+(function()
+  local fill_size = )lua") + body + R"lua(
+  return function(op, ...)
+    local nin, n, args, p = #op.inputs, select('#', ...), {...}, {}
+    local ins, symbolic = {}, false
+    for i = 1, nin do
+      ins[i] = args[i]
+      symbolic = symbolic or mf.is_symbol(args[i])
+    end
+    for i = nin + 1, n do
+      local v, name = args[i], op.param_list[i - nin]
+      if i == n and type(v) == 'table' and not mf.is_tensor(v) and not mf.is_symbol(v) then
+        for k, w in pairs(v) do p[k] = w end
+      elseif v ~= nil and not (name and type(v) == 'number') then
+        mf._raise(('%s: takes %s, then size and fill_value (numbers, or a table {size = n, fill_value = v}); '
+          .. 'argument %d is a %s'):format(op.name, table.concat(op.inputs, ', '), i,
+          mf.is_tensor(v) and 'tensor' or mf.is_symbol(v) and 'symbol' or type(v)))
+      elseif v ~= nil then
+        p[name] = v
+      end
+    end
+    if p.size == nil then fill_size(op, ins, p, symbolic) end
+    return ins, p
   end
-  if mf.is_symbol(x) or mf.is_symbol(mask) then
-    mf._raise('masked_select: its output size is the number of nonzero mask elements, known only from the values, '
-      .. 'and a graph plans every size when it is bound, before it runs; call masked_select on tensors (eagerly), '
-      .. 'or keep the shape in a graph with mf.where(mask, x, 0)')
-  end
-  local p = {}
-  if type(opts) == 'table' then for k, v in pairs(opts) do p[k] = v end end
-  if p.count == nil and mf.is_tensor(x) and mf.is_tensor(mask) and mask:dtype() == 'uint8' then
+end)())lua";
+}
+
+const char* const kMaskedSelectSize = R"lua(function(op, ins, p, symbolic)
+    local x, mask = ins[1], ins[2]
+    if symbolic then
+      mf._raise('masked_select: on graph symbols pass the output size, mf.masked_select(x, mask, {size = n}): the '
+        .. 'number of selected elements is known only from the mask\'s values, and a graph plans every size when '
+        .. 'it is built; the output then has exactly n elements, the first n selected in row-major order, padded '
+        .. 'with fill_value (default 0)')
+    end
+    if not (mf.is_tensor(x) and mf.is_tensor(mask) and mask:dtype() == 'uint8') then return end  -- the rules say why
     local nx, nm = x:dim(), mask:dim()
     local nd, shape = math.max(nx, nm), {}
     for k = 1, nd do  -- the broadcast shape, from the last dim; nil when they do not broadcast
       local a, b = k <= nx and x:size(nx - k + 1) or 1, k <= nm and mask:size(nm - k + 1) or 1
-      if a ~= b and a ~= 1 and b ~= 1 then shape = nil break end
+      if a ~= b and a ~= 1 and b ~= 1 then return end
       shape[nd - k + 1] = a == 1 and b or a
     end
-    if shape then p.count = mf.expand(mf.ne(mask, 0), shape):sum():item() end
-  end
-  return {x, mask}, p
-end)lua";
+    p.size = mf.expand(mf.ne(mask, 0), shape):sum():item()
+  end)lua";
 
-const char* const kNonzeroAdapter = R"lua(
-function(op, x, opts, extra)
-  if (opts ~= nil and type(opts) ~= 'table') or extra ~= nil then
-    mf._raise('nonzero: takes x (and an optional table of params); got more arguments')
-  end
-  if mf.is_symbol(x) then
-    mf._raise('nonzero: its output size is the number of nonzero elements, known only from the values, and a graph '
-      .. 'plans every size when it is bound, before it runs; call nonzero on tensors (eagerly)')
-  end
-  local p = {}
-  if type(opts) == 'table' then for k, v in pairs(opts) do p[k] = v end end
-  if p.count == nil and mf.is_tensor(x) then p.count = mf.ne(x, 0):sum():item() end
-  return {x}, p
-end)lua";
+const char* const kNonzeroSize = R"lua(function(op, ins, p, symbolic)
+    if symbolic then
+      mf._raise('nonzero: on graph symbols pass the output size, mf.nonzero(x, {size = n}): the number of nonzero '
+        .. 'elements is known only from the values, and a graph plans every size when it is built; the output '
+        .. 'then has exactly n rows, the first n nonzero elements\' coordinates in row-major order, padded with '
+        .. 'rows of fill_value (default 0)')
+    end
+    if mf.is_tensor(ins[1]) then p.size = mf.ne(ins[1], 0):sum():item() end
+  end)lua";
 
 Field dim_field() {
   return Field::integer("dim", 1, "Dim the index addresses, 1-based (negative counts from the end).");
 }
 
-Field count_field(const char* what) {
-  return Field::integer("count", -1, std::string("Number of ") + what +
-                                         "; the call syntax counts them from the values (leave it out).")
+// size: the output's length; -1 (left out) only reaches the shape rule when a caller bypasses the
+// call syntax, which counts on tensors and refuses symbols
+Field size_field(const char* what) {
+  return Field::integer("size", -1, std::string("Output length: the first size ") + what +
+                                        " in row-major order, then fill_value (required on graph symbols; left "
+                                        "out on tensors, the count of them).")
       .range(-1, 1e15);
 }
 
@@ -406,52 +441,66 @@ end)lua");
 
   MF_REGISTER_OP(masked_select)
       .describe("The elements of x where the uint8 mask is nonzero, as a 1-D tensor in row-major order (x and mask "
-                "broadcast together). Eager only: the output size depends on the mask's values, so mf.masked_select "
-                "counts them first (with ne and sum) and passes the count; on graph symbols it is an error when the "
-                "graph is built. Differentiable in eager autograd (x's gradient is gy at the selected elements, 0 elsewhere, "
-                "summed where x was broadcast). Spellings: x:masked_select(mask), "
-                "mf.masked_select(x, mask), Torch7's x:maskedSelect(mask).")
+                "broadcast together). With size (JAX's jnp.nonzero(size=) rule) the output has exactly size "
+                "elements: the first size selected, then fill_value where fewer are; that is how it runs in a "
+                "graph, whose sizes are planned before any value exists (on graph symbols size is required: an "
+                "error at graph build without it). Without size, on tensors, it counts the selection first (ne, "
+                "sum) and returns all of it. Differentiable, eager and in graphs: x's gradient is gy at the "
+                "selected elements, 0 elsewhere (padding sends none back), summed where x was broadcast. "
+                "Spellings: x:masked_select(mask[, size[, fill_value]]), x:masked_select(mask, {size = n, "
+                "fill_value = v}), mf.masked_select(x, mask, ...), Torch7's x:maskedSelect(mask).")
       .alias("maskedSelect")
       .inputs({"x", "mask"})
       .strided()
       .mask_input(2)
-      .param(count_field("selected elements"))
-      .lua_adapter(kMaskedSelectAdapter)
+      .param(size_field("selected elements"))
+      .param(Field::number("fill_value", 0, "Value of the padding past the selection (x's dtype: integral for "
+                                            "integer x).")
+                 .allow_nan())
+      .lua_adapter(sized_call(kMaskedSelectSize))
       .infer_shape(masked_select_shape)
       .infer_type(masked_select_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
-  local y, x, mask = outs[1], ins[1], ins[2]
-  return function() K.masked_select(y, x, mask) end
+  local y, x, mask, fill = outs[1], ins[1], ins[2], p.fill_value
+  return function() K.masked_select(y, x, mask, fill) end
 end)lua")
-      // eager only (the adapter refuses symbols), so the rule sees tensors: gy goes back to the
-      // selected positions of the broadcast shape, in row-major order (nonzero's order), by a
-      // scatter_add into a flat zero tensor, then sums over the dims where x was broadcast
+      // one rule for symbols and tensors, of registered ops whose sizes follow x's and mask's: over
+      // the flat broadcast shape, the running sum of the selection flags is each selected element's
+      // 1-based rank among the selected (row-major, the forward's order); one of rank <= size takes
+      // gy[rank], every other element 0, so gy's padding reaches nothing; summed where x was broadcast
       .gradient(R"lua(
 function(x, mask, y, gy, p)
-  local zb = mf.zeros_like(x) + mf.zeros_like(mask):type(x:dtype())
-  local shape, n = zb:size(), zb:numel()
-  local pos = mf.nonzero(mf.ne(mf.expand(mask, shape):contiguous():reshape(n), 0)):reshape(gy:numel())
-  local gx = mf.scatter_add(zb:reshape(n), pos, gy, 1):reshape(shape)
-  return {mf.sum_to(gx, x), nil}
+  local size = p.size
+  if size == 0 then return {mf.zeros_like(x), nil} end
+  local flags = mf.where(mask, 1, mf.cast(mf.zeros_like(x), 'int64'))
+  local flat = mf.reshape(flags, -1)
+  local rank = mf.cumsum(flat, 1)
+  local keep = mf.where(mf.ne(flat, 0), mf.le(rank, size), 0)
+  local g = mf.where(keep, mf.gather(gy, mf.clamp(rank, 1, size), 1), 0)
+  return {mf.sum_to(mf.reshape_as(g, flags), x), nil}
 end)lua");
 
   MF_REGISTER_OP(nonzero)
       .describe("The 1-based coordinates of x's nonzero elements (NaN counts as nonzero): an int64 N x ndim "
-                "tensor, one row per element in row-major order (Torch7's and PyTorch's nonzero, 1-based). Eager "
-                "only: N depends on the values, so mf.nonzero counts them first (with ne and sum) and passes the "
-                "count; on graph symbols it is an error when the graph is built. Spellings: x:nonzero(), "
-                "mf.nonzero(x).")
+                "tensor, one row per element in row-major order (Torch7's and PyTorch's nonzero, 1-based). With "
+                "size (JAX's jnp.nonzero(size=, fill_value=)) N is size: the first size rows, then rows of "
+                "fill_value (default 0, never a 1-based coordinate) where fewer are; that is how it runs in a "
+                "graph, whose sizes are planned before any value exists (on graph symbols size is required: an "
+                "error at graph build without it). Without size, on tensors, it counts the nonzeros first (ne, "
+                "sum) and returns them all. Spellings: x:nonzero([size[, fill_value]]), x:nonzero({size = n, "
+                "fill_value = v}), mf.nonzero(x, ...).")
       .inputs({"x"})
       .strided()
-      .param(count_field("nonzero elements"))
-      .lua_adapter(kNonzeroAdapter)
+      .param(size_field("nonzero elements' coordinate rows"))
+      .param(Field::integer("fill_value", 0, "Value of every coordinate in the padding rows past the nonzeros."))
+      .lua_adapter(sized_call(kNonzeroSize))
       .infer_shape(nonzero_shape)
       .infer_type(int64_type)
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
-  local y, x = outs[1], ins[1]
-  return function() K.nonzero(y, x) end
+  local y, x, fill = outs[1], ins[1], p.fill_value
+  return function() K.nonzero(y, x, fill) end
 end)lua");
 }
 

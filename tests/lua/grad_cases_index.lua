@@ -24,4 +24,10 @@ return function(case)
     function(x) return mf.masked_fill(x, mf.tensor({{1}, {0}, {1}}, 'uint8'), 2.5) end)
   case('masked_select (broadcast mask)', 'masked_select', {{{3, 4}}},
     function(x) return mf.masked_select(x, mf.tensor({1, 0, 1, 1}, 'uint8')) end, {eager_only = true})
+  -- with size, graph and tape alike: 6 selected, padded to 9 (the padding's weights reach nothing);
+  -- x 3x1 broadcast against the mask, 9 selected, cut to 5 (the rest get no gradient)
+  case('masked_select size, padded', 'masked_select', {{{3, 4}}},
+    function(x) return mf.masked_select(x, mask, {size = 9, fill_value = 0.5}) end)
+  case('masked_select size, cut, broadcast x', 'masked_select', {{{3, 1}}},
+    function(x) return mf.exp(mf.masked_select(x, mf.tensor({1, 0, 1, 1}, 'uint8'), {size = 5})) end)
 end

@@ -191,17 +191,24 @@ T.test('errors name the op, the value, the dim and its size; never a crash', fun
       'masked_select: x is 3x2, mask is 3')
   T.errors(function() mf.zeros(3, 2):masked_select(mf.zeros(3, 2)) end,
       'masked_select: mask is float32; expected uint8')
-  T.errors(function() mf.nonzero(mf.ones(2), 1) end, 'nonzero: takes x')
-  T.errors(function() mf.masked_select(mf.ones(2), mf.ones(2):gt(0), 2) end, 'masked_select: takes x and mask')
-  -- a wrong count passed by hand is caught before anything is written
+  T.errors(function() mf.nonzero(mf.ones(2), 'x') end, 'nonzero: takes x, then size and fill_value', 'argument 2 is a string')
+  T.errors(function() mf.masked_select(mf.ones(2), mf.ones(2):gt(0), 2, 0, 1) end,
+    'masked_select: takes x, mask, then size and fill_value', 'argument 5 is a number')
+  -- size is the output's length (the count is no param of its own any more)
   T.errors(function() mf.masked_select(mf.zeros(3), mf.tensor({1, 1, 0}, 'uint8'), {count = 3}) end,
-    'masked_select: output is 3; the mask selects 2 elements of 3')
-  T.errors(function() mf.nonzero(mf.ones(2), {count = 5}) end, 'nonzero: output is 5x1; x (2) has 2 nonzero elements')
+    "masked_select: unknown param 'count'", 'size, fill_value')
+  T.errors(function() mf.nonzero(mf.ones(2), {size = -1}) end, 'nonzero: size is -1; expected the output\'s length')
+  T.errors(function() mf.nonzero(mf.ones(2), {size = 1.5}) end, 'nonzero', 'size')
+  T.errors(function() mf.masked_select(mf.ones(2):long(), mf.ones(2):gt(0), {size = 3, fill_value = 0.5}) end,
+    'masked_select: fill_value 0.5 is not an integer; x is int64')
+  T.errors(function() mf.masked_select(mf.ones(2):byte(), mf.ones(2):gt(0), {size = 3, fill_value = 256}) end,
+    'masked_select: fill_value: value 256 does not fit uint8 (0..255)')
+  T.errors(function() mf.nonzero(mf.ones(2), {size = 3, fill_value = 0.5}) end, 'nonzero', 'fill_value')
   -- after the errors the engine keeps working, and the failed calls changed nothing
   T.tensor_eq(X:gather(1, I{{4, 3, 2}}), {{10, 8, 6}})
 end)
 
-T.test('graph mode: the ops as intermediates, fed views; masked_select and nonzero refused at build', function()
+T.test('graph mode: the ops as intermediates, fed views; masked_select and nonzero without size refused', function()
   mf.reset_default_graph()
   local x = mf.placeholder('float32', {-1, 3}, 'x')
   local idx = mf.placeholder('int64', {2, 3}, 'idx')
@@ -223,9 +230,12 @@ T.test('graph mode: the ops as intermediates, fed views; masked_select and nonze
   -- row 2 {40,0,0}, row 3 {0,0,90}, row 4 {100,220,0}; > 100 -> -1: row 4 {100,-1,0}; index_add adds
   -- rows 1 and 2 (both at index 1) to row 1: {0,0,30} + {0,0,30} + {40,0,0}
   T.tensor_eq(got, {{40, 0, 60}, {40, 0, 0}, {0, 0, 90}, {100, -1, 0}})
-  T.errors(function() mf.masked_select(x, mf.gt(x, 0)) end, 'masked_select: its output size is the number of nonzero',
-    'call masked_select on tensors')
-  T.errors(function() mf.nonzero(x) end, 'nonzero: its output size', 'call nonzero on tensors')
+  -- the graph is built without values: a size the values decide is refused, naming the way out
+  T.errors(function() mf.masked_select(x, mf.gt(x, 0)) end,
+    'masked_select: on graph symbols pass the output size, mf.masked_select(x, mask, {size = n})')
+  T.errors(function() mf.masked_select(X, mf.gt(x, 0)) end, 'masked_select: on graph symbols pass the output size')
+  T.errors(function() mf.nonzero(x) end, 'nonzero: on graph symbols pass the output size, mf.nonzero(x, {size = n})')
+  T.errors(function() mf.nonzero(x, {fill_value = -1}) end, 'nonzero: on graph symbols pass the output size')
   T.errors(function() mf.gather(x, 1, mf.placeholder('int32', {2, 3})) end, 'gather: index is int32; expected int64')
   T.errors(function() mf.gather(x, 1, mf.placeholder('int64', {2, 4})) end, 'gather: x is ?x3, index 2x4')
 end)
@@ -280,10 +290,16 @@ T.test('help names the spellings', function()
   for op, spelling in pairs{gather = 'x:gather(dim, index)', scatter = 'x:scatter(dim, index, src)',
                             scatter_add = 'mf.scatter_add(x, index, src, dim)',
                             index_add = 'x:index_add(dim, index, src)', masked_fill = 'x:masked_fill(mask, value)',
-                            masked_select = 'Eager only', nonzero = 'Eager only'} do
+                            masked_select = 'x:masked_select(mask[, size[, fill_value]])',
+                            nonzero = 'x:nonzero([size[, fill_value]])'} do
     T.eq(mf.op_doc(op):find(spelling, 1, true) ~= nil, true, op .. ' doc names ' .. spelling)
   end
   T.eq(mf.help_text('gather'):find('Dim the index addresses', 1, true) ~= nil, true, 'help lists the dim param')
+  for _, op in ipairs{'masked_select', 'nonzero'} do
+    local h = mf.help_text(op)
+    T.eq(h:find('size', 1, true) ~= nil and h:find('fill_value', 1, true) ~= nil, true, op .. ' help lists size, fill_value')
+    T.eq(mf.op_doc(op):find('Eager only', 1, true), nil, op .. ' doc no longer says eager only')
+  end
 end)
 
 T.finish()

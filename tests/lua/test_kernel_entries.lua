@@ -229,18 +229,29 @@ local cases = {
                  T.errors(function() K.index_add(z(2, 2), z(2, 2), mf.tensor({1}, 'int64'), z(2, 2), 0) end,
                           'index_add: x is 2x2, index 1, src 2x2')
                end},
+  -- the first #out selected, then the fill value (size and fill_value of the ops)
   masked_select = {ok = function()
-                     local y = z(2); K.masked_select(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8'))
+                     local y = z(2); K.masked_select(y, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8'), -1)
                      T.tensor_eq(y, {1, 3})
+                     local p = z(3); K.masked_select(p, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8'), -1)
+                     T.tensor_eq(p, {1, 3, -1})
+                     local c = z(1); K.masked_select(c, mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8'), -1)
+                     T.tensor_eq(c, {1})
                    end,
                    bad = function()
-                     T.errors(function() K.masked_select(z(3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8')) end,
-                              'masked_select: output is 3; the mask selects 2 elements of 2x2')
+                     T.errors(function() K.masked_select(z(1, 3), mf.tensor{{1, 2}, {3, 4}}, mf.tensor({1, 0}, 'uint8'), 0) end,
+                              'masked_select: output is 1x3; expected 1-D')
+                     T.errors(function()
+                       K.masked_select(z(3, I64), mf.tensor({1, 2}, 'int64'), mf.tensor({1, 0}, 'uint8'), 0 / 0)
+                     end, 'masked_select: fill_value: value nan does not fit int64')
                    end},
-  nonzero = {ok = function() local y = z(2, 1, I64); K.nonzero(y, mf.tensor{0, 5, 0, 7}); T.tensor_eq(y, {{2}, {4}}) end,
+  nonzero = {ok = function()
+               local y = z(2, 1, I64); K.nonzero(y, mf.tensor{0, 5, 0, 7}, 0); T.tensor_eq(y, {{2}, {4}})
+               local p = z(3, 1, I64); K.nonzero(p, mf.tensor{0, 5, 0, 7}, -9); T.tensor_eq(p, {{2}, {4}, {-9}})
+             end,
              bad = function()
-               T.errors(function() K.nonzero(z(3, 1, I64), mf.tensor{0, 5, 0, 7}) end, 'nonzero: output is 3x1; x (4) has 2 nonzero')
-               T.errors(function() K.nonzero(z(2, 1), mf.tensor{0, 5, 0, 7}) end, 'nonzero: output is float32; expected int64')
+               T.errors(function() K.nonzero(z(3, 2, I64), mf.tensor{0, 5, 0, 7}, 0) end, 'nonzero: output is 3x2; x is 4, so n x 1')
+               T.errors(function() K.nonzero(z(2, 1), mf.tensor{0, 5, 0, 7}, 0) end, 'nonzero: output is float32; expected int64')
              end},
   -- values and indices along a dim, running sums and products (src/kernels/cpu/sort.cc)
   max_dim = {ok = function()

@@ -177,7 +177,8 @@ add{name = 'masked_fill__int_fraction', op = 'masked_fill_', inputs = {input({3}
     input({}, {number = true, dtype = 'float64', values = {0.5}})}, dtypes = {'float32'},
     error = 'masked_fill_: the number 0.5 (input 3, value) is not an integer'}
 
--- masked_select, nonzero (eager only: their output size depends on the values) -----------------------
+-- masked_select, nonzero: without size eager only (the output size depends on the values); with
+-- size (the first size selected, then fill_value) in graphs too, placeholders' sizes known or not
 local function masked_select_ref(ins)
   local x, m = ins[1], ins[2]
   local s = L.broadcast_shape({x.shape, m.shape})
@@ -194,6 +195,30 @@ add{name = 'masked_select_none', op = 'masked_select', inputs = {input({3, 4}), 
     eager_only = true, ref = masked_select_ref, exact = true}
 add{name = 'masked_select_nan', op = 'masked_select', inputs = {input({5, 2}, {nan = 2}), input({5, 1}, MASK)},
     eager_only = true, ref = masked_select_ref, exact = true}
+-- the reference's selection cut to size, or padded with the fill value to it (width: values per row)
+local function sized(ref, width)
+  return function(ins, p)
+    local a, n = ref(ins), p.size
+    local w = width and width(ins) or 1
+    local fill = p.fill_value or 0
+    local out = {}
+    for i = 1, n * w do out[i] = a.data[i] == nil and fill or a.data[i] end
+    return L.array(width and {n, w} or {n}, out)
+  end
+end
+-- 12 elements, a random 0/1 mask: size 5 cuts some selections, pads others; 26 pads every one of 24
+add{name = 'masked_select_size', op = 'masked_select', inputs = {input({3, 4}), input({3, 4}, MASK)},
+    params = {size = 5, fill_value = 7}, ref = sized(masked_select_ref), dtypes = DT, exact = true,
+    empty = {{{0, 4}, {0, 4}}, {{3, 0}, {1}}}}
+add{name = 'masked_select_size_pad', op = 'masked_select', inputs = {input({2, 1, 4}), input({3, 1}, MASK)},
+    params = {size = 26}, ref = sized(masked_select_ref), dtypes = DT, exact = true}
+add{name = 'masked_select_size_0', op = 'masked_select', inputs = {input({3, 4}), input({4}, MASK)},
+    params = {size = 0}, ref = sized(masked_select_ref), exact = true}
+add{name = 'masked_select_size_nan', op = 'masked_select', inputs = {input({5, 2}, {nan = 2}), input({5, 1}, MASK)},
+    params = {size = 8, fill_value = 0 / 0}, ref = sized(masked_select_ref), exact = true}
+add{name = 'masked_select_size_fraction_int', op = 'masked_select', inputs = {input({3}, {dtype = 'int32'}),
+    input({3}, MASK)}, params = {size = 2, fill_value = 0.5}, dtypes = {'float32'},
+    error = 'masked_select: fill_value 0.5 is not an integer; x is int32'}
 add{name = 'masked_select_not_bcast', op = 'masked_select', inputs = {input({3, 4}), input({3}, MASK)},
     error = 'masked_select: x is 3x4, mask is 3'}
 add{name = 'masked_select_int_mask', op = 'masked_select', inputs = {input({3, 4}), input({3, 4}, {dtype = 'int64'})},
@@ -218,6 +243,15 @@ add{name = 'nonzero_3d', op = 'nonzero', inputs = {input({2, 3, 2}, {lo = -1, hi
     ref = nonzero_ref, dtypes = DT, out_dtype = 'int64', exact = true}
 add{name = 'nonzero_1d_nan', op = 'nonzero', inputs = {input({7}, {values = {0, 1, 0 / 0, 0, -3}})}, eager_only = true,
     ref = nonzero_ref, out_dtype = 'int64', exact = true}
+local function ndim(ins) return #ins[1].shape end
+-- 12 elements in -2..2 by 1: zeros in every layout; size 4 cuts, 13 always pads
+add{name = 'nonzero_size', op = 'nonzero', inputs = {input({3, 4}, {lo = -2, hi = 2, step = 1, ilo = -2, ihi = 2})},
+    params = {size = 4, fill_value = -1}, ref = sized(nonzero_ref, ndim), dtypes = DT, out_dtype = 'int64', exact = true,
+    empty = {{{0, 4}}}}
+add{name = 'nonzero_size_pad', op = 'nonzero', inputs = {input({2, 3, 2}, {lo = -1, hi = 1, step = 1, ilo = -1,
+    ihi = 1})}, params = {size = 13}, ref = sized(nonzero_ref, ndim), dtypes = DT, out_dtype = 'int64', exact = true}
+add{name = 'nonzero_size_nan', op = 'nonzero', inputs = {input({7}, {values = {0, 1, 0 / 0, 0, -3}})},
+    params = {size = 5, fill_value = 99}, ref = sized(nonzero_ref, ndim), out_dtype = 'int64', exact = true}
 add{name = 'nonzero_scalar', op = 'nonzero', inputs = {input({}, {values = {5}})}, eager_only = true,
     ref = nonzero_ref, out_dtype = 'int64', exact = true}
 

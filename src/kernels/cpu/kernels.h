@@ -55,13 +55,14 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels);
 // (index's shape) from x along dim.
 // scatter: out = x, then out[index along dim] = src (a 0-dim src is one value), or += when add.
 // index_add: out = x, then slice j of src added at slice index[j] along dim. masked_select: the
-// elements of x where the (broadcast) uint8 mask is nonzero, row-major; out must hold exactly that
-// many. nonzero: the 1-based coordinates of x's nonzero elements (count x ndim int64), row-major.
+// elements of x where the (broadcast) uint8 mask is nonzero, row-major; out (1-D, any length n)
+// takes the first n of them, then fill for the rest. nonzero: the 1-based coordinates of x's
+// nonzero elements, row-major; out (n x ndim int64) takes the first n rows, then rows of fill.
 void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim);
 void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim, bool add);
 void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, const mf_tensor& src, int dim);
-void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask);
-void nonzero_cpu(mf_tensor& out, const mf_tensor& x);
+void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask, double fill);
+void nonzero_cpu(mf_tensor& out, const mf_tensor& x, int64_t fill);
 // batch_norm: x and y contiguous (its block is not strided, so the engine copies views first).
 void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps);
 void dropout_mask_cpu(mf_tensor& mask, mf_rng& g, double p);

@@ -1,10 +1,10 @@
 // -- gather / scatter / index_add / masked_select / nonzero --------------------------------------
 // Element-wise indexing by 1-based int64 indices (PyTorch's semantics, Torch7's 1-based numbers).
-// Every routine checks all of its indices (or counts its mask) before it writes anything, so a bad
-// index is an error naming it, never a write out of bounds. The loops run in the row-major order of
-// the index (of src for index_add), split across threads only where no two threads share a
-// destination (rows_parallel): repeated destinations are written in that order, whatever the thread
-// count, so scatter's last write wins and accumulation is reproducible.
+// Every routine checks all of its indices before it writes anything (masked_select and nonzero stop
+// at their output's length), so a bad index is an error naming it, never a write out of bounds. The
+// loops run in the row-major order of the index (of src for index_add), split across threads only
+// where no two threads share a destination (rows_parallel): repeated destinations are written in that
+// order, whatever the thread count, so scatter's last write wins and accumulation is reproducible.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -157,22 +157,6 @@ void check_index_shape(const char* op, const mf_tensor& x, const mf_tensor& idx,
     fail(op, ": x is ", shape_str(x), ", index ", shape_str(idx), o, " along dim ", dim + 1,
          "; expected index of x's rank, no larger than x off dim", other ? std::string(" nor than ") + oname : "");
   }
-}
-
-// The number of nonzero mask elements over the broadcast shape of x and mask (returned in shape).
-int64_t count_selected(const mf_tensor& x, const mf_tensor& mask, Shape* shape_out) {
-  Shape s = broadcast_shapes("masked_select", shape_of(x), shape_of(mask), "x", "mask");
-  if (shape_out) *shape_out = s;
-  Shape ms = broadcast_strides(mask, s);
-  Walk w(s);
-  int64_t n = checked_numel(s, "masked_select"), count = 0;
-  const uint8_t* mp = (const uint8_t*)mask.ptr;
-  if (mask.count == n && is_contiguous(mask)) {  // no broadcast: a flat count (vectorizes)
-    for (int64_t i = 0; i < n; ++i) count += mp[i] != 0;
-    return count;
-  }
-  for (int64_t i = 0; i < n; ++i, w.next()) count += mp[w.offset(ms.data())] != 0;
-  return count;
 }
 
 // The in-place forms write x itself (out is x): an index or src sharing x's memory is read from a
@@ -344,69 +328,65 @@ void index_add_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, c
   });
 }
 
-void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask) {
+// masked_select and nonzero take the first n selections for an output of n (elements, rows), in
+// row-major order, then fill the rest: with n the count (what the call syntax passes eagerly) that
+// is the whole selection; a graph passes a static n (the op's size param), as jnp.nonzero(size=).
+void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask, double fill) {
   kcheck::meta("masked_select", "x", x);
   kcheck::meta("masked_select", "mask", mask);
   kcheck::meta("masked_select", "output", out);
   kcheck::dtype("masked_select", "mask", mask, MF_UINT8);
   kcheck::dtype("masked_select", "output", out, x.dtype_id, " (x's dtype)");
-  Shape s;
-  int64_t count = count_selected(x, mask, &s);  // first: the output must hold exactly these
-  if (out.ndim != 1 || out.count != count)
-    fail("masked_select: output is ", shape_str(out), "; the mask selects ", count, " elements of ", shape_str(s));
+  Shape s = broadcast_shapes("masked_select", shape_of(x), shape_of(mask), "x", "mask");
+  if (out.ndim != 1) fail("masked_select: output is ", shape_str(out), "; expected 1-D");
   kcheck::contiguous("masked_select", "output", out);
+  check_value_fits(fill, x.dtype_id, "masked_select: fill_value");
   Shape xs = broadcast_strides(x, s), ms = broadcast_strides(mask, s);
   const uint8_t* mp = (const uint8_t*)mask.ptr;
+  const int64_t size = out.count, n = checked_numel(s, "masked_select");
   MF_DISPATCH(x.dtype_id, T, {
     const T* xp = (const T*)x.ptr;
     T* o = (T*)out.ptr;
-    Walk w(s);
-    int64_t n = checked_numel(s, "masked_select"), k = 0;
-    if (count > 0 && x.count == n && mask.count == n && is_contiguous(x) && is_contiguous(mask)) {  // flat
-      for (int64_t i = 0; i < n; ++i) {
-        o[k] = xp[i];  // written always, kept only when selected (o has room: k < count until the last)
+    int64_t k = 0;
+    if (x.count == n && mask.count == n && is_contiguous(x) && is_contiguous(mask)) {  // flat
+      // branch-free: o[k] written always, kept (k advanced) only when selected; k < size throughout
+      for (int64_t i = 0; i < n && k < size; ++i) {
+        o[k] = xp[i];
         k += mp[i] != 0;
-        if (k == count) break;
       }
     } else {
-      for (int64_t i = 0; i < n; ++i, w.next())
+      Walk w(s);
+      for (int64_t i = 0; i < n && k < size; ++i, w.next())
         if (mp[w.offset(ms.data())]) o[k++] = xp[w.offset(xs.data())];
     }
+    for (const T f = T(fill); k < size; ++k) o[k] = f;  // padding (also over a last unkept write)
   });
 }
 
-void nonzero_cpu(mf_tensor& out, const mf_tensor& x) {
+void nonzero_cpu(mf_tensor& out, const mf_tensor& x, int64_t fill) {
   kcheck::meta("nonzero", "x", x);
   kcheck::meta("nonzero", "output", out);
   kcheck::dtype("nonzero", "output", out, MF_INT64);
-  int64_t count = 0;
-  MF_DISPATCH(x.dtype_id, T, {  // count first: the output must hold exactly these rows
-    const T* xp = (const T*)x.ptr;
-    if (is_contiguous(x)) {
-      for (int64_t i = 0; i < x.count; ++i) count += xp[i] != T(0);
-    } else {
-      Walk w(x);
-      for (int64_t i = 0; i < x.count; ++i, w.next()) count += xp[w.offset(x.strides)] != T(0);
-    }
-  });
-  if (out.ndim != 2 || out.shape[0] != count || out.shape[1] != x.ndim)
-    fail("nonzero: output is ", shape_str(out), "; x (", shape_str(x), ") has ", count, " nonzero elements, so ",
-         count, "x", x.ndim, " expected");
+  if (out.ndim != 2 || out.shape[1] != x.ndim)
+    fail("nonzero: output is ", shape_str(out), "; x is ", shape_str(x), ", so n x ", x.ndim, " expected");
   kcheck::contiguous("nonzero", "output", out);
+  const int64_t size = out.shape[0];
+  int64_t* o = (int64_t*)out.ptr;
+  int64_t k = 0;
   MF_DISPATCH(x.dtype_id, T, {
     const T* xp = (const T*)x.ptr;
-    int64_t* o = (int64_t*)out.ptr;
     Walk w(x);
     const bool flat = is_contiguous(x);  // the element's offset is then its row-major number
     // branch-free: every position's coordinates are written, kept (o advanced) only when nonzero;
-    // o has room while fewer than count are kept (a random mask mispredicted the branch)
-    for (int64_t i = 0, k = 0; i < x.count && k < count; ++i, w.next()) {
+    // row k < size throughout (a random mask mispredicted the branch)
+    for (int64_t i = 0; i < x.count && k < size; ++i, w.next()) {
       int64_t keep = xp[flat ? i : w.offset(x.strides)] != T(0);
       for (int d = 0; d < x.ndim; ++d) o[d] = w.at[d] + 1;
       o += keep * x.ndim;
       k += keep;
     }
   });
+  for (int64_t e = (size - k) * x.ndim; e > 0; --e) *o++ = fill;  // rows of padding
 }
 
 }  // namespace mf

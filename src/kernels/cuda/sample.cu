@@ -4,8 +4,9 @@
 // over: the same draws as the CPU's. randperm is the CPU's serial Fisher-Yates (src/kernels/cpu/sample.cc) on the same Philox counters,
 // run on the host and copied over: the same permutation for the same seed on both devices (the shuffle
 // is inherently serial; n is a dataset's size, so the copy is small). masked_select and nonzero count
-// their selection first (one host synchronisation: the output's size must match it, as on the CPU),
-// then write it in row-major order through an exclusive scan of the selection flags (CUB).
+// their selection first (one host synchronisation: where the padding starts), then write the first
+// size of it (the output's length) in row-major order through an exclusive scan of the selection
+// flags (CUB), and fill the rest, as the CPU does.
 #include <climits>
 #include <cub/cub.cuh>
 
@@ -31,22 +32,36 @@ __global__ void flags_kernel(int* flags, const T* x, Layout l, long long n) {
   for (long long i = global_index(); i < n; i += global_step()) flags[i] = x[offset_of(l, i)] != T(0) ? 1 : 0;
 }
 
-// pos: exclusive sums of flags; masked_select writes x's element, nonzero the 1-based coordinates
+// pos: exclusive sums of flags; masked_select writes x's element, nonzero the 1-based coordinates,
+// each only for the first size selected (the output's length)
 template <class T>
-__global__ void select_kernel(T* out, const T* x, Layout xl, const int* flags, const long long* pos, long long n) {
+__global__ void select_kernel(T* out, long long size, const T* x, Layout xl, const int* flags, const long long* pos,
+                              long long n) {
   for (long long i = global_index(); i < n; i += global_step())
-    if (flags[i]) out[pos[i]] = x[offset_of(xl, i)];
+    if (flags[i] && pos[i] < size) out[pos[i]] = x[offset_of(xl, i)];
 }
 
-__global__ void coords_kernel(long long* out, Layout l, const int* flags, const long long* pos, long long n) {
+__global__ void coords_kernel(long long* out, long long size, Layout l, const int* flags, const long long* pos,
+                              long long n) {
   for (long long i = global_index(); i < n; i += global_step()) {
-    if (!flags[i]) continue;
+    if (!flags[i] || pos[i] >= size) continue;
     long long* row = out + pos[i] * l.ndim, rem = i;
     for (int d = l.ndim - 1; d >= 0; --d) {
       row[d] = rem % l.shape[d] + 1;
       rem /= l.shape[d];
     }
   }
+}
+
+// out[i] = v for i in [from, to): the padding past the selection
+template <class T>
+__global__ void pad_kernel(T* out, long long from, long long to, T v) {
+  for (long long i = from + global_index(); i < to; i += global_step()) out[i] = v;
+}
+
+template <class T>
+void pad(T* out, long long from, long long to, T v) {
+  if (to > from) pad_kernel<T><<<grid_for(to - from), kThreads, 0, stream()>>>(out, from, to, v);
 }
 
 // flags (1 where selected) and their exclusive sums over n elements; returns the count (host sync)
@@ -161,7 +176,7 @@ int multinomial(mf_tensor* out, mf_rng* g, const mf_tensor* probs, int32_t repla
   });
 }
 
-int masked_select(mf_tensor* out_p, const mf_tensor* x_p, const mf_tensor* mask_p) {
+int masked_select(mf_tensor* out_p, const mf_tensor* x_p, const mf_tensor* mask_p, double fill) {
   return entry("masked_select", [&] {
     const char* op = "masked_select";
     mf_tensor& out = *out_p;
@@ -172,56 +187,46 @@ int masked_select(mf_tensor* out_p, const mf_tensor* x_p, const mf_tensor* mask_
     kcheck::dtype(op, "mask", mask, MF_UINT8);
     kcheck::dtype(op, "output", out, x.dtype_id, " (x's dtype)");
     Shape s = broadcast_shapes(op, shape_of(x), shape_of(mask), "x", "mask");
-    long long n = checked_numel(s, op);
+    if (out.ndim != 1) fail(op, ": output is ", shape_str(out), "; expected 1-D");
+    kcheck::contiguous(op, "output", out);
+    check_value_fits(fill, x.dtype_id, "masked_select: fill_value");
+    long long n = checked_numel(s, op), size = out.count;
     mf_tensor like{};  // the broadcast shape, for the layouts
     set_meta(like, s, x.dtype_id, x.device_id);
     Layout ml = broadcast_layout(mask, like), xl = broadcast_layout(x, like);
     long long count = 0;
     Selection sel;
-    if (n > 0) {
+    if (n > 0 && size > 0) {
       sel = select_flags(op, n, [&](int* flags) {
         flags_kernel<uint8_t><<<grid_for(n), kThreads, 0, stream()>>>(flags, static_cast<const uint8_t*>(mask.ptr), ml, n);
       });
       count = sel.count;
     }
-    if (out.ndim != 1 || out.count != count)
-      fail(op, ": output is ", shape_str(out), "; the mask selects ", count, " elements of ", shape_str(s));
-    kcheck::contiguous(op, "output", out);
-    if (count == 0) return;
-    const int* flags = sel.flags->as<int>();
-    const long long* pos = sel.pos->as<long long>();
+    const long long kept = count < size ? count : size;
+    const int* flags = count > 0 ? sel.flags->as<int>() : nullptr;
+    const long long* pos = count > 0 ? sel.pos->as<long long>() : nullptr;
+    // T: x's element type; the selected elements, then fill past them
+#define MF_SELECT_(T)                                                                                              \
+  do {                                                                                                             \
+    if (count > 0)                                                                                                 \
+      select_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<T*>(out.ptr), size,                     \
+                                                               static_cast<const T*>(x.ptr), xl, flags, pos, n);   \
+    pad<T>(static_cast<T*>(out.ptr), kept, size, T(fill));                                                         \
+  } while (0)
     switch (x.dtype_id) {
-      case MF_FLOAT32:
-        select_kernel<float><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<float*>(out.ptr),
-                                                                     static_cast<const float*>(x.ptr), xl, flags, pos, n);
-        break;
-      case MF_FLOAT64:
-        select_kernel<double><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<double*>(out.ptr),
-                                                                      static_cast<const double*>(x.ptr), xl, flags, pos,
-                                                                      n);
-        break;
-      case MF_INT32:
-        select_kernel<int32_t><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<int32_t*>(out.ptr),
-                                                                       static_cast<const int32_t*>(x.ptr), xl, flags,
-                                                                       pos, n);
-        break;
-      case MF_INT64:
-        select_kernel<int64_t><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<int64_t*>(out.ptr),
-                                                                       static_cast<const int64_t*>(x.ptr), xl, flags,
-                                                                       pos, n);
-        break;
-      case MF_UINT8:
-        select_kernel<uint8_t><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<uint8_t*>(out.ptr),
-                                                                       static_cast<const uint8_t*>(x.ptr), xl, flags,
-                                                                       pos, n);
-        break;
+      case MF_FLOAT32: MF_SELECT_(float); break;
+      case MF_FLOAT64: MF_SELECT_(double); break;
+      case MF_INT32: MF_SELECT_(int32_t); break;
+      case MF_INT64: MF_SELECT_(int64_t); break;
+      case MF_UINT8: MF_SELECT_(uint8_t); break;
       default: fail(op, ": x has an unknown dtype");
     }
+#undef MF_SELECT_
     check_launch(op);
   });
 }
 
-int nonzero(mf_tensor* out_p, const mf_tensor* x_p) {
+int nonzero(mf_tensor* out_p, const mf_tensor* x_p, int64_t fill) {
   return entry("nonzero", [&] {
     const char* op = "nonzero";
     mf_tensor& out = *out_p;
@@ -229,10 +234,13 @@ int nonzero(mf_tensor* out_p, const mf_tensor* x_p) {
     kcheck::meta(op, "x", x);
     kcheck::meta(op, "output", out);
     kcheck::dtype(op, "output", out, MF_INT64);
-    long long n = x.count, count = 0;
+    if (out.ndim != 2 || out.shape[1] != x.ndim)
+      fail(op, ": output is ", shape_str(out), "; x is ", shape_str(x), ", so n x ", x.ndim, " expected");
+    kcheck::contiguous(op, "output", out);
+    long long n = x.count, count = 0, size = out.shape[0];
     Layout xl = layout_of(x);
     Selection sel;
-    if (n > 0) {
+    if (n > 0 && size > 0 && x.ndim > 0) {
       sel = select_flags(op, n, [&](int* flags) {
         unsigned grid = grid_for(n);
         switch (x.dtype_id) {
@@ -256,13 +264,11 @@ int nonzero(mf_tensor* out_p, const mf_tensor* x_p) {
       });
       count = sel.count;
     }
-    if (out.ndim != 2 || out.shape[0] != count || out.shape[1] != x.ndim)
-      fail(op, ": output is ", shape_str(out), "; x (", shape_str(x), ") has ", count, " nonzero elements, so ", count,
-           "x", x.ndim, " expected");
-    kcheck::contiguous(op, "output", out);
-    if (count == 0 || x.ndim == 0) return;
-    coords_kernel<<<grid_for(n), kThreads, 0, stream()>>>(static_cast<long long*>(out.ptr), xl, sel.flags->as<int>(),
-                                                          sel.pos->as<long long>(), n);
+    long long* o = static_cast<long long*>(out.ptr);
+    if (count > 0)
+      coords_kernel<<<grid_for(n), kThreads, 0, stream()>>>(o, size, xl, sel.flags->as<int>(), sel.pos->as<long long>(),
+                                                            n);
+    pad<long long>(o, (count < size ? count : size) * x.ndim, size * x.ndim, static_cast<long long>(fill));
     check_launch(op);
   });
 }
