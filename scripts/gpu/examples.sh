@@ -5,11 +5,14 @@
 # --device DEVICE --smoke (default cuda), reads the 'result: device D, N steps, accuracy A, loss L'
 # line each prints last, and prints one table row per example.
 # Criterion: both runs exit 0 (each example's own check: its validation loss falls well below the
-# untrained one), the same number of steps, and the device's accuracy within ACC_TOL (0.03 absolute:
-# 15 of mlp's 500 validation images, 6 of lenet's 200) and its loss within LOSS_TOL (2% relative) of
-# the CPU's. The same seed, initial values and batches reach both devices; what differs is float32
-# rounding (other summation orders in cuBLAS/cuDNN and the reductions), which after 30-60 SGD steps
-# moves the loss by far less than 2% and the accuracy by a few images at most.
+# untrained one), the same number of steps, and the device's accuracy within ACC_TOL (0.05 absolute:
+# 25 of mlp's 500 validation images, 10 of lenet's 200) and its loss within LOSS_TOL (10% relative)
+# of the CPU's. The same seed, initial values and batches reach both devices; what differs is float32
+# rounding (other summation orders in cuBLAS/cuDNN and the reductions), which training amplifies:
+# on the CPU, initial weights scaled by 1 + 1e-6 * randn (seven draws) moved lenet's smoke result
+# from accuracy 0.560, loss 1.120 to 0.540-0.580 and 1.063-1.149 (-5% to +3%); mlp's moved by at
+# most 0.002 and 0.2%. The tolerances are about twice that spread; the op harness and kernels.lua
+# check the kernels themselves to 1e-5.
 # 'scripts/gpu/examples.sh MF cpu' compares the CPU with itself: the script's own check on any
 # machine (CTest runs it with one example, tests/sh/test_examples_device.sh).
 # Exits 0 when every example passes, 1 otherwise.
@@ -19,8 +22,8 @@ DEVICE=${2:-cuda}
 shift $(($# < 2 ? $# : 2))
 EXAMPLES=("$@")
 [ ${#EXAMPLES[@]} -gt 0 ] || EXAMPLES=(mlp_fashion lenet_fashion mlp_eager)
-ACC_TOL=0.03
-LOSS_TOL=0.02
+ACC_TOL=0.05
+LOSS_TOL=0.10
 case $MF in /*) ;; */*) MF=$(cd "$(dirname "$MF")" && pwd)/$(basename "$MF") ;; esac
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)

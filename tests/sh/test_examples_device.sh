@@ -56,9 +56,9 @@ expect() {  # expect CPU GPU RC PATTERN
   rc=$?
   [ $rc -eq "$3" ] && echo "$v" | grep -q "$4" || no "examples.sh with cpu '$1', gpu '$2': exit $rc, '$v'; expected $3, $4"
 }
-expect "30 0.5600 1.1347" "30 0.5800 1.1400" 0 'ok (accuracy +0.0200, loss +0.47%)'
-expect "30 0.5600 1.1347" "30 0.5200 1.1347" 1 'FAIL (accuracy differs by 0.0400 > 0.03)'
-expect "30 0.5600 1.1347" "30 0.5600 1.1700" 1 'FAIL (loss differs by 3.11% > 2%)'
+expect "30 0.5600 1.1347" "30 0.6000 1.2400" 0 'ok (accuracy +0.0400, loss +9.28%)'
+expect "30 0.5600 1.1347" "30 0.5000 1.1347" 1 'FAIL (accuracy differs by 0.0600 > 0.05)'
+expect "30 0.5600 1.1347" "30 0.5600 1.0000" 1 'FAIL (loss differs by 11.87% > 10%)'
 expect "30 0.5600 1.1347" "29 0.5600 1.1347" 1 'FAIL (steps 30 vs 29)'
 expect "30 0.5600 1.1347" "" 1 'FAIL (a run failed or printed no result line)'
 
