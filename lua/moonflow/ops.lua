@@ -410,6 +410,8 @@ return function(mf)
     end
     for i = 1, nin do
       local s = T()
+      ffi.copy(s, ins[i], SZ)  -- the whole header once; run_entry sets what differs per call
+      s.owns, s.autograd = 0, 0  -- a borrowed header, with no autograd state of its own
       e.ins[i] = s
       -- the kernel layout contract: a kernel that does not take strides gets a contiguous copy
       -- of a non-contiguous input (entries are per layout, so this is decided once)
@@ -422,6 +424,7 @@ return function(mf)
     for i = 1, e.nout do
       local s = T()
       ffi.copy(s, metas[i], SZ)
+      s.owns = 0
       e.outs[i] = s
     end
     return e
@@ -429,9 +432,11 @@ return function(mf)
 
   local function run_entry(op, rec, e, ins, nin)
     local slots, outs = e.ins, e.outs
+    -- an entry serves one layout (same_layout, signature: dtype, device, shape, strides), so of a slot's
+    -- header only where the data lies changes from call to call: three stores, not a 184-byte copy
     for i = 1, nin do
-      ffi.copy(slots[i], ins[i], SZ)
-      slots[i].owns = 0
+      local s, t = slots[i], ins[i]
+      s.ptr, s.offset, s.store = t.ptr, t.offset, t.store
     end
     local copy_in = e.copy_in
     if copy_in then  -- contiguous copies of views, held by the entry until the kernel has run
@@ -450,8 +455,8 @@ return function(mf)
     for i = 1, nout do
       if not e.alias[i] then
         local t = mf._new_like_meta(e.metas[i], op.name)
-        ffi.copy(outs[i], t, SZ)
-        outs[i].owns = 0
+        local o = outs[i]  -- bound from metas[i]: a fresh tensor of it differs in its storage only
+        o.ptr, o.store = t.ptr, t.store
         if i == 1 then r1 = t end
         if nout > 1 then results = results or {}; results[i] = t end
       end

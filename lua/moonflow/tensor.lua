@@ -236,7 +236,10 @@ return function(mf)
       s = new_tensor({}, t.dtype_id, t.device_id)
       fill_scratch[key] = s
     end
-    K.of_device(t.device_id).fill(s, scalar_value(v, t.dtype_id, what))
+    v = scalar_value(v, t.dtype_id, what)
+    -- host memory: one store, no native call (FFI converts as the fill kernel does: rounded to float,
+    -- truncated to an integer dtype, whose range scalar_value has checked)
+    if t.device_id == HOST then ffi.cast(PTR[t.dtype_id], s.ptr)[0] = v else K.of_device(t.device_id).fill(s, v) end
     return s
   end
   local function fill_into(dst, v, what) through('fill', dst, fill_value(dst, v, what), what) end

@@ -37,7 +37,7 @@ void to_shape(InferCtx& c) {
 const char* const kCopyKernel = R"lua(
 function(ins, outs, p, K)
   local y, dst, src = outs[1], ins[1], ins[2]
-  return function() K.copy(dst, src); K.alias(y, dst, 0) end
+  return function() K.copy(dst, src); K.alias_whole(y, dst) end
 end)lua";
 
 void register_transfer_ops() {
@@ -64,7 +64,7 @@ void register_transfer_ops() {
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, v = outs[1], ins[1], ins[2]
-  return function() K.fill(x, v:item()); K.alias(y, x, 0) end
+  return function() K.fill(x, v:item()); K.alias_whole(y, x) end
 end)lua");
 
   MF_REGISTER_OP(to)
