@@ -155,9 +155,9 @@ local function add_routines(Kd, tbl)
   function Kd.momentum_update(var, acc, g, lr, mu, damp, wd, nesterov)
     check(k_momentum_update(var, acc, g, lr, mu, damp, wd, nesterov))
   end
-  -- adam: per-step scalars (see src/lua/abi.h): step_size, denom_scale, decay
-  function Kd.adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay)
-    check(k_adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, wd, decay))
+  -- the updates read lr and adam's step from one-element tensors; form: src/core/update_math.h AdamForm
+  function Kd.adam_update(var, m, v, g, step, lr, b1, b2, eps, wd, form)
+    check(k_adam_update(var, m, v, g, step, lr, b1, b2, eps, wd, form))
   end
   function Kd.softmax_xent(y, x, labels, dim0) check(k_softmax_xent(y, x, labels, dim0)) end
   -- convolution and pooling (NCHW): conv routines take the bind-time workspace ws (K.conv2d_workspace)

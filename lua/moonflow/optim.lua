@@ -88,7 +88,9 @@ return function(mf)
     return o
   end
 
-  function Optimizer:get_lr() return self.lr_t.data:item() end
+  -- The learning rate as a Lua number: hp.lr mirrors the tensor (set_lr and load_state_dict write
+  -- both), so reading it never waits for a device.
+  function Optimizer:get_lr() return self.hp.lr end
   function Optimizer:set_lr(lr)
     O.value(('optim.%s:set_lr'):format(self.kind), 'lr', lr, O.rate)
     self.lr_t.data:fill(lr)
@@ -113,9 +115,18 @@ return function(mf)
 
   -- Eager update of every parameter that has a .grad. It runs under mf.no_grad, as PyTorch's step:
   -- the updates write leaves that require grad, which the tape refuses in grad mode.
+  -- The learning rate and step count live on the parameters' device (that of the first one), moved
+  -- there once when the parameters move, so a step neither copies them nor reads them on the host.
+  local function place_state(self, d)
+    for _, h in ipairs({self.lr_t, self.step_t}) do
+      if h.data.device_id ~= d.device_id then h.data = h.data:to(d:device()) end
+    end
+  end
   local eager_step
   function Optimizer:step() return mf.no_grad(eager_step, self) end
   function eager_step(self)
+    local first = self.params[1].data
+    if self.lr_t.data.device_id ~= first.device_id then place_state(self, first) end
     if self.step_t then mf.assign_add(self.step_t.data, 1) end
     for i, p in ipairs(self.params) do
       if p.grad ~= nil then
@@ -137,7 +148,7 @@ return function(mf)
           sl[name] = h.data
         end
         local lr, t = self.lr_t.data, self.step_t and self.step_t.data
-        if lr.device_id ~= d.device_id then  -- a parameter on another device reads copies there
+        if lr.device_id ~= d.device_id then  -- a parameter on another device than the first reads copies there
           lr, t = lr:to(d:device()), t and t:to(d:device())
         end
         self:update(d, p.grad, sl, lr, t)
@@ -153,6 +164,7 @@ return function(mf)
         self.kind, describe(loss)))
     end
     local g = loss.graph
+    place_state(self, self.params[1].data)
     local vars = {}
     for i, p in ipairs(self.params) do vars[i] = nn._bound_variable(p, g, 'param' .. i, true) end
     local grads = mf.gradients(loss, vars)
@@ -208,14 +220,15 @@ return function(mf)
     end
     O.state_errors(what, missing, extra, bad, strict,
       ' (the state of another model or optimizer?)')
+    local lr = self.hp.lr
     if sd.lr ~= nil then
-      local lr = sd.lr:item()
+      lr = sd.lr:item()
       O.value(what, "'lr'", lr, O.rate)
     end
     for k, t in pairs(mine) do
       if sd[k] ~= nil and not rawequal(sd[k], t) then mf.copy(t, sd[k]:to(t:device())) end
     end
-    self.hp.lr = self.lr_t.data:item()
+    self.hp.lr = lr
     return self
   end
 

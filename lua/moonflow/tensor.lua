@@ -185,11 +185,17 @@ return function(mf)
 
   -- t, or a host copy of t when its device's memory is not host-addressable (a GPU's): element
   -- reads, printing and totable read device tensors through it (the copy waits for the device)
+  -- mf._host_reads() counts the calls on tensors of another device than the host, including a device
+  -- whose memory the host addresses (the test device): what a GPU would wait for (issue 16 item 5)
+  local host_reads = 0
   local function host_readable(t)
-    if t.device_id == HOST or K.of_device(t.device_id).strings == C.MF_CPU then return t end
+    if t.device_id == HOST then return t end
+    host_reads = host_reads + 1
+    if K.of_device(t.device_id).strings == C.MF_CPU then return t end
     return mf.no_grad(mf.to, t, HOST)
   end
   mf._host_readable = host_readable
+  function mf._host_reads() return host_reads end
 
   function methods.get(t, ...)
     local off = elem_offset(t, {...}, 'get')

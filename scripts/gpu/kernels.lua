@@ -258,10 +258,16 @@ check('indexing', function()
   Kc.index_add_like(lc, s2, i1, 1)
   Kg.index_add_like(lg, gpu(s2), gpu(i1), 1)
   compare('index_add_like along dim 2', lg, lc, 0)
-  -- a bad index: the same message on both devices, nothing written
+  -- a bad index: the same message on both devices (cuda: recorded on the device, raised at the next
+  -- host wait, here mf.cuda.synchronize), and the device goes on working after it
   local bad = mf.tensor({{1, 2}, {7, 1}}):type('int64')
   local okc, ec = pcall(Kc.gather, zeros({2, 2}), x, bad, 0)
-  local okg, eg = pcall(Kg.gather, zeros({2, 2}, 'float32', 'cuda'), gpu(x), gpu(bad), 0)
+  local okg, eg = pcall(function()
+    Kg.gather(zeros({2, 2}, 'float32', 'cuda'), gpu(x), gpu(bad), 0)
+    mf.cuda.synchronize()
+  end)
+  local again = pcall(mf.cuda.synchronize)
+  okg = okg or not again
   local same = not okc and not okg and tostring(ec):match('index 7 at position %[2,1%]') ~= nil and
                tostring(eg):match('index 7 at position %[2,1%]') ~= nil
   results[#results + 1] = {name = 'gather: a bad index is named on both devices', ok = same, err = 0,
@@ -359,18 +365,38 @@ check('updates', function()
     local w, g, m, v = randn({31, 17}, dt), randn({31, 17}, dt), randn({31, 17}, dt), mf.rand({31, 17}):type(dt)
     local b = randn({17}, dt)  -- a broadcast gradient
     local wg, mg, vg = gpu(w), gpu(m), gpu(v)
-    Kc.sgd_update(w, g, 0.1, 0.01)
-    Kg.sgd_update(wg, gpu(g), 0.1, 0.01)
+    -- lr and adam's step count are one-element tensors the routines read where they live
+    local lr, lr32, t = mf.tensor(0.1, 'float64'), mf.tensor(0.001, 'float32'), mf.tensor(3, 'float64')
+    Kc.sgd_update(w, g, lr, 0.01)
+    Kg.sgd_update(wg, gpu(g), gpu(lr), 0.01)
     compare('sgd_update ' .. dt, wg, w)
-    Kc.momentum_update(w, m, b, 0.1, 0.9, 0.1, 0.01, 1)
-    Kg.momentum_update(wg, mg, gpu(b), 0.1, 0.9, 0.1, 0.01, 1)
+    Kc.momentum_update(w, m, b, lr, 0.9, 0.1, 0.01, 1)
+    Kg.momentum_update(wg, mg, gpu(b), gpu(lr), 0.9, 0.1, 0.01, 1)
     compare('momentum_update ' .. dt .. ' nesterov, broadcast grad (var)', wg, w)
     compare('momentum_update ' .. dt .. ' (accum)', mg, m)
-    Kc.adam_update(w, m, v, g, 0.9, 0.999, 0.001, 0.7, 1e-8, 0, 0.99)
-    Kg.adam_update(wg, mg, vg, gpu(g), 0.9, 0.999, 0.001, 0.7, 1e-8, 0, 0.99)
-    compare('adam_update ' .. dt .. ' decoupled decay (var)', wg, w)
+    Kc.adam_update(w, m, v, g, t, lr32, 0.9, 0.999, 1e-8, 0.5, 1)
+    Kg.adam_update(wg, mg, vg, gpu(g), gpu(t), gpu(lr32), 0.9, 0.999, 1e-8, 0.5, 1)
+    compare('adam_update ' .. dt .. ' decoupled decay, t = 3 (var)', wg, w)
     compare('adam_update ' .. dt .. ' (v)', vg, v)
+    Kc.adam_update(w, m, v, g, t, lr, 0.9, 0.999, 1e-8, 0.01, 2)
+    Kg.adam_update(wg, mg, vg, gpu(g), gpu(t), gpu(lr), 0.9, 0.999, 1e-8, 0.01, 2)
+    compare('adam_update ' .. dt .. ' L2 decay, TensorFlow epsilon (var)', wg, w)
   end
+  -- a step count below 1: the CPU raises at once; cuda records it and the next host read raises
+  local w = randn({4})
+  local okc, ec = pcall(Kc.adam_update, w, zeros({4}), zeros({4}), randn({4}), mf.tensor(0, 'float64'),
+    mf.tensor(0.1), 0.9, 0.999, 1e-8, 0, 0)
+  local okg, eg = pcall(function()
+    Kg.adam_update(gpu(w), gpu(zeros({4})), gpu(zeros({4})), gpu(randn({4})), gpu(mf.tensor(0, 'float64')),
+      gpu(mf.tensor(0.1)), 0.9, 0.999, 1e-8, 0, 0)
+    mf.cuda.synchronize()
+  end)
+  local same = not okc and not okg and tostring(ec):find('adam_update: step is 0', 1, true) ~= nil and
+               tostring(eg):find('adam_update: step is 0', 1, true) ~= nil
+  results[#results + 1] = {name = 'adam_update: a step count of 0 is named on both devices', ok = same, err = 0,
+                           why = same and '' or tostring(eg)}
+  if not same then failed = failed + 1 end
+  print(('%-58s %-4s'):format('adam_update: a step count of 0 is named on both devices', same and 'ok' or 'FAIL'))
 end)
 
 -- -- random draws: the same counters on both devices -----------------------------------------------

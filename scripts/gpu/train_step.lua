@@ -3,7 +3,8 @@
 -- in mf.Session{device = 'cuda'}; the losses must agree step for step (float32: 1e-4 relative, the
 -- sums run in another order), 1,000 more steps on cuda must leave the device's bytes in use flat,
 -- and a step must make no host synchronisation (mf.cuda.sync_count, feeds uploaded, nothing fetched).
--- Eager too: the same steps with the tape on cuda tensors against the CPU.
+-- Eager too: the same steps with the tape on cuda tensors against the CPU, and one eager step with
+-- SGD momentum and with Adam must make no host synchronisation either.
 -- Usage (repository root, GPU machine): ./build/moonflow scripts/gpu/train_step.lua [--steps N]
 -- Prints one line per check and a summary; exits 1 on a failure, 2 without a GPU. --self-test runs
 -- the CPU against itself (the script's own check, on any machine; the host-wait count is skipped).
@@ -103,6 +104,36 @@ ok, err = pcall(function()
   check('eager MLP: 10 steps, losses cpu vs ' .. DEV, worst <= 1e-4, ('max rel diff %.2e'):format(worst))
 end)
 if not ok then check('eager MLP on ' .. DEV, false, tostring(err)) end
+
+-- host synchronisations of one eager step (forward, loss, backward, opt:step(), zero_grad) with SGD
+-- momentum and with Adam, after warm-up: none (lr and the step count are read by the update kernels,
+-- the labels' range by the one_hot kernel; the loss is not read)
+for _, kind in ipairs({'momentum', 'adam'}) do
+  ok, err = pcall(function()
+    local p = {W1:clone(), b1:clone(), W2:clone(), b2:clone()}
+    for i, t in ipairs(p) do p[i] = t:to(DEV):requires_grad_() end
+    local x, y = bx:to(DEV), by:to(DEV)
+    local opt = kind == 'adam' and mf.optim.Adam(p, {lr = 1e-3}) or mf.optim.SGD(p, {lr = 0.1, momentum = 0.9})
+    local crit = mf.nn.CrossEntropyLoss()
+    local function step()
+      local h = mf.relu(mf.matmul(x, p[1]) + p[2])
+      local loss = crit:forward(mf.matmul(h, p[3]) + p[4], y)
+      loss:backward()
+      opt:step()
+      opt:zero_grad()
+      return loss
+    end
+    local first = step():item()
+    for _ = 1, 3 do step() end
+    local s0 = mf.cuda.sync_count()
+    step()
+    local syncs = mf.cuda.sync_count() - s0
+    local last = step():item()
+    check(('eager MLP (%s): the loss falls'):format(kind), last < first, ('%.4f -> %.4f'):format(first, last))
+    if not SELF then check(('eager MLP (%s): host waits in one step'):format(kind), syncs == 0, ('%d waits'):format(syncs)) end
+  end)
+  if not ok then check(('eager MLP (%s) on %s'):format(kind, DEV), false, tostring(err)) end
+end
 
 print(('train_step.lua: %d checks, %d failed'):format(#results, failed))
 os.exit(failed == 0 and 0 or 1, true)  -- closing the state runs the finalizers (LeakSanitizer)

@@ -37,6 +37,14 @@ inline void float_dtype(const char* op, const char* name, const mf_tensor& t) {
     fail(op, ": ", name, " is ", dtype_name(t.dtype_id), "; expected float32 or float64");
 }
 
+// A one-element float tensor a routine reads where it runs (an update's lr and step count: on a GPU
+// the kernel reads it, so the host never waits for it): "sgd_update: lr is 2x2; expected one element".
+inline void scalar(const char* op, const char* name, const mf_tensor& t) {
+  meta(op, name, t);
+  if (t.count != 1) fail(op, ": ", name, " is ", shape_str(t), "; expected one element");
+  float_dtype(op, name, t);
+}
+
 // The routine indexes t row-major from t.ptr: its strides must be the dense ones.
 inline void contiguous(const char* op, const char* name, const mf_tensor& t) {
   if (!is_contiguous(t))

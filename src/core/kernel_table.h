@@ -16,13 +16,14 @@ typedef struct mf_rng mf_rng;
 typedef struct mf_fused mf_fused;
 
 /* Formulas and operand rules: src/kernels/cpu/kernels.h. fused runs a program from mf_fused_compile.
-   The updates make one pass each; adam_update takes the per-step scalars the op computes from lr
-   and t: var *= decay; g = grad + weight_decay * var; var -= step_size * m / (sqrt(v) * denom_scale
-   + epsilon). Convolution and pooling are NCHW: conv routines take stride h, w, padding h, w,
-   dilation h, w and ws, a uint8 workspace that conv2d_workspace sizes at bind time (kind 0 conv2d,
-   1 backward_input, 2 backward_weight; out, a, b as that routine takes them); a null or smaller ws
-   makes the routine borrow temporary memory. Pooling takes kernel h, w, stride h, w, padding h, w;
-   output sizes come from the output (or gy) shape. */
+   The updates make one pass each and read lr (and adam's step count t) from one-element float
+   tensors on their device, so a step never reads them on the host; adam_update's form is 0 (L2
+   decay, PyTorch's epsilon), bit 1 decoupled (AdamW), bit 2 TensorFlow's epsilon
+   (src/core/update_math.h: adam_scalars). Convolution and pooling are NCHW: conv routines take
+   stride h, w, padding h, w, dilation h, w and ws, a uint8 workspace that conv2d_workspace sizes at
+   bind time (kind 0 conv2d, 1 backward_input, 2 backward_weight; out, a, b as that routine takes
+   them); a null or smaller ws makes the routine borrow temporary memory. Pooling takes kernel h, w,
+   stride h, w, padding h, w; output sizes come from the output (or gy) shape. */
 #define MF_KERNELS(X)                                                                                                  \
   X(unary, (int32_t code, mf_tensor *y, const mf_tensor *x, double a, double b))                                       \
   X(binary, (int32_t code, mf_tensor *z, const mf_tensor *x, const mf_tensor *y))                                      \
@@ -67,11 +68,11 @@ typedef struct mf_fused mf_fused;
   X(cumulate, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t prod, int32_t reverse))                          \
   X(cumprod_grad, (mf_tensor *gx, const mf_tensor *x, const mf_tensor *gy, int32_t dim, int32_t reverse))              \
   X(pad_like, (mf_tensor *out, const mf_tensor *g, int32_t dim, int64_t start, int64_t step))                          \
-  X(sgd_update, (mf_tensor *var, const mf_tensor *grad, double lr, double weight_decay))                               \
-  X(momentum_update, (mf_tensor *var, mf_tensor *accum, const mf_tensor *grad, double lr, double momentum,             \
+  X(sgd_update, (mf_tensor *var, const mf_tensor *grad, const mf_tensor *lr, double weight_decay))                     \
+  X(momentum_update, (mf_tensor *var, mf_tensor *accum, const mf_tensor *grad, const mf_tensor *lr, double momentum,   \
                       double dampening, double weight_decay, int32_t nesterov))                                        \
-  X(adam_update, (mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, double beta1, double beta2,       \
-                  double step_size, double denom_scale, double epsilon, double weight_decay, double decay))            \
+  X(adam_update, (mf_tensor *var, mf_tensor *m, mf_tensor *v, const mf_tensor *grad, const mf_tensor *step,            \
+                  const mf_tensor *lr, double beta1, double beta2, double epsilon, double weight_decay, int32_t form))  \
   X(softmax_xent, (mf_tensor *loss, const mf_tensor *logits, const mf_tensor *labels, int32_t dim))                    \
   X(conv2d_workspace, (int32_t kind, const mf_tensor *out, const mf_tensor *a, const mf_tensor *b, int32_t sh,         \
                        int32_t sw, int32_t ph, int32_t pw, int32_t dh, int32_t dw, int64_t *bytes))                    \

@@ -1,6 +1,8 @@
 // extern "C" entry points for graphs, the memory planner and the graph-mode kernels; like capi.cc,
 // each runs through guard() or guard_value() (guard.h), so nothing throws across.
 #include "../core/error.h"
+#include "../core/kcheck.h"
+#include "../core/update_math.h"
 #include "../graph/graph.h"
 #include "../kernels/cpu/kernels.h"
 #include "capi.h"
@@ -106,18 +108,35 @@ int mf_k_sum_to(mf_tensor* out, const mf_tensor* g) { return guard(__func__, [&]
 int mf_k_pad_like(mf_tensor* out, const mf_tensor* g, int32_t dim, int64_t start, int64_t step) {
   return guard(__func__, [&] { pad_like_cpu(*out, *g, dim, start, step); });
 }
-int mf_k_sgd_update(mf_tensor* var, const mf_tensor* grad, double lr, double weight_decay) {
-  return guard(__func__, [&] { sgd_update_cpu(*var, *grad, lr, weight_decay); });
+// The updates read lr (and adam's step count) from their one-element tensors here, on the host; the
+// CUDA entries read them in the kernel (src/core/update_math.h holds the math both run).
+namespace {
+double scalar_value(const char* op, const char* name, const mf_tensor& t) {
+  kcheck::scalar(op, name, t);
+  return upd::scalar_at(t.ptr, t.dtype_id == MF_FLOAT64);
 }
-int mf_k_momentum_update(mf_tensor* var, mf_tensor* accum, const mf_tensor* grad, double lr, double momentum,
-                         double dampening, double weight_decay, int32_t nesterov) {
-  return guard(
-      __func__, [&] { momentum_update_cpu(*var, *accum, *grad, lr, momentum, dampening, weight_decay, nesterov != 0); });
+}  // namespace
+int mf_k_sgd_update(mf_tensor* var, const mf_tensor* grad, const mf_tensor* lr, double weight_decay) {
+  return guard(__func__, [&] { sgd_update_cpu(*var, *grad, scalar_value("sgd_update", "lr", *lr), weight_decay); });
 }
-int mf_k_adam_update(mf_tensor* var, mf_tensor* m, mf_tensor* v, const mf_tensor* grad, double beta1, double beta2,
-                     double step_size, double denom_scale, double epsilon, double weight_decay, double decay) {
-  AdamScalars k{beta1, beta2, step_size, denom_scale, epsilon, weight_decay, decay};
-  return guard(__func__, [&] { adam_update_cpu(*var, *m, *v, *grad, k); });
+int mf_k_momentum_update(mf_tensor* var, mf_tensor* accum, const mf_tensor* grad, const mf_tensor* lr,
+                         double momentum, double dampening, double weight_decay, int32_t nesterov) {
+  return guard(__func__, [&] {
+    double a = scalar_value("momentum_update", "lr", *lr);
+    momentum_update_cpu(*var, *accum, *grad, a, momentum, dampening, weight_decay, nesterov != 0);
+  });
+}
+int mf_k_adam_update(mf_tensor* var, mf_tensor* m, mf_tensor* v, const mf_tensor* grad, const mf_tensor* step,
+                     const mf_tensor* lr, double beta1, double beta2, double epsilon, double weight_decay,
+                     int32_t form) {
+  return guard(__func__, [&] {
+    double t = scalar_value("adam_update", "step", *step), a = scalar_value("adam_update", "lr", *lr);
+    if (!(t >= 1)) fail("adam_update: step is ", t, "; expected t >= 1 (count the step first)");
+    upd::AdamStep k = upd::adam_scalars(t, a, beta1, beta2, weight_decay, form);
+    bool decoupled = (form & upd::kAdamDecoupled) != 0;
+    AdamScalars s{beta1, beta2, k.step, k.ds, epsilon, decoupled ? 0 : weight_decay, decoupled ? k.keep : 1};
+    adam_update_cpu(*var, *m, *v, *grad, s);
+  });
 }
 int mf_k_softmax_xent(mf_tensor* loss, const mf_tensor* logits, const mf_tensor* labels, int32_t dim) {
   return guard(__func__, [&] { softmax_xent_cpu(*loss, *logits, *labels, dim); });

@@ -111,7 +111,8 @@ function(ins, outs, p, K)
 end)lua");
 
   // The updates read lr (and step) as 0-dim tensors when they run, so a schedule changes them
-  // without rebuilding a graph; the per-step scalars go to one native loop over the parameter.
+  // without rebuilding a graph; the native routine reads them where they live (on a GPU, in the
+  // kernel: a step never waits for the device) and makes one loop over the parameter.
   MF_REGISTER_OP(sgd_update)
       .describe("SGD in one pass, PyTorch's rule: g = grad + weight_decay * var; var -= lr * g. "
                 "lr is a one-element float tensor read at run time.")
@@ -126,7 +127,7 @@ end)lua");
 function(ins, outs, p, K)
   local y, var, g, lr = outs[1], ins[1], ins[2], ins[3]
   local wd = p.weight_decay
-  return function() K.sgd_update(var, g, lr:item(), wd); K.alias(y, var, 0) end
+  return function() K.sgd_update(var, g, lr, wd); K.alias(y, var, 0) end
 end)lua");
 
   MF_REGISTER_OP(momentum_update)
@@ -147,7 +148,7 @@ end)lua");
 function(ins, outs, p, K)
   local y, var, acc, g, lr = outs[1], ins[1], ins[2], ins[3], ins[4]
   local mu, damp, wd, nest = p.momentum, p.dampening, p.weight_decay, p.nesterov and 1 or 0
-  return function() K.momentum_update(var, acc, g, lr:item(), mu, damp, wd, nest); K.alias(y, var, 0) end
+  return function() K.momentum_update(var, acc, g, lr, mu, damp, wd, nest); K.alias(y, var, 0) end
 end)lua");
 
   MF_REGISTER_OP(adam_update)
@@ -172,17 +173,10 @@ end)lua");
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, var, m, v, g, step, lr = outs[1], ins[1], ins[2], ins[3], ins[4], ins[5], ins[6]
-  local b1, b2, eps, wd, decoupled, tf = p.beta1, p.beta2, p.epsilon, p.weight_decay, p.decoupled, p.tf_epsilon
-  local sqrt = math.sqrt
+  local b1, b2, eps, wd = p.beta1, p.beta2, p.epsilon, p.weight_decay
+  local form = (p.decoupled and 1 or 0) + (p.tf_epsilon and 2 or 0)  -- src/core/update_math.h: AdamForm
   return function()
-    local t, a = step:item(), lr:item()
-    if not (t >= 1) then K.raise(('adam_update: step is %g; expected t >= 1 (count the step first)'):format(t)) end
-    local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
-    local step_size, denom_scale = a / bc1, 1 / sqrt(bc2)
-    if tf then step_size, denom_scale = a * sqrt(bc2) / bc1, 1 end
-    local l2, decay = wd, 1
-    if decoupled then l2, decay = 0, 1 - a * wd end
-    K.adam_update(var, m, v, g, b1, b2, step_size, denom_scale, eps, l2, decay)
+    K.adam_update(var, m, v, g, step, lr, b1, b2, eps, wd, form)  -- t and lr read where they live
     K.alias(y, var, 0)
   end
 end)lua");

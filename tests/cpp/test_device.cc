@@ -278,3 +278,96 @@ TEST_CASE("device: every op case runs on the test device", "[device]") {
   CHECK(host_copies() - copies0 > 1000);  // every result is read on the host through copy_to_host
   CHECK(g_alloc.stats().allocations - s0.allocations > 1000);
 }
+
+// What a training step reads on the host (issue 16 item 5: host reads synchronise; a training step
+// does no other host synchronisation). A host read on the test device is a copy_to_host; a Lua read
+// of a device tensor (:item(), get, printing, totable: mf._host_reads() counts them, since the host
+// addresses this device's memory directly); or a call of an entry whose CUDA routine must wait for
+// the device because its output's size (or the host's next step) depends on device values: nonzero
+// and masked_select (how many), multinomial (sampled on the host). Index and label range checks are
+// not host reads: on cuda they record the first bad index on the device and the next synchronising
+// read raises it. After warm-up steps (slots, caches, bind), a graph step and an eager step (forward,
+// loss, backward, opt:step(), zero_grad) of an MLP with SGD momentum and with Adam must make none.
+namespace {
+long host_reads(lua_State* L) {
+  lua_getglobal(L, "mf");
+  lua_getfield(L, -1, "_host_reads");
+  long lua_reads = lua_pcall(L, 0, 1, 0) == 0 ? long(lua_tointeger(L, -1)) : -1000000;
+  lua_pop(L, 2);
+  return lua_reads + TESTDEV_ENTRY(copy_to_host)::calls + TESTDEV_ENTRY(nonzero)::calls +
+         TESTDEV_ENTRY(masked_select)::calls + TESTDEV_ENTRY(multinomial)::calls;
+}
+}  // namespace
+
+TEST_CASE("device: a training step on the test device reads nothing on the host", "[device][sync]") {
+  testdev();
+  State st;
+  // the models, data and steps, defined once; each step runs as its own chunk below
+  std::string err = st.run(R"lua(
+    local N, D, H, K = 16, 12, 8, 4
+    mf.manual_seed(3)
+    local X, Y = mf.randn(N, D), mf.randint(1, K + 1, {N}, {dtype = 'int64'})
+    local dx, dy = X:to('testdev'), Y:to('testdev')
+    local function mlp() return mf.nn.Sequential(mf.nn.Linear(D, H), mf.nn.ReLU(), mf.nn.Linear(H, K)) end
+    eager_steps, graph_steps, losses = {}, {}, {}
+    for _, kind in ipairs({'momentum', 'adam'}) do
+      -- eager: the tape over the device tensors
+      local m = mlp():to('testdev')
+      local opt = kind == 'adam' and mf.optim.Adam(m:parameters(), {lr = 0.01})
+        or mf.optim.SGD(m:parameters(), {lr = 0.1, momentum = 0.9})
+      local crit = mf.nn.CrossEntropyLoss()
+      eager_steps[kind] = function()
+        opt:zero_grad()
+        local loss = crit(m(dx), dy)
+        loss:backward()
+        opt:step()
+        return loss
+      end
+      -- graph: a session on the device, the feeds uploaded, nothing fetched
+      local g = mlp():to('testdev')
+      local x = mf.placeholder('float32', {-1, D}, 'x')
+      local y = mf.placeholder('int64', {-1}, 'y')
+      local loss = mf.nn.CrossEntropyLoss():forward(g:forward(x), y)
+      local gopt = kind == 'adam' and mf.optim.Adam(g:parameters(), {lr = 0.01})
+        or mf.optim.SGD(g:parameters(), {lr = 0.1, momentum = 0.9})
+      local step = gopt:minimize(loss)
+      local sess = mf.Session{device = 'testdev'}
+      sess:run(mf.global_variables_initializer())
+      local feeds = {[x] = dx, [y] = dy}
+      graph_steps[kind] = function() sess:run(step, feeds) end
+      losses[kind] = function() return sess:run(loss, feeds) end
+    end
+  )lua", "=setup");
+  INFO(err);
+  REQUIRE(err.empty());
+  for (const char* kind : {"momentum", "adam"}) {
+    for (const char* mode : {"eager", "graph"}) {
+      std::string warm = std::string("for _ = 1, 2 do ") + mode + "_steps['" + kind + "']() end";
+      err = st.run(warm, "=warm-up");
+      INFO(mode << " " << kind << ": " << err);
+      REQUIRE(err.empty());
+      long reads0 = host_reads(st.L), calls0 = g_calls;
+      err = st.run(std::string(mode) + "_steps['" + kind + "']()", "=one step");
+      REQUIRE(err.empty());
+      CHECK(g_calls - calls0 > 10);               // the step ran on the device's table
+      CHECK(host_reads(st.L) - reads0 == 0);      // and read nothing back
+    }
+  }
+  // the losses fall (the steps trained), read once at the end: that read is counted
+  long reads0 = host_reads(st.L);
+  err = st.run(R"lua(
+    for _, kind in ipairs({'momentum', 'adam'}) do
+      local before = losses[kind]():item()
+      for _ = 1, 20 do graph_steps[kind]() end
+      local after = losses[kind]():item()
+      assert(after < before, ('%s: graph loss %g -> %g'):format(kind, before, after))
+      local l0 = eager_steps[kind]():item()
+      for _ = 1, 20 do eager_steps[kind]() end
+      local l1 = eager_steps[kind]():item()
+      assert(l1 < l0, ('%s: eager loss %g -> %g'):format(kind, l0, l1))
+    end
+  )lua", "=losses");
+  INFO(err);
+  CHECK(err.empty());
+  CHECK(host_reads(st.L) - reads0 >= 8);  // each :item() above is a host read, and counted
+}

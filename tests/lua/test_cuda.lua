@@ -199,6 +199,23 @@ T.test('host waits: computing does not wait, reading does', function()
   assert(mf.cuda.sync_count() - s0 >= 1, 'item waits')
 end)
 
+T.test('index checks on the device: no wait, the error at the next host read', function()
+  local labels = mf.tensor({2, 1, 7}, {dtype = 'int64'}):cuda()
+  local s0 = mf.cuda.sync_count()
+  local oh = mf.one_hot(labels, 4)               -- label 7 is out of range: recorded, not raised
+  local sel = mf.index_select(mf.ones(3, 2):cuda(), 1, mf.tensor({1, 5}, {dtype = 'int64'}):cuda())
+  T.eq(mf.cuda.sync_count() - s0, 0, 'checking waits for nothing')
+  T.errors(function() return oh:cpu() end, 'one_hot: label 7 at position 3 is out of range 1..4')
+  -- raised once (the first fault is kept: index_select's came after it); the device works on
+  local _ = sel
+  T.tensor_eq(mf.one_hot(mf.tensor({2, 1}, {dtype = 'int64'}):cuda(), 3), {{0, 1, 0}, {1, 0, 0}}, nil, 'after')
+  T.errors(function()
+    local y = mf.index_select(mf.ones(3, 2):cuda(), 1, mf.tensor({1, 5}, {dtype = 'int64'}):cuda())
+    mf.cuda.synchronize()
+    return y
+  end, 'index_select: index 5 at position 2 is out of range 1..3')
+end)
+
 T.test('memory stats and empty_cache on cuda', function()
   collectgarbage(); collectgarbage()
   local s0 = mf.memory_stats('cuda')

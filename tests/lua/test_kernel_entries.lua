@@ -106,25 +106,41 @@ local cases = {
             bad = function() T.errors(function() K.sum_to(z(3), mf.tensor{{1, 2}, {3, 4}}) end, 'sum_to: output is 3, gradient 2x2') end},
   pad_like = {ok = function() local y = z(5); K.pad_like(y, mf.ones(3), 0, 0, 2); T.tensor_eq(y, {1, 0, 1, 0, 1}) end,
               bad = function() T.errors(function() K.pad_like(z(4), mf.ones(3), 0, 2, 1) end, 'pad_like: gradient 3 placed from index 3') end},
-  sgd_update = {ok = function() local v = mf.tensor{1, 2}; K.sgd_update(v, mf.tensor{1, 1}, 0.5, 0); T.tensor_eq(v, {0.5, 1.5}) end,
-                bad = function() T.errors(function() K.sgd_update(mf.tensor{1, 2}, z(3), 0.5, 0) end, 'sgd_update') end},
+  sgd_update = {ok = function() local v = mf.tensor{1, 2}; K.sgd_update(v, mf.tensor{1, 1}, mf.tensor(0.5), 0); T.tensor_eq(v, {0.5, 1.5}) end,
+                bad = function()
+                  T.errors(function() K.sgd_update(mf.tensor{1, 2}, z(3), mf.tensor(0.5), 0) end, 'sgd_update')
+                  T.errors(function() K.sgd_update(mf.tensor{1, 2}, z(2), mf.tensor{0.5, 0.5}, 0) end,
+                           'sgd_update: lr is 2; expected one element')
+                  T.errors(function() K.sgd_update(mf.tensor{1, 2}, z(2), mf.tensor(1, 'int64'), 0) end,
+                           'sgd_update: lr is int64; expected float32 or float64')
+                end},
   momentum_update = {ok = function()
-                       local v, a = mf.tensor{1}, z(1); K.momentum_update(v, a, mf.tensor{1}, 0.5, 0.9, 0, 0, 0)
+                       local v, a = mf.tensor{1}, z(1); K.momentum_update(v, a, mf.tensor{1}, mf.tensor(0.5, 'float64'), 0.9, 0, 0, 0)
                        T.tensor_eq(a, {1}); T.tensor_eq(v, {0.5})
                      end,
                      bad = function()
-                       T.errors(function() K.momentum_update(mf.tensor{1}, z(2), mf.tensor{1}, 0.5, 0.9, 0, 0, 0) end, 'momentum_update')
-                       T.errors(function() K.momentum_update(mf.tensor{1, 2}, z(1), mf.tensor{1}, 0.5, 0.9, 0, 0, 0) end,
+                       T.errors(function() K.momentum_update(mf.tensor{1}, z(2), mf.tensor{1}, mf.tensor(0.5), 0.9, 0, 0, 0) end, 'momentum_update')
+                       T.errors(function() K.momentum_update(mf.tensor{1, 2}, z(1), mf.tensor{1}, mf.tensor(0.5), 0.9, 0, 0, 0) end,
                                 'momentum_update: slot is 1, variable 2')
                      end},
   adam_update = {ok = function()
+                   -- t = 1, eps = 0: the first step moves by lr against the gradient's sign (bias-corrected
+                   -- m / sqrt(v) = g / |g|), in PyTorch's form (0) and TensorFlow's (2)
+                   for _, form in ipairs({0, 2}) do
+                     local v, m, s = mf.tensor{1}, z(1), z(1)
+                     K.adam_update(v, m, s, mf.tensor{2}, mf.tensor(1, 'float64'), mf.tensor(0.1), 0.9, 0.999, 0, 0, form)
+                     T.tensor_eq(m, {0.2}, 1e-6); T.tensor_eq(s, {0.004}, 1e-5); T.tensor_eq(v, {0.9}, 1e-6)
+                   end
+                   -- AdamW (form 1): w *= 1 - lr * wd first
                    local v, m, s = mf.tensor{1}, z(1), z(1)
-                   K.adam_update(v, m, s, mf.tensor{2}, 0.9, 0.999, 0.1, 1, 0, 0, 1)
-                   T.tensor_eq(m, {0.2}, 1e-6); T.tensor_eq(s, {0.004}, 1e-5); T.tensor_eq(v, {1 - 0.02 / math.sqrt(0.004)}, 1e-5)
+                   K.adam_update(v, m, s, mf.tensor{2}, mf.tensor(1), mf.tensor(0.1), 0.9, 0.999, 0, 0.5, 1)
+                   T.tensor_eq(v, {0.95 - 0.1}, 1e-6)
                  end,
                  bad = function()
-                   T.errors(function() K.adam_update(mf.tensor{1}, z(2), z(1), mf.tensor{2}, 0.9, 0.999, 0.1, 1, 0, 0, 1) end,
+                   T.errors(function() K.adam_update(mf.tensor{1}, z(2), z(1), mf.tensor{2}, mf.tensor(1), mf.tensor(0.1), 0.9, 0.999, 0, 0, 0) end,
                             'adam_update: slot is 2, variable 1')
+                   T.errors(function() K.adam_update(mf.tensor{1}, z(1), z(1), mf.tensor{2}, mf.tensor(0), mf.tensor(0.1), 0.9, 0.999, 0, 0, 0) end,
+                            'adam_update: step is 0; expected t >= 1 (count the step first)')
                  end},
   softmax_xent = {ok = function()
                     local y = z(1); K.softmax_xent(y, mf.tensor{{0, L3}}, mf.tensor{{0, 1}}, 1); T.tensor_eq(y, {-math.log(0.75)}, 1e-6)

@@ -101,6 +101,7 @@ static std::atomic<int64_t> g_syncs{0};
 void synchronize(const char* routine) {
   g_syncs.fetch_add(1, std::memory_order_relaxed);
   check(cudaStreamSynchronize(stream()), routine, "cudaStreamSynchronize");
+  raise_fault();
 }
 
 int64_t sync_count() { return g_syncs.load(std::memory_order_relaxed); }

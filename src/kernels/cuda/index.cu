@@ -1,7 +1,8 @@
 // -- gather / scatter / index_add / index_add_like ------------------------------------------------
 // Indexing by 1-based int64 indices with the CPU's semantics (src/kernels/cpu/scatter.cc, gather.cc):
-// every index is checked before anything is written (a device search for the first bad position, then
-// one host synchronisation to report it, naming the index and its position as the CPU does). The
+// every index is checked on the device without a host wait: a search for the first bad position, whose
+// fault (named as the CPU names it) the next host read raises (fault.cuh); the kernels skip bad
+// indices (gather writes 0 there), so nothing outside the tensors is touched meanwhile. The
 // writes keep the CPU's order where it matters: destinations of different lines (all coordinates but
 // dim) never meet, so one thread per line walks dim in order and repeated destinations get the last
 // write (scatter) or the sums in index order (index_add), bit for bit.
@@ -10,6 +11,7 @@
 
 #include "../../core/kcheck.h"
 #include "../../core/writes.h"
+#include "fault.cuh"
 #include "layout.cuh"
 
 namespace mf {
@@ -32,52 +34,11 @@ void index_dtype(const char* op, const mf_tensor& idx) {
 }
 
 // -- the range check ------------------------------------------------------------------------------
-__global__ void first_bad(const long long* idx, Layout il, long long count, long long n, unsigned long long* first) {
-  for (long long i = global_index(); i < count; i += global_step()) {
-    long long v = idx[offset_of(il, i)];
-    if (v < 1 || v > n) atomicMin(first, (unsigned long long)i);
-  }
-}
-
-// "[2,1]": 1-based coordinates of element i of shape l
-std::string where(const Layout& l, long long i) {
-  std::string s;
-  for (int d = l.ndim - 1; d >= 0; --d) {
-    s = std::to_string(i % l.shape[d] + 1) + (s.empty() ? "" : ",") + s;
-    i /= l.shape[d];
-  }
-  return "[" + s + "]";
-}
-
-// Every index of idx lies in 1..n (n = x's size along dim), or an error naming the first that does not.
-// flat: the CPU's gather.cc message (a position counted from 1) instead of scatter.cc's coordinates.
+// Every index of idx lies in 1..n (n = x's size along dim), or the next host read raises an error naming
+// the first that does not (fault.cuh); the host does not wait here. flat: the CPU's gather.cc message (a
+// position counted from 1) instead of scatter.cc's coordinates.
 void check_range(const char* op, const mf_tensor& idx, int dim, long long n, const mf_tensor& x, bool flat) {
-  if (idx.count == 0) return;
-  Layout il = layout_of(idx);
-  Scratch s(sizeof(unsigned long long));
-  unsigned long long* first = s.as<unsigned long long>();
-  check(cudaMemsetAsync(first, 0xff, sizeof(unsigned long long), stream()), op, "cudaMemsetAsync");
-  first_bad<<<grid_for(idx.count), kThreads, 0, stream()>>>(static_cast<const long long*>(idx.ptr), il, idx.count, n,
-                                                            first);
-  check_launch(op);
-  unsigned long long host = 0;
-  check(cudaMemcpyAsync(&host, first, sizeof host, cudaMemcpyDeviceToHost, stream()), op, "cudaMemcpyAsync");
-  synchronize(op);
-  if (host == ~0ull) return;
-  long long v = 0;
-  long long off = 0, rem = (long long)host;
-  for (int d = il.ndim - 1; d >= 0; --d) {
-    off += (rem % il.shape[d]) * il.stride[d];
-    rem /= il.shape[d];
-  }
-  // on the compute stream, as every copy: a plain cudaMemcpy runs on the legacy default stream, which
-  // the non-blocking compute stream does not wait for (nor count in sync_count)
-  check(cudaMemcpyAsync(&v, static_cast<const long long*>(idx.ptr) + off, sizeof v, cudaMemcpyDeviceToHost, stream()),
-        op, "cudaMemcpyAsync");
-  synchronize(op);
-  if (flat) fail(op, ": index ", v, " at position ", (long long)host + 1, " is out of range 1..", n);
-  fail(op, ": index ", v, " at position ", where(il, (long long)host), " of the index is out of range 1..", n,
-       " along dim ", dim + 1, " of x (", shape_str(x), ")");
+  check_indices(index_fault(op, "index", idx, n, dim, flat, &x), idx);
 }
 
 // The index of gather and scatter: x's rank, no larger than x off dim nor than other (src).
@@ -172,7 +133,14 @@ __global__ void gather_kernel(T* out, const T* x, const long long* idx, Layout x
       io += c * il.stride[d];
       if (d == dim) at = c;
     }
-    if (il.ndim) xo += (idx[io] - 1 - at) * xl.stride[dim];
+    if (il.ndim) {
+      long long v = idx[io];
+      if (v < 1 || v > xl.shape[dim]) {  // check_range has recorded it: the output is not used
+        out[i] = T(0);
+        continue;
+      }
+      xo += (v - 1 - at) * xl.stride[dim];
+    }
     out[i] = x[xo];
   }
 }
@@ -180,13 +148,14 @@ __global__ void gather_kernel(T* out, const T* x, const long long* idx, Layout x
 // scatter (add: scatter_add) and index_add: one thread per line of the walk, positions along dim in order
 template <class T, bool ADD, bool SCALAR_SRC>
 __global__ void scatter_kernel(T* out, const T* src, const long long* idx, LineWalk w, LineStrides os, LineStrides ss,
-                               LineStrides is, long long idx_len_stride, bool by_position) {
+                               LineStrides is, long long idx_len_stride, bool by_position, long long limit) {
   for (long long l = global_index(); l < w.count; l += global_step()) {
     long long ob = line_offset(w, os, l), sb = SCALAR_SRC ? 0 : line_offset(w, ss, l);
     long long ib = by_position ? 0 : line_offset(w, is, l);
     for (long long j = 0; j < w.n; ++j) {
       // scatter: the index has the walk's shape (its own element); index_add: a 1-D index by position
       long long target = by_position ? idx[j * idx_len_stride] - 1 : idx[ib + j * is.along] - 1;
+      if (target < 0 || target >= limit) continue;  // recorded by check_range; never written out of bounds
       long long o = ob + target * os.along;
       T v = SCALAR_SRC ? src[0] : src[sb + j * ss.along];
       if (ADD) out[o] = T(out[o] + v);
@@ -214,17 +183,18 @@ void launch_scatter(mf_tensor& out, const mf_tensor& src, const mf_tensor& idx, 
   LineStrides os = line_strides(out, d), ss = line_strides(src, d), is = line_strides(idx, by_position ? -1 : d);
   if (walk.ndim == 0) os.along = ss.along = is.along = 0;
   long long ist = by_position && idx.ndim ? idx.strides[0] : 0;
+  long long limit = out.ndim ? out.shape[dim] : 1;
   unsigned grid = grid_for(w.count);
   if (src.ndim == 0 && !by_position)
     scatter_kernel<T, ADD, true><<<grid, kThreads, 0, stream()>>>(static_cast<T*>(out.ptr),
                                                                   static_cast<const T*>(src.ptr),
                                                                   static_cast<const long long*>(idx.ptr), w, os, ss,
-                                                                  is, ist, by_position);
+                                                                  is, ist, by_position, limit);
   else
     scatter_kernel<T, ADD, false><<<grid, kThreads, 0, stream()>>>(static_cast<T*>(out.ptr),
                                                                    static_cast<const T*>(src.ptr),
                                                                    static_cast<const long long*>(idx.ptr), w, os, ss,
-                                                                   is, ist, by_position);
+                                                                   is, ist, by_position, limit);
 }
 
 }  // namespace

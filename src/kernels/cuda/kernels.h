@@ -14,7 +14,10 @@
 //   }
 //
 // All work goes on the one compute stream, stream(): entries never synchronise the device, except
-// copy_to_host (the host reads the bytes when it returns). Memory an entry needs for itself comes
+// copy_to_host (the host reads the bytes when it returns) and the few whose output's size depends on
+// device values (nonzero, masked_select) or that sample on the host (multinomial). Bad operand values
+// only the device sees (indices, labels, adam's step) are recorded there and raised at the next host
+// read (fault.cuh), so checking them costs no wait. Memory an entry needs for itself comes
 // from Scratch (the device's caching allocator; freed blocks are reused by later work on the same
 // stream, which runs after the work that used them, so no synchronisation is needed).
 #pragma once
@@ -93,6 +96,9 @@ cudaStream_t stream();
 // Blocks until everything queued on stream() has run; throws CudaError if any of it failed. Every
 // host wait goes through it, so sync_count() (mf.cuda.sync_count()) counts them.
 void synchronize(const char* routine = "synchronize");
+// Raises (as mf::Error) the fault a kernel recorded on the device since the last one was raised, and
+// clears it; synchronize() calls it once the stream has drained (fault.cuh, fault.cu).
+void raise_fault();
 // The cuBLAS and cuDNN handles, created on first use and bound to stream(); throw CudaError when the
 // library cannot start. Math mode of cuBLAS: FP32 without TF32 unless set_allow_tf32(true).
 cublasHandle_t cublas();

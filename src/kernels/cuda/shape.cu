@@ -1,7 +1,8 @@
 // CUDA entries of the shape family: concat and pad_like as device copies into views of the output
-// (the CPU's construction), index_select and one_hot (indices and labels are read on the host and
-// checked before any write, as the CPU does: one copy down, which waits for the device), tri and
-// periodic_copy as one kernel each. Operand rules and messages are the CPU's.
+// (the CPU's construction), index_select and one_hot (indices and labels read by the kernel and
+// checked on the device: a bad one is recorded and raised at the next host read, fault.cuh, so the
+// host never waits; the kernel writes 0 where it points), tri and periodic_copy as one kernel each.
+// Operand rules and messages are the CPU's.
 #include <vector>
 
 #include "../../core/dtype.h"
@@ -9,6 +10,7 @@
 #include "../../core/shape.h"
 #include "../../core/writes.h"
 #include "backend.h"
+#include "fault.cuh"
 #include "kernels.h"
 #include "walk.h"
 
@@ -20,39 +22,6 @@ namespace {
 void on_device(const char* op, const char* name, const mf_tensor& t) {
   if (t.device_id != device_id())
     fail(op, ": ", name, " is on device ", t.device_id, "; expected the cuda device (", device_id(), ")");
-}
-
-// A host header over dense int64 memory p of t's shape.
-mf_tensor host_int64(const mf_tensor& t, int64_t* p) {
-  mf_tensor h{};
-  h.ptr = p;
-  h.ndim = t.ndim;
-  h.count = t.count;
-  h.dtype_id = MF_INT64;
-  h.device_id = MF_CPU;
-  h.is_contig = 1;
-  int64_t s = 1;
-  for (int d = t.ndim - 1; d >= 0; --d) {
-    h.shape[d] = t.shape[d];
-    h.strides[d] = s;
-    s *= t.shape[d];
-  }
-  return h;
-}
-
-// t's values (an integer dtype) on the host as int64, in row-major order (waits for the device).
-std::vector<int64_t> values_on_host(const char* op, const mf_tensor& t) {
-  std::vector<int64_t> v(size_t(t.count));
-  if (t.count == 0) return v;
-  mf_tensor h = host_int64(t, v.data());
-  if (copy_to_host(&h, &t) != MF_OK) fail(op, ": reading the indices: ", last_error());
-  return v;
-}
-
-// 0-based int64 values uploaded to scratch memory (the upload returns once the host vector is read).
-void upload(const char* op, Scratch& s, const std::vector<int64_t>& v) {
-  check(cudaMemcpyAsync(s.get(), v.data(), v.size() * sizeof(int64_t), cudaMemcpyHostToDevice, stream()), op,
-        "cudaMemcpyAsync");
 }
 
 // The view of out from position `at` along dim, of x's size there (a narrow of out).
@@ -71,23 +40,36 @@ void copy_or_throw(const char* op, mf_tensor& dst, const mf_tensor& src) {
   if (copy(&dst, &src) != MF_OK) fail(op, ": ", last_error());
 }
 
+// idx: 1-based, 1-D with stride is; one out of 1..nx (recorded by check_indices) writes 0
 template <class T>
-__global__ void index_select_k(T* out, const T* x, const int64_t* idx, Walk<2> L, int dim, int64_t xs_dim, int64_t n) {
+__global__ void index_select_k(T* out, const T* x, const int64_t* idx, int64_t is, int64_t nx, Walk<2> L, int dim,
+                               int64_t xs_dim, int64_t n) {
   MF_CUDA_GRID_LOOP(i, n) {
     int64_t r = i, o0 = 0, o1 = 0;
+    bool bad = false;
     for (int d = L.ndim - 1; d >= 0; --d) {
       int64_t c = r % L.size[d];
       r /= L.size[d];
       o0 += c * L.st[0][d];
-      o1 += d == dim ? idx[c] * xs_dim : c * L.st[1][d];
+      if (d == dim) {
+        int64_t v = idx[c * is];
+        bad = v < 1 || v > nx;
+        o1 += bad ? 0 : (v - 1) * xs_dim;
+      } else {
+        o1 += c * L.st[1][d];
+      }
     }
-    out[o0] = x[o1];
+    out[o0] = bad ? T(0) : x[o1];
   }
 }
 
+// labels: 1-based, read through their layout; a bad one (recorded by check_indices) gives a zero row
 template <class T>
-__global__ void one_hot_k(T* out, const int64_t* hot, int64_t rows, int64_t classes) {
-  MF_CUDA_GRID_LOOP(i, rows * classes) out[i] = T(i % classes == hot[i / classes] ? 1 : 0);
+__global__ void one_hot_k(T* out, const void* labels, Layout ll, int ldtype, int64_t rows, int64_t classes) {
+  MF_CUDA_GRID_LOOP(i, rows * classes) {
+    long long v = index_at(labels, ldtype, offset_of(ll, i / classes));
+    out[i] = T(i % classes == v - 1 ? 1 : 0);
+  }
 }
 
 template <class T>
@@ -184,32 +166,27 @@ int index_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, int32
       fail(op, ": output is ", dtype_name(out->dtype_id), ", x ", dtype_name(x->dtype_id), "; expected one dtype");
     for (const mf_tensor* t : {(const mf_tensor*)out, x, idx}) on_device(op, "an operand", *t);
     kcheck::writable(op, "output", *out);
-    std::vector<int64_t> p = values_on_host(op, *idx);
-    for (size_t j = 0; j < p.size(); ++j) {
-      if (p[j] < 1 || p[j] > x->shape[dim])
-        fail(op, ": index ", p[j], " at position ", j + 1, " is out of range 1..", x->shape[dim]);
-      p[j] -= 1;
-    }
+    check_indices(index_fault(op, "index", *idx, x->shape[dim], dim, true, x), *idx);
     if (out->count == 0) return;
     if (memory_overlaps(*out, *x)) fail(op, ": the output shares memory with x");
-    Scratch dev(p.size() * sizeof(int64_t));
-    upload(op, dev, p);
     mf_tensor xs = *x;  // x's stride along dim is added per index; the walk steps over the others
     xs.strides[dim] = 0;
     const mf_tensor* xops[1] = {&xs};
     Walk<2> L = make_walk<2>(*out, xops, true);
+    const int64_t* ip = static_cast<const int64_t*>(idx->ptr);
+    int64_t is = idx->strides[0], nx = x->shape[dim];
     switch (dtype_size(x->dtype_id)) {  // elements move as same-size words
       case 1:
         index_select_k<uint8_t><<<grid_for(out->count), kThreads, 0, stream()>>>(
-            (uint8_t*)out->ptr, (const uint8_t*)x->ptr, dev.as<int64_t>(), L, dim, x->strides[dim], out->count);
+            (uint8_t*)out->ptr, (const uint8_t*)x->ptr, ip, is, nx, L, dim, x->strides[dim], out->count);
         break;
       case 4:
         index_select_k<uint32_t><<<grid_for(out->count), kThreads, 0, stream()>>>(
-            (uint32_t*)out->ptr, (const uint32_t*)x->ptr, dev.as<int64_t>(), L, dim, x->strides[dim], out->count);
+            (uint32_t*)out->ptr, (const uint32_t*)x->ptr, ip, is, nx, L, dim, x->strides[dim], out->count);
         break;
       default:
         index_select_k<uint64_t><<<grid_for(out->count), kThreads, 0, stream()>>>(
-            (uint64_t*)out->ptr, (const uint64_t*)x->ptr, dev.as<int64_t>(), L, dim, x->strides[dim], out->count);
+            (uint64_t*)out->ptr, (const uint64_t*)x->ptr, ip, is, nx, L, dim, x->strides[dim], out->count);
         break;
     }
     check_launch(op);
@@ -225,18 +202,12 @@ int one_hot(mf_tensor* out, const mf_tensor* labels) {
       fail("one_hot: labels are ", dtype_name(labels->dtype_id), "; expected an integer dtype");
     on_device("one_hot", "output", *out);
     on_device("one_hot", "labels", *labels);
-    std::vector<int64_t> hot = values_on_host("one_hot", *labels);
-    for (size_t i = 0; i < hot.size(); ++i) {
-      if (hot[i] < 1 || hot[i] > classes)
-        fail("one_hot: label ", hot[i], " at position ", i + 1, " is out of range 1..", classes);
-      hot[i] -= 1;
-    }
+    check_indices(index_fault("one_hot", "label", *labels, classes, 0, true, nullptr), *labels);
     if (out->count == 0) return;
-    Scratch dev(hot.size() * sizeof(int64_t));
-    upload("one_hot", dev, hot);
+    Layout ll = layout_of(*labels);
     MF_DISPATCH(out->dtype_id, T, {
-      one_hot_k<T><<<grid_for(out->count), kThreads, 0, stream()>>>((T*)out->ptr, dev.as<int64_t>(), labels->count,
-                                                                    classes);
+      one_hot_k<T><<<grid_for(out->count), kThreads, 0, stream()>>>((T*)out->ptr, labels->ptr, ll, labels->dtype_id,
+                                                                    labels->count, classes);
     });
     check_launch("one_hot");
   });
