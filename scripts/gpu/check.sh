@@ -91,8 +91,16 @@ if [ -d "$DEPS/usr" ]; then
     export MF_FASHION_MNIST_DIR="$DEPS/fashion-mnist"
   fi
 fi
-# the PyTorch twin of bench.lua: the python3 on PATH (the GPU machine's has torch), unless PYTHON says
-export PYTHON=${PYTHON:-$(command -v python3 || echo /usr/bin/python3)}
+# the PyTorch twin of bench.lua: PYTHON, else the first python3 that imports torch (with the library
+# path the twin gets)
+if [ -z "${PYTHON:-}" ]; then
+  for py in "$(command -v python3)" /usr/bin/python3 /usr/local/bin/python3 /opt/conda/bin/python3; do
+    if [ -x "$py" ] && LD_LIBRARY_PATH=${MF_TWIN_LD_LIBRARY_PATH-${LD_LIBRARY_PATH:-}} "$py" -c 'import torch' 2>/dev/null; then
+      export PYTHON=$py
+      break
+    fi
+  done
+fi
 
 deps() {  # every build dependency, each missing one named, before minutes of compiling
   local missing=() c inc
