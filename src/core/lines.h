@@ -1,6 +1,6 @@
 // The lines of a tensor along one dim, the total order the sorting ops rank them by, and the operand
 // checks of the ops that work line by line (max / min over a dim, sort, topk, kthvalue, cumsum, cumprod,
-// softmax cross-entropy). Compiled by g++ (src/kernels/cpu) and nvcc (src/kernels/cuda: Lines goes to
+// softmax, softmax cross-entropy). Compiled by g++ (src/kernels/cpu) and nvcc (src/kernels/cuda: Lines goes to
 // a kernel by value), so both devices walk, order and check lines alike.
 #pragma once
 #include <cstdint>
@@ -159,6 +159,17 @@ inline void cumprod_grad(const char* op, const mf_tensor& gx, const mf_tensor& x
   same_shape(op, "gy", gy, "x", x);
   same_shape(op, "gx", gx, "x", x);
   contiguous(op, "gx", gx);
+}
+
+// softmax / log_softmax along dim: y of x's shape and dtype, writable (float x too when float_only).
+inline void softmax(const char* op, const mf_tensor& y, const mf_tensor& x, int dim, bool float_only) {
+  meta(op, "x", x);
+  meta(op, "y", y);
+  if (dim < 0 || dim >= x.ndim) fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
+  same_shape(op, "y", y, "x", x);
+  dtype(op, "y", y, x.dtype_id, " like x");
+  writable(op, "y", y);
+  if (float_only) float_dtype(op, "x", x);
 }
 
 // softmax_cross_entropy: labels of the logits' shape, loss contiguous of their shape without dim (or

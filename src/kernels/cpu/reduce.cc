@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "../../core/error.h"
+#include "../../core/reduce_checks.h"
 #include "../../core/threads.h"
 #include "../../core/vecmath.h"
 #include "checks.h"
@@ -22,12 +23,7 @@
 
 namespace mf {
 
-const char* reduce_name(int code) {
-  static const char* names[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin",
-                                "any", "all", "logsumexp", "var", "std", "norm"};
-  static_assert(sizeof(names) / sizeof(names[0]) == MF_R_COUNT, "one name per reduce code");
-  return code >= 0 && code < MF_R_COUNT ? names[code] : "reduce?";
-}
+const char* reduce_name(int code) { return reduce_op_name(code); }  // src/core/reduce_checks.h
 
 namespace {
 
@@ -518,57 +514,9 @@ static void stat_typed(int code, mf_tensor& out, const mf_tensor& x, const Reduc
 
 }  // namespace
 
-// Checks a reduction's operands and returns its plan: out must hold x's kept dims in order (size-1
-// dims aside) in the code's result dtype.
-static ReducePlan checked_plan(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
-  if (code < 0 || code >= MF_R_COUNT) fail("reduce: bad op code ", code);
-  const char* op = reduce_name(code);
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "output", out);
-  if (x.ndim < 32 && (dim_mask >> x.ndim) != 0)
-    fail(op, ": dim mask ", dim_mask, " names a dim past x's ", x.ndim, " (x is ", shape_str(x), ")");
-  kcheck::contiguous(op, "output", out);
-  ReducePlan plan(x, dim_mask);
-  {  // out holds x's kept dims in order, with any dims of size 1 dropped or inserted (keepdim, sum_to)
-    int i = 0, k = 0;
-    bool ok = true;
-    while (ok) {
-      while (i < out.ndim && out.shape[i] == 1) ++i;
-      while (k < plan.nk && plan.kshape[k] == 1) ++k;
-      if (i == out.ndim || k == plan.nk) break;
-      ok = out.shape[i++] == plan.kshape[k++];
-    }
-    if (!ok || i != out.ndim || k != plan.nk) {
-      std::string dims;
-      for (int d = 0; d < x.ndim; ++d)
-        if (dim_mask & (1u << d)) dims += (dims.empty() ? "" : ",") + std::to_string(d + 1);
-      fail(op, ": output is ", shape_str(out), ", x is ", shape_str(x), " reduced over dim", dims.find(',') != std::string::npos ? "s " : " ",
-           dims.empty() ? "(none)" : dims, "; expected the output to hold x's other dims in order (size-1 dims aside)");
-    }
-  }
-  // the extremes and their indices have no value over nothing; every other code has an identity
-  bool no_identity = code == MF_R_MAX || code == MF_R_MIN || code == MF_R_ARGMAX || code == MF_R_ARGMIN;
-  if (plan.rcount == 0 && no_identity)
-    fail(reduce_name(code), ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
-  bool is_float = dtype_is_float(x.dtype_id);
-  bool float_only =
-      code == MF_R_MEAN || code == MF_R_LOGSUMEXP || code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM;
-  if (float_only && !is_float) fail(op, ": x is ", dtype_name(x.dtype_id), "; expected float32 or float64");
-  int want = code == MF_R_ARGMAX || code == MF_R_ARGMIN ? int(MF_INT64)
-             : code == MF_R_ANY || code == MF_R_ALL   ? int(MF_UINT8)
-                                                       : x.dtype_id;
-  bool wide = !is_float && (code == MF_R_SUM || code == MF_R_PROD) && out.dtype_id == MF_INT64;
-  if (out.dtype_id != want && !wide)
-    fail(reduce_name(code), ": output is ", dtype_name(out.dtype_id), "; expected ", dtype_name(want),
-         is_float || (code != MF_R_SUM && code != MF_R_PROD) ? "" : " or int64");
-  return plan;
-}
-
-static bool takes_number(int code) { return code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM; }
-
 void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
-  if (takes_number(code)) fail(reduce_name(code), ": takes a number (the correction or order); run it with reduce_p");
-  ReducePlan plan = checked_plan(code, out, x, dim_mask);
+  kcheck::reduce_call(code, out, x, dim_mask, false, 0);  // src/core/reduce_checks.h, the CUDA entry's too
+  ReducePlan plan(x, dim_mask);
   if (out.count == 0) return;  // nothing to write (and a kept dim of size 0 would divide by 0)
   if (code == MF_R_ANY || code == MF_R_ALL) {
     MF_DISPATCH(x.dtype_id, T, any_all_typed<T>(code, out, x, plan));
@@ -580,14 +528,9 @@ void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask)
 }
 
 void reduce_p_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask, double p) {
-  if (code >= 0 && code < MF_R_COUNT && !takes_number(code))
-    fail(reduce_name(code), ": takes no number; run it with reduce");
-  ReducePlan plan = checked_plan(code, out, x, dim_mask);
+  kcheck::reduce_call(code, out, x, dim_mask, true, p);
+  ReducePlan plan(x, dim_mask);
   const char* op = reduce_name(code);
-  if (p != p) fail(op, ": the ", code == MF_R_NORM ? "order" : "correction", " is NaN");
-  if (code != MF_R_NORM && p < 0) fail(op, ": the correction is ", p, "; expected 0 or more");
-  if (code == MF_R_NORM && std::isinf(p) && p < 0 && plan.rcount == 0)
-    fail("norm: the -inf norm over an empty dim of a ", shape_str(x), " tensor has no value (no identity)");
   if (out.count == 0) return;
   MF_DISPATCH_FLOAT(x.dtype_id, T, op, stat_typed<T>(code, out, x, plan, p));
 }

@@ -175,13 +175,7 @@ void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& x, const mf_tensor& labe
 }
 
 void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log) {
-  const char* op = log ? "log_softmax" : "softmax";
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "y", y);
-  if (dim < 0 || dim >= x.ndim) fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
-  kcheck::same_shape(op, "y", y, "x", x);
-  kcheck::dtype(op, "y", y, x.dtype_id, " like x");
-  kcheck::writable(op, "y", y);
+  kcheck::softmax(log ? "log_softmax" : "softmax", y, x, dim, false);  // src/core/lines.h
   MF_DISPATCH_FLOAT(x.dtype_id, T, log ? "log_softmax" : "softmax", softmax_typed<T>(y, x, dim, log));
 }
 

@@ -9,6 +9,7 @@
 
 #include "../../core/lines.h"
 #include "../../core/optim_checks.h"
+#include "../../core/reduce_checks.h"
 #include "../../core/reduce_combine.h"
 #include "../../core/kcheck.h"
 #include "layout.cuh"
@@ -18,13 +19,8 @@ namespace cuda {
 
 namespace {
 
-// the op name of a reduction code, for messages (the CPU's reduce_name, src/kernels/cpu/reduce.cc)
-const char* reduce_name(int code) {
-  static const char* names[] = {"sum", "mean", "max", "min", "prod", "argmax", "argmin",
-                                "any", "all", "logsumexp", "var", "std", "norm"};
-  static_assert(sizeof(names) / sizeof(names[0]) == MF_R_COUNT, "one name per reduce code");
-  return code >= 0 && code < MF_R_COUNT ? names[code] : "reduce?";
-}
+// the op name of a reduction code, for messages (src/core/reduce_checks.h, the CPU's)
+const char* reduce_name(int code) { return reduce_op_name(code); }
 
 // -- group reductions --------------------------------------------------------------------------
 __device__ __forceinline__ double shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
@@ -225,53 +221,6 @@ Plan make_plan(const mf_tensor& x, uint32_t mask) {
   return pl;
 }
 
-// The CPU's operand rules (reduce.cc's checked_plan): out holds x's kept dims in order (size-1 dims
-// aside) in the code's result dtype.
-Plan checked_plan(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask) {
-  if (code < 0 || code >= MF_R_COUNT) fail("reduce: bad op code ", code);
-  const char* op = reduce_name(code);
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "output", out);
-  if (x.ndim < 32 && (dim_mask >> x.ndim) != 0)
-    fail(op, ": dim mask ", dim_mask, " names a dim past x's ", x.ndim, " (x is ", shape_str(x), ")");
-  kcheck::contiguous(op, "output", out);
-  Plan pl = make_plan(x, dim_mask);
-  {
-    int i = 0, k = 0;
-    bool ok = true;
-    while (ok) {
-      while (i < out.ndim && out.shape[i] == 1) ++i;
-      while (k < pl.kept.ndim && pl.kept.shape[k] == 1) ++k;
-      if (i == out.ndim || k == pl.kept.ndim) break;
-      ok = out.shape[i++] == pl.kept.shape[k++];
-    }
-    if (!ok || i != out.ndim || k != pl.kept.ndim) {
-      std::string dims;
-      for (int d = 0; d < x.ndim; ++d)
-        if (dim_mask & (1u << d)) dims += (dims.empty() ? "" : ",") + std::to_string(d + 1);
-      fail(op, ": output is ", shape_str(out), ", x is ", shape_str(x), " reduced over dim",
-           dims.find(',') != std::string::npos ? "s " : " ", dims.empty() ? "(none)" : dims,
-           "; expected the output to hold x's other dims in order (size-1 dims aside)");
-    }
-  }
-  bool no_identity = code == MF_R_MAX || code == MF_R_MIN || code == MF_R_ARGMAX || code == MF_R_ARGMIN;
-  if (pl.rcount == 0 && no_identity) fail(op, ": cannot reduce over an empty dim of a ", shape_str(x), " tensor");
-  bool is_float = dtype_is_float(x.dtype_id);
-  bool float_only =
-      code == MF_R_MEAN || code == MF_R_LOGSUMEXP || code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM;
-  if (float_only && !is_float) fail(op, ": x is ", dtype_name(x.dtype_id), "; expected float32 or float64");
-  int want = code == MF_R_ARGMAX || code == MF_R_ARGMIN ? int(MF_INT64)
-             : code == MF_R_ANY || code == MF_R_ALL   ? int(MF_UINT8)
-                                                       : x.dtype_id;
-  bool wide = !is_float && (code == MF_R_SUM || code == MF_R_PROD) && out.dtype_id == MF_INT64;
-  if (out.dtype_id != want && !wide)
-    fail(op, ": output is ", dtype_name(out.dtype_id), "; expected ", dtype_name(want),
-         is_float || (code != MF_R_SUM && code != MF_R_PROD) ? "" : " or int64");
-  return pl;
-}
-
-bool takes_number(int code) { return code == MF_R_VAR || code == MF_R_STD || code == MF_R_NORM; }
-
 void run_reduce(int code, mf_tensor& out, const mf_tensor& x, const Plan& pl, double p) {
   bool wide = out.dtype_id == MF_INT64 && x.dtype_id != MF_INT64;
   switch (x.dtype_id) {
@@ -380,22 +329,17 @@ unsigned warp_grid(long long groups) {
 
 int reduce(int32_t code, mf_tensor* out, const mf_tensor* x, uint32_t dim_mask) {
   return entry("reduce", [&] {
-    if (takes_number(code)) fail(reduce_name(code), ": takes a number (the correction or order); run it with reduce_p");
-    Plan pl = checked_plan(code, *out, *x, dim_mask);
+    kcheck::reduce_call(code, *out, *x, dim_mask, false, 0);  // the CPU's checks (src/core/reduce_checks.h)
+    Plan pl = make_plan(*x, dim_mask);
     run_reduce(code, *out, *x, pl, 0);
   });
 }
 
 int reduce_p(int32_t code, mf_tensor* out, const mf_tensor* x, uint32_t dim_mask, double p) {
   return entry("reduce_p", [&] {
-    if (code >= 0 && code < MF_R_COUNT && !takes_number(code))
-      fail(reduce_name(code), ": takes no number; run it with reduce");
-    Plan pl = checked_plan(code, *out, *x, dim_mask);
+    kcheck::reduce_call(code, *out, *x, dim_mask, true, p);
+    Plan pl = make_plan(*x, dim_mask);
     const char* op = reduce_name(code);
-    if (p != p) fail(op, ": the ", code == MF_R_NORM ? "order" : "correction", " is NaN");
-    if (code != MF_R_NORM && p < 0) fail(op, ": the correction is ", p, "; expected 0 or more");
-    if (code == MF_R_NORM && std::isinf(p) && p < 0 && pl.rcount == 0)
-      fail("norm: the -inf norm over an empty dim of a ", shape_str(*x), " tensor has no value (no identity)");
     if (!dtype_is_float(x->dtype_id)) fail(op, ": x is ", dtype_name(x->dtype_id), "; expected float32 or float64");
     run_reduce(code, *out, *x, pl, p);
   });
@@ -406,7 +350,8 @@ int sum_to(mf_tensor* out_p, const mf_tensor* g_p) {
     mf_tensor& out = *out_p;
     const mf_tensor& g = *g_p;
     uint32_t mask = kcheck::sum_to(out, g);  // the CPU's checks (src/core/optim_checks.h)
-    Plan pl = checked_plan(MF_R_SUM, out, g, mask);
+    kcheck::reduce(MF_R_SUM, out, g, mask);
+    Plan pl = make_plan(g, mask);
     run_reduce(MF_R_SUM, out, g, pl, 0);
   });
 }
@@ -434,13 +379,7 @@ int softmax(mf_tensor* y_p, const mf_tensor* x_p, int32_t dim, int32_t log) {
     mf_tensor& y = *y_p;
     const mf_tensor& x = *x_p;
     const char* op = log ? "log_softmax" : "softmax";
-    kcheck::meta(op, "x", x);
-    kcheck::meta(op, "y", y);
-    if (dim < 0 || dim >= x.ndim) fail(op, ": dim ", dim + 1, " out of range for x of size ", shape_str(x));
-    kcheck::same_shape(op, "y", y, "x", x);
-    kcheck::dtype(op, "y", y, x.dtype_id, " like x");
-    kcheck::writable(op, "y", y);
-    kcheck::float_dtype(op, "x", x);
+    kcheck::softmax(op, y, x, dim, true);  // the CPU's checks, and x of a float dtype (src/core/lines.h)
     long long n = x.shape[dim];
     if (n == 0 || x.count == 0) return;
     long long lines = x.count / n;
