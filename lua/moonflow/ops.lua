@@ -117,8 +117,9 @@ return function(mf)
     local h = C.mf_params_parse(op.index, text)
     if h == nil then raise(ffi.string(C.mf_last_error())) end
     h = ffi.gc(h, C.mf_params_free)
-    -- last, last2: the two entries used most recently (call's layout check before a signature)
-    rec = {h = h, p = decode_params(h), entries = {}, nentries = 0, last = false, last2 = false}
+    -- last: the entry used most recently; recent: up to 8 entries used before it, a ring (call's layout
+    -- checks before a signature)
+    rec = {h = h, p = decode_params(h), entries = {}, nentries = 0, last = false, recent = {}, rpos = 0}
     if op.nparams_cached > 256 then op.params, op.nparams_cached, op.pfast, op.nfast = {}, 0, {}, 0 end
     op.params[text] = rec
     op.nparams_cached = op.nparams_cached + 1
@@ -497,29 +498,44 @@ return function(mf)
   -- The eager path of every op: ins is a list of tensors (scalars already converted).
   local interrupt = C.mf_interrupt_flag()
   local function tape_call(...) return mf._tape_call(...) end
+  local call_rec
   local function call(op, ins, nin, ptable)
+    local rec = op.default
+    if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end
+    return call_rec(op, rec, ins, nin)
+  end
+  -- the same with the params record found (make_function's positional path)
+  function call_rec(op, rec, ins, nin)
     stats.calls = stats.calls + 1
     if interrupt[0] ~= 0 then  -- Ctrl-C in the REPL (a load: free on the hot path)
       interrupt[0] = 0
       raise('interrupted')  -- blames the user's line
     end
-    local rec = op.default
-    if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end
     local e = rec.last
     if not (e and same_layout(e, ins, nin)) then
-      -- the entry before it (a training step calls matmul with two or three layouts in turn), else
-      -- the one for the inputs' signature (a string: built only here)
-      local e2 = rec.last2
-      if e2 and same_layout(e2, ins, nin) then
-        rec.last2 = e
-        e = e2
+      -- one of the entries used before it (a training step calls matmul with one params record in three
+      -- or four layouts in turn, sum_to in six), else the one for the inputs' signature (a string, built
+      -- only here). Only a call that misses last reaches the loop: workload (a) always hits it
+      local recent, found = rec.recent, nil
+      for k = 1, #recent do
+        local ek = recent[k]
+        if same_layout(ek, ins, nin) then
+          recent[k], found = e, ek
+          break
+        end
+      end
+      if found then
+        e = found
       else
         local sig = signature(ins, nin)
-        rec.last2 = e
+        if e then
+          local k = rec.rpos % 8 + 1
+          recent[k], rec.rpos = e, k
+        end
         e = rec.entries[sig]
         if not e then
           e = bind(op, rec, ins, nin)
-          if rec.nentries >= 64 then rec.entries, rec.nentries = {}, 0 end
+          if rec.nentries >= 64 then rec.entries, rec.nentries, rec.recent, rec.rpos = {}, 0, {}, 0 end
           rec.entries[sig] = e
           rec.nentries = rec.nentries + 1
         end
@@ -757,8 +773,9 @@ return function(mf)
         return r
       end
     end
+    local general
     if not f or fast2 then
-      local general = function(...)
+      general = function(...)
         local ins, ptable = adapter(op, ...)
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
@@ -792,6 +809,84 @@ return function(mf)
       end
       op.general = general  -- fast2's path for calls that give params
       f = f or general
+    end
+    -- Calls with tensor inputs and params given positionally (mf.matmul(a, b, false, true), mf.sum(x, 2, true))
+    -- or as one trailing table ({momentum = 0.9}): no varargs and no tables made (the general path builds
+    -- three per call, and its adapter's loop kept LuaJIT compiling side traces without end in a training step).
+    -- op.ppos finds the record from the positional values, a tree as fast_walk's (nil: NONE), grown from the
+    -- general path's record for those values, so both paths share records and the first call validates.
+    -- Anything else (numbers or holders as inputs, lists, a table after positional params, requires_grad or
+    -- device in the table, too many arguments) takes the general path.
+    local npar = #op.param_list
+    if f == general and not op.variadic and adapter == default_adapter and nin_fixed >= 1 and nin_fixed <= 4
+        and npar >= 1 and nin_fixed + npar <= 8 then
+      local A, pins, names = {}, {}, op.param_list
+      op.ppos, op.nppos = {}, 0
+      -- the general path with the arguments given (A holds them; a trailing table must stay last)
+      local function slow(a1, a2, a3, a4, a5, a6, a7, a8)
+        local n = 8
+        while n > 0 and A[n] == nil do n = n - 1 end
+        for j = 1, 8 do A[j] = nil end
+        local args = {a1, a2, a3, a4, a5, a6, a7, a8}
+        return general(unpack(args, 1, n))
+      end
+      local function done(...)
+        for i = 1, nin_fixed do pins[i] = nil end
+        return ...
+      end
+      f = function(a1, a2, a3, a4, a5, a6, a7, a8, a9)
+        if a9 ~= nil then return general(a1, a2, a3, a4, a5, a6, a7, a8, a9) end
+        A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = a1, a2, a3, a4, a5, a6, a7, a8
+        for i = 1, nin_fixed do
+          if not is_tensor(A[i]) then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+        end
+        local last = 8
+        while last > nin_fixed and A[last] == nil do last = last - 1 end
+        local rec
+        if last == nin_fixed then
+          rec = op.default
+          if not rec then rec = params_record(op, nil); op.default = rec end
+        elseif last > nin_fixed + npar then
+          return slow(a1, a2, a3, a4, a5, a6, a7, a8)
+        else
+          local v = A[last]
+          if type(v) == 'table' then  -- one trailing table of named params, nothing positional before it
+            if last ~= nin_fixed + 1 or getmetatable(v) ~= nil or type(next(v)) ~= 'string'
+                or v.requires_grad ~= nil or v.device ~= nil then
+              return slow(a1, a2, a3, a4, a5, a6, a7, a8)
+            end
+            rec = params_record(op, v)
+          else
+            local node = op.ppos[last - nin_fixed]
+            for j = nin_fixed + 1, last do
+              local k = fast_key(A[j])  -- nil for lists, tensors, NaN, -0: the general path's
+              if k == nil then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+              if node then node = node[k] end
+            end
+            rec = node
+            if not rec then
+              local pt = {}
+              for j = nin_fixed + 1, last do pt[names[j - nin_fixed]] = A[j] end
+              rec = params_record(op, pt)  -- validates, and raises naming the op
+              if op.nppos < 256 then
+                local n = last - nin_fixed
+                local t = op.ppos[n] or {}
+                op.ppos[n] = t
+                for j = nin_fixed + 1, last - 1 do
+                  local k = fast_key(A[j])
+                  t[k] = t[k] or {}
+                  t = t[k]
+                end
+                t[fast_key(A[last])] = rec
+                op.nppos = op.nppos + 1
+              end
+            end
+          end
+        end
+        for i = 1, nin_fixed do pins[i] = A[i] end
+        for j = 1, 8 do A[j] = nil end
+        return done(call_rec(op, rec, pins, nin_fixed))
+      end
     end
     return f
   end

@@ -129,11 +129,13 @@ return function(mf)
     if self.lr_t.data.device_id ~= first.device_id then place_state(self, first) end
     if self.step_t then mf.assign_add(self.step_t.data, 1) end
     for i, p in ipairs(self.params) do
-      if p.grad ~= nil then
-        local d = p.data
-        if not is_tensor(p.grad) or not same_meta(p.grad, d) then
+      -- read without marking .grad as seen (tape.lua's mf._grad_peek): the next zero_grad frees it at once
+      local d = p.data
+      local grad = mf._grad_peek(d)
+      if grad ~= nil then
+        if not is_tensor(grad) or not same_meta(grad, d) then
           raise(('optim.%s: params[%d].grad is %s; expected a tensor shaped like the parameter (%s %s)'):format(self.kind, i,
-            describe(p.grad), d:shape_str(), d:dtype()))
+            describe(grad), d:shape_str(), d:dtype()))
         end
         -- the slot tensors by name: one table per parameter, refilled each step (h.data may be rebound)
         local sls = self.slot_lists or {}
@@ -151,7 +153,7 @@ return function(mf)
         if lr.device_id ~= d.device_id then  -- a parameter on another device than the first reads copies there
           lr, t = lr:to(d:device()), t and t:to(d:device())
         end
-        self:update(d, p.grad, sl, lr, t)
+        self:update(d, grad, sl, lr, t)
       end
     end
   end

@@ -139,6 +139,13 @@ return function(mf)
   -- t.grad (tensor.lua's __index and __newindex come here)
   function mf._grad_of(t)
     local s = AG[t]
+    if not s then return nil end
+    s.private = false  -- the caller may keep it: never freed early
+    return s.grad
+  end
+  -- the optimizers' read: the gradient stays private (freed when replaced)
+  function mf._grad_peek(t)
+    local s = AG[t]
     return s and s.grad
   end
   function mf._set_grad(t, g)
@@ -155,7 +162,9 @@ return function(mf)
       s = {}
       AG[t] = s
     end
-    s.grad = g
+    local old = s.grad
+    if s.private and old ~= nil and not rawequal(old, g) then mf._release_now(old) end
+    s.grad, s.private = g, false
   end
 
   -- recording ------------------------------------------------------------------------------------
@@ -328,8 +337,6 @@ return function(mf)
     return out
   end
 
-  local function acc(a, b) if a == nil then return b end return mf.add(a, b) end
-
   -- Which saved tensors an op's gradient rule reads the values of, from the rule's Lua source (the
   -- registry's gradient_src): a parameter counts where the body names it, except where only its shape
   -- is used: passed to an op at an input that lends only its shape (the called op's block declares
@@ -490,13 +497,33 @@ return function(mf)
       end
     end
     local gnode, gleaf = {}, {}
+    -- Spent gradients go back to the allocator at once, as PyTorch's refcounts free them: left to the
+    -- collector, each step would write fresh, cold memory. held[g]: how many slots (a node output's or a
+    -- leaf's sum) hold gradient g; a gradient no slot holds any more is released, unless keep[g]: a seed,
+    -- a saved tensor a rule passed on, anything a Lua-registered rule returned (it may keep a reference),
+    -- and every gradient of a recorded pass (create_graph: the new tape refers to them).
+    local held, keep, release_now = {}, {}, mf._release_now
+    for i = 1, #seeds do keep[seeds[i]] = true end
+    local function drop(g)
+      local h = (held[g] or 1) - 1
+      held[g] = h
+      if h <= 0 and not create and not keep[g] then release_now(g) end
+    end
     local function push(s, g)
+      local l, k = gleaf, s
       if s.node then
-        local l = gnode[s.node] or {}
-        gnode[s.node] = l
-        l[s.index] = acc(l[s.index], g)
+        l, k = gnode[s.node], s.index
+        if not l then l = {}; gnode[s.node] = l end
+      end
+      local old = l[k]
+      if old == nil then
+        l[k] = g
+        held[g] = (held[g] or 0) + 1
       else
-        gleaf[s] = acc(gleaf[s], g)
+        local sum = mf.add(old, g)
+        l[k] = sum
+        held[sum] = 1
+        drop(old)  -- g itself is settled by the caller, once every result of its rule is pushed
       end
     end
     for i, r in ipairs(roots) do push(state(r), seeds[i]) end
@@ -576,12 +603,33 @@ return function(mf)
                   :format(what, op.name, i, shape_str(x), is_tensor(g) and shape_str(g) or type(g), shape_str(x)))
               end
               if g.dtype_id ~= x.dtype_id then g = mf.cast(g, DTYPE_NAME[x.dtype_id]) end
+              if op.from_lua then keep[g] = true end
+              for j = 1, nin do if rawequal(g, xs[j]) or rawequal(g, n[j]) then keep[g] = true end end
+              for k = 1, n.nout do if rawequal(g, ys[k]) or rawequal(g, n[2 * nin + k]) then keep[g] = true end end
               push(s, g)
             end
           end
-          if not (tout and tout[n]) then gnode[n] = nil end  -- a target's gradient is returned
+          -- results no slot took (added into an existing sum) and this node's spent output gradients go
+          for i = 1, nin do
+            local g = res[i]
+            if g ~= nil and needs[i] and is_tensor(g) and not held[g] then drop(g) end
+          end
+          if not (tout and tout[n]) then  -- a target's gradient is returned
+            gnode[n] = nil
+            for k = 1, n.nout do if gl[k] ~= nil then drop(gl[k]) end end
+          end
           if not retain then  -- saved tensors go; a later backward through n says so
             n.freed = true
+            -- the headers only this node holds (data_of's, not a leaf or a constant input, which are the
+            -- caller's) are freed now, unless a rule passed one on as a gradient
+            for i = 1, nin do
+              local sx = n[nin + i]
+              if sx and sx.node and not keep[n[i]] then release_now(n[i]) end
+            end
+            for k = 1, n.nout do
+              local y = n[2 * nin + k]
+              if not keep[y] then release_now(y) end
+            end
             for i = 1, 3 * nin + 2 * n.nout do n[i] = nil end
           end
         end
@@ -589,7 +637,7 @@ return function(mf)
     end)
     enabled = was
     if not ok then error(err, 0) end
-    return gnode, gleaf
+    return gnode, gleaf, drop
   end
 
   local function seeds_for(what, roots, grads)
@@ -636,12 +684,14 @@ return function(mf)
     local retain, create = options('backward', opts)
     local roots = {t}
     local seeds = seeds_for('backward', roots, {grad})
-    local _, gleaf = run_backward('backward', roots, seeds, nil, retain, create)
+    local _, gleaf, drop = run_backward('backward', roots, seeds, nil, retain, create)
     local taken = {[seeds[1]] = true}  -- the caller's gradient is never taken over
     for s, g in pairs(gleaf) do
       if s.input then
         if s.collect then s.collected = g end
       elseif s.leaf then
+        -- private: .grad is a tensor only the tape refers to (no one read it through t.grad), so
+        -- replacing it (opt:zero_grad(), t.grad = nil) frees it at once (mf._set_grad)
         if s.grad == nil then
           -- a gradient may be a tensor the rules share (add passes gy on, views of the seed): .grad
           -- takes it over only when nothing else refers to its storage, else gets a copy
@@ -649,12 +699,16 @@ return function(mf)
             s.grad = g
           else
             s.grad = mf.cast(g, DTYPE_NAME[g.dtype_id])
+            if not create then drop(g) end
           end
+          s.private = not create
           taken[g] = true
         elseif create then
           s.grad = mf.add(s.grad, g)
+          s.private = false
         else  -- in place, as PyTorch: a gradient that is a view (getParameters' flat one) stays one
           mf.add_(s.grad, g)
+          drop(g)
         end
       end
     end

@@ -69,6 +69,23 @@ return function(mf)
     end
   end
 
+  -- Drops t's storage reference now instead of at its finalizer, for a tensor nothing else refers to
+  -- (the tape's spent gradients and saved headers, tape.lua); bytes this frees come off the count
+  -- above. t is left an empty header (0 elements, no storage): a stray use reads nothing instead of
+  -- freed memory. Its finalizer is dropped too (with no autograd state it has nothing left to do):
+  -- the collector calls each finalizer through the interpreter, most of its cost in an eager step.
+  function mf._release_now(t)
+    if t.owns ~= 0 then
+      if C.mf_storage_refcount(t) == 1 then
+        pending = math.max(0, pending - math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256) - 64)
+      end
+      C.mf_tensor_release(t)
+    end
+    t.ndim, t.count, t.offset, t.is_contig = 1, 0, 0, 1
+    t.shape[0], t.strides[0] = 0, 1
+    if t.autograd == 0 then ffi.gc(t, nil) end
+  end
+
   -- A new contiguous tensor (uninitialised) with the shape, dtype and device of meta; what names
   -- the op in an allocation error.
   local function new_like_meta(meta, what)
