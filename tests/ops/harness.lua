@@ -351,6 +351,11 @@ local function run_once(c, dtype, layout, r, what)
   end
   if layout ~= 'contiguous' and used == 'contiguous' then return nil, 'skip' end
   local ok, outs = pcall(call_op, c, ins, dtype)
+  if ok and c.error and DEVICE_ID ~= C.MF_CPU then
+    -- a GPU records the bad values only it sees (indices, labels) and raises them at the next wait
+    local synced, err = pcall(mf.cuda.synchronize)
+    if not synced then ok, outs = false, err end
+  end
   if c.error then
     if ok then return ('%s: expected an error containing %q, got none'):format(what, c.error) end
     if not tostring(outs):find(c.error, 1, true) then

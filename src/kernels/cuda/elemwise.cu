@@ -14,6 +14,7 @@
 #include "../../core/shape.h"
 #include "../../core/writes.h"
 #include "backend.h"
+#include "fault.cuh"
 #include "kernels.h"
 #include "walk.h"
 
@@ -41,14 +42,14 @@ __global__ void unary_k(T* y, const T* x, Walk<2> L, int64_t n, Acc<T> a, Acc<T>
 }
 
 template <class F, class T, class R>
-__global__ void binary_k(R* z, const T* x, const T* y, Walk<3> L, int64_t n, int* bad) {
+__global__ void binary_k(R* z, const T* x, const T* y, Walk<3> L, int64_t n, unsigned long long* scan) {
   bool fault = false;
   MF_CUDA_GRID_LOOP(i, n) {
     int64_t o[3];
     offsets(L, i, o);
     z[o[0]] = pw_detail::binary<F>(x[o[1]], y[o[2]], fault, pw_detail::Rank<1>());
   }
-  if (fault && bad) *bad = 1;
+  if (fault && scan) atomicMin(scan, 0ull);  // the fault slot's scan word (fault.cuh): reported below
 }
 
 template <class F>
@@ -62,28 +63,27 @@ void unary_launch(mf_tensor& y, const mf_tensor& x, double a, double b) {
   check_launch("unary");
 }
 
-// Integer division by zero (the functor's fault) is found on the device: a flag the host reads
-// back, so only a faulting functor on an integer dtype waits for its result.
+// Integer division by zero (the functor's fault) is found on the device and recorded there (fault.cuh):
+// the next host read raises "div: integer division by zero"; the host does not wait for it here.
 template <class F>
 void binary_launch(const PointwiseKernels& k, mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
   const mf_tensor* ops[2] = {&x, &y};
   Walk<3> L = make_walk<3>(z, ops);
   bool watch = k.fault && !dtype_is_float(x.dtype_id);
-  Scratch flag(watch ? sizeof(int) : 0);
-  if (watch) check(cudaMemsetAsync(flag.get(), 0, sizeof(int), stream()), "binary", "cudaMemsetAsync");
+  FaultSlot fs = watch ? fault_slot() : FaultSlot{};
   MF_DISPATCH(x.dtype_id, T, {
     bool dummy = false;
     using R = decltype(pw_detail::binary<F>(T(), T(), dummy, pw_detail::Rank<1>()));
     binary_k<F, T, R><<<grid_for(z.count), kThreads, 0, stream()>>>((R*)z.ptr, (const T*)x.ptr, (const T*)y.ptr, L,
-                                                                    z.count, flag.as<int>());
+                                                                    z.count, fs.scan);
   });
   check_launch("binary");
   if (watch) {
-    int bad = 0;
-    check(cudaMemcpyAsync(&bad, flag.get(), sizeof(int), cudaMemcpyDeviceToHost, stream()), "binary",
-          "cudaMemcpyAsync");
-    synchronize("binary");
-    if (bad) fail(k.name, ": ", k.fault);
+    FaultInfo info{};
+    info.op = k.name;
+    info.what = k.fault;
+    info.kind = kFaultMessage;
+    report_bad(fs, info, nullptr);
   }
 }
 

@@ -1,6 +1,7 @@
 // Faults found on the device and raised at the next host synchronisation (fault.cuh says how). The
 // messages are the CPU's words for the same faults (src/kernels/cpu/gather.cc, scatter.cc, one_hot,
-// src/lua/capi_graph.cc for adam's step), followed by where the fault was found.
+// src/lua/capi_graph.cc for adam's step, pointwise.h's functor faults), followed by where the fault
+// was found.
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -29,7 +30,7 @@ __global__ void report_kernel(FaultSlot s, FaultInfo info, const void* idx) {
   unsigned long long pos = *s.scan;
   if (pos == ~0ull) return;
   *s.scan = ~0ull;  // ready for the next check
-  long long value = index_at(idx, info.index_dtype, offset_of(info.index, (long long)pos));
+  long long value = idx ? index_at(idx, info.index_dtype, offset_of(info.index, (long long)pos)) : 0;
   record_fault(s, info, value, (long long)pos, 0);
 }
 
@@ -50,7 +51,9 @@ std::string shape_text(int ndim, const long long* shape) {
 std::string message(const Fault& f) {
   const FaultInfo& i = f.info;
   std::string m;
-  if (i.kind == kFaultAdamStep) {
+  if (i.kind == kFaultMessage) {
+    m = std::string(i.op) + ": " + i.what;
+  } else if (i.kind == kFaultAdamStep) {
     char t[32];
     std::snprintf(t, sizeof t, "%g", f.number);  // as the CPU's message
     m = std::string(i.op) + ": step is " + t + "; expected t >= 1 (count the step first)";

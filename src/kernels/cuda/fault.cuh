@@ -1,6 +1,7 @@
 // Faults found on the device (issue 16 item 5: a training step does no host synchronisation). A kernel
-// that finds a bad operand value (an index out of range, adam's step count below 1) cannot stop the
-// host, and a check that copied the value back would make the host wait. So the kernel records the
+// that finds a bad operand value (an index out of range, adam's step count below 1, an integer
+// division by zero) cannot stop the host, and a check that copied the value back would make the
+// host wait. So the kernel records the
 // fault in one record in host-mapped pinned memory, writes nothing it cannot write safely (bad
 // indices are skipped), and the next synchronising host read (copy_to_host, mf.cuda.synchronize;
 // every wait goes through synchronize()) raises it as an error naming the op, the bad value, where it
@@ -17,7 +18,7 @@
 namespace mf {
 namespace cuda {
 
-enum FaultKind { kFaultIndex = 1, kFaultAdamStep = 2 };
+enum FaultKind { kFaultIndex = 1, kFaultAdamStep = 2, kFaultMessage = 3 };  // message: "op: what"
 
 // What the message needs beyond the value and position: filled on the host at launch, by value.
 struct FaultInfo {
@@ -54,7 +55,8 @@ FaultSlot fault_slot();
 FaultInfo index_fault(const char* op, const char* what, const mf_tensor& idx, long long n, int dim, bool flat,
                       const mf_tensor* x);
 
-// Queues the report of the smallest position note_bad saw since the last report (host).
+// Queues the report of the smallest position note_bad saw since the last report (host); idx null: no
+// value to read (kFaultMessage).
 void report_bad(const FaultSlot& s, const FaultInfo& info, const void* idx);
 
 // Queues the check of every value of idx (int64, int32 or uint8) against 1..info.n and its report:

@@ -16,7 +16,7 @@
 // All work goes on the one compute stream, stream(): entries never synchronise the device, except
 // copy_to_host (the host reads the bytes when it returns) and the few whose output's size depends on
 // device values (nonzero, masked_select) or that sample on the host (multinomial). Bad operand values
-// only the device sees (indices, labels, adam's step) are recorded there and raised at the next host
+// only the device sees (indices, labels, adam's step, integer division by zero) are recorded there and raised at the next host
 // read (fault.cuh), so checking them costs no wait. Memory an entry needs for itself comes
 // from Scratch (the device's caching allocator; freed blocks are reused by later work on the same
 // stream, which runs after the work that used them, so no synchronisation is needed).
