@@ -18,6 +18,7 @@
 -- refuses a node whose saved tensors were written since, naming both ops.
 local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
+local tnew = require 'table.new'
 
 return function(mf)
   local raise, is_tensor, T, IS_FLOAT, DTYPE_NAME = mf._raise, mf.is_tensor, mf._T, mf._IS_FLOAT, mf._DTYPE_NAME
@@ -182,7 +183,8 @@ return function(mf)
     local reads = op.rule_reads
     if reads == nil then reads = rule_reads(op) end
     seq = seq + 1
-    local n = {op = op, p = rec.p, seq = seq, nin = nin, nout = nout, freed = false}
+    local n = tnew(3 * nin + 2 * nout, 6)  -- sized once: filling an empty array part grows it a few times
+    n.op, n.p, n.seq, n.nin, n.nout, n.freed = op, rec.p, seq, nin, nout, false
     local vo = 2 * nin + nout
     for i = 1, nin do
       local x = ins[i]
@@ -442,6 +444,7 @@ return function(mf)
     end
   end
 
+  local NO_GRADS = {}  -- a node none of whose inputs wants a gradient: its rule is not called
   -- roots, seeds: lists; targets: nil (backward: accumulate into every leaf's .grad) or a list of
   -- tensors (autograd.grad: return their gradients)
   local function run_backward(what, roots, seeds, targets, retain, create)
@@ -529,6 +532,8 @@ return function(mf)
     for i, r in ipairs(roots) do push(state(r), seeds[i]) end
     local was = enabled
     enabled = create
+    -- per-node lists, refilled for each node (the rules read them during the call only)
+    local ys, gys, needs, xs = {}, {}, {}, {}
     local ok, err = pcall(function()
       for _, n in ipairs(nodes) do
         local gl = gnode[n]
@@ -540,8 +545,9 @@ return function(mf)
             raise(("%s: op '%s' has no gradient, and the path from the inputs to the outputs runs through it")
               :format(what, op.name))
           end
-          local ys, gys = {}, {}
           local nin = n.nin
+          for k = n.nout + 1, #ys do ys[k], gys[k] = nil, nil end
+          for i = nin + 1, #xs do xs[i], needs[i] = nil, nil end
           for k = 1, n.nout do
             local y0 = n[2 * nin + k]
             local y = y0
@@ -556,7 +562,7 @@ return function(mf)
           -- which inputs want a gradient (the rule's needs argument: it may skip the others' terms, such as
           -- the first layer's input gradient): a node's output on the way to a target, a leaf that takes
           -- one (a target of autograd.grad; for backward a leaf, or the input leaf m:backward collects)
-          local needs, any = {}, false
+          local any = false
           for i = 1, nin do
             local s, need = n[nin + i], false
             if s then
@@ -569,7 +575,6 @@ return function(mf)
             needs[i] = need
             any = any or need
           end
-          local args, xs = {}, {}
           for i = 1, nin do
             local x, sx = n[i], n[nin + i]
             if create then  -- inputs with their history, so the rule's ops are recorded
@@ -581,13 +586,26 @@ return function(mf)
             end
             xs[i] = x
           end
-          if op.variadic then args[1] = xs else for i = 1, nin do args[i] = xs[i] end end
-          local na = #args
-          if op.multi then args[na + 1], args[na + 2] = ys, gys
-          else args[na + 1], args[na + 2] = ys[1], gys[1] end
-          args[na + 3], args[na + 4] = n.p, needs
+          -- the rule's arguments: x1 .. xn (or the list), y (or the list), gy (or the list), params, needs;
+          -- the common arities are passed as they are (unpack is not compiled: a trace would stop there)
           local ok2, res
-          if any then ok2, res = pcall(rule, unpack(args, 1, na + 4)) else ok2, res = true, {} end
+          if not any then
+            ok2, res = true, NO_GRADS
+          elseif op.variadic or op.multi or nin > 3 then
+            local args = {}
+            if op.variadic then args[1] = xs else for i = 1, nin do args[i] = xs[i] end end
+            local na = #args
+            if op.multi then args[na + 1], args[na + 2] = ys, gys
+            else args[na + 1], args[na + 2] = ys[1], gys[1] end
+            args[na + 3], args[na + 4] = n.p, needs
+            ok2, res = pcall(rule, unpack(args, 1, na + 4))
+          elseif nin == 1 then
+            ok2, res = pcall(rule, xs[1], ys[1], gys[1], n.p, needs)
+          elseif nin == 2 then
+            ok2, res = pcall(rule, xs[1], xs[2], ys[1], gys[1], n.p, needs)
+          else
+            ok2, res = pcall(rule, xs[1], xs[2], xs[3], ys[1], gys[1], n.p, needs)
+          end
           if not ok2 then
             raise(("%s: the gradient rule of op '%s' failed: %s"):format(what, op.name, tostring(res)))
           end
