@@ -11,6 +11,7 @@
 
 #include "../../core/allocator.h"
 #include "../../core/error.h"
+#include "../../core/nchw.h"
 #include "../../core/threads.h"
 #include "kernels.h"
 
@@ -19,10 +20,6 @@ namespace mf {
 namespace {
 
 // -- shared helpers --------------------------------------------------------------------------------
-
-void need_4d(const char* op, const char* what, const mf_tensor& t) {
-  if (t.ndim != 4) fail(op, ": ", what, " is ", shape_str(t), "; expected 4 dims (N x C x H x W)");
-}
 
 void need_contiguous_out(const char* op, const mf_tensor& t) {
   if (!t.is_contig) fail(op, ": the output must be contiguous (it is ", shape_str(t), " with other strides)");
@@ -380,9 +377,9 @@ void conv_run(int kind, const Conv& g, mf_tensor& out, const mf_tensor& a, const
 Conv conv_of(int kind, const mf_tensor& out, const mf_tensor& a, const mf_tensor& b, const int32_t* hp) {
   static const char* names[] = {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"};
   const char* op = names[kind];
-  need_4d(op, "output", out);
-  need_4d(op, "input 1", a);
-  need_4d(op, "input 2", b);
+  kcheck::nchw(op, "output", out);
+  kcheck::nchw(op, "input 1", a);
+  kcheck::nchw(op, "input 2", b);
   // x and w shapes as the forward conv saw them
   const int64_t* xs = kind == 0 ? a.shape : kind == 1 ? out.shape : b.shape;
   const int64_t* wsh = kind == 0 ? b.shape : kind == 1 ? b.shape : out.shape;

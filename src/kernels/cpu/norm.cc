@@ -6,6 +6,7 @@
 
 #include "../../core/allocator.h"
 #include "../../core/error.h"
+#include "../../core/nchw.h"
 #include "../../core/threads.h"
 #include "checks.h"
 #include "kernels.h"
@@ -49,21 +50,7 @@ static void batch_norm_typed(mf_tensor& y, const mf_tensor& x, const mf_tensor& 
 
 // batch_norm's block is not strided: the engine hands it a contiguous x (the kernel layout contract).
 void batch_norm_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, const mf_tensor& b, double eps) {
-  const char* op = "batch_norm";
-  kcheck::meta(op, "x", x);
-  kcheck::meta(op, "y", y);
-  kcheck::meta(op, "weight", w);
-  kcheck::meta(op, "bias", b);
-  if (x.ndim < 2) fail(op, ": x is ", shape_str(x), "; expected at least 2 dims (N x C x ...)");
-  kcheck::same_shape(op, "y", y, "x", x);
-  kcheck::contiguous(op, "x", x);
-  kcheck::contiguous(op, "y", y);
-  kcheck::dtype(op, "y", y, x.dtype_id, " like x");
-  kcheck::dtype(op, "weight", w, x.dtype_id, " like x");
-  kcheck::dtype(op, "bias", b, x.dtype_id, " like x");
-  if (w.ndim != 1 || w.shape[0] != x.shape[1] || b.ndim != 1 || b.shape[0] != x.shape[1])
-    fail(op, ": weight is ", shape_str(w), ", bias ", shape_str(b), ", x ", shape_str(x), "; expected weight and bias of ",
-         x.shape[1], " elements (x's channels, dim 2)");
+  kcheck::batch_norm("batch_norm", y, x, w, b, false);  // src/core/nchw.h, the CUDA entry's checks too
   MF_DISPATCH_FLOAT(x.dtype_id, T, "batch_norm", batch_norm_typed<T>(y, x, w, b, eps));
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../../core/error.h"
+#include "../../core/nchw.h"
 #include "../../core/threads.h"
 #include "kernels.h"
 
@@ -16,37 +17,7 @@ namespace mf {
 
 namespace {
 
-void need_4d(const char* op, const char* what, const mf_tensor& t) {
-  if (t.ndim != 4) fail(op, ": ", what, " is ", shape_str(t), "; expected 4 dims (N x C x H x W)");
-}
-
-struct Pool {
-  int64_t N, C, H, W, Ho, Wo;
-  int64_t kh, kw, sh, sw, ph, pw;
-  int64_t xs[4];  // strides of the strided operand (x forward, gy backward)
-};
-
-// The plane geometry from the big (input-sized) and small (output-sized) tensors.
-Pool pool_of(const char* op, const mf_tensor& big, const mf_tensor& small, const mf_tensor& strided,
-             const int32_t* kp) {
-  need_4d(op, "input", big);
-  need_4d(op, "output", small);
-  Pool g{big.shape[0], big.shape[1], big.shape[2], big.shape[3], small.shape[2], small.shape[3], 0, 0, 0, 0, 0, 0, {}};
-  if (small.shape[0] != g.N || small.shape[1] != g.C)
-    fail(op, ": ", shape_str(small), " and ", shape_str(big), " disagree in batch or channels");
-  if (kp) {
-    g.kh = kp[0], g.kw = kp[1], g.sh = kp[2], g.sw = kp[3], g.ph = kp[4], g.pw = kp[5];
-    if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0 || 2 * g.ph > g.kh || 2 * g.pw > g.kw)
-      fail(op, ": bad kernel_size, stride or padding");
-    if (g.H + 2 * g.ph < g.kh || g.W + 2 * g.pw < g.kw ||
-        (g.H + 2 * g.ph - g.kh) / g.sh + 1 != g.Ho || (g.W + 2 * g.pw - g.kw) / g.sw + 1 != g.Wo)
-      fail(op, ": ", shape_str(small), " is not the pooled size of ", shape_str(big));
-  } else if (g.Ho < 1 || g.Wo < 1 || g.H < 1 || g.W < 1) {
-    if (g.N * g.C > 0) fail(op, ": cannot pool ", shape_str(big), " to ", shape_str(small));
-  }
-  for (int d = 0; d < 4; ++d) g.xs[d] = strided.strides[d];
-  return g;
-}
+// Pool, pool_of, Span, span and adaptive_span: src/core/nchw.h (the CUDA kernels' too).
 
 // Runs f(plane, n, c, row) over the N*C planes; row is a scratch row of `row` elements per thread.
 template <typename T, typename F>
@@ -55,24 +26,6 @@ void for_planes(const Pool& g, int64_t cost, int64_t row, F&& f) {
     std::vector<T> tmp(size_t(std::max<int64_t>(row, 1)));
     for (int64_t pl = b; pl < e; ++pl) f(pl, pl / g.C, pl % g.C, tmp.data());
   });
-}
-
-// One axis of a window: output i covers input [lo, hi) (clipped); div counts the cells that
-// PyTorch's divisor counts (with count_include_pad: clipped to the padded input instead).
-struct Span {
-  int64_t lo, hi, div;
-};
-inline Span span(int64_t i, int64_t k, int64_t s, int64_t p, int64_t n, bool include_pad) {
-  int64_t b = i * s - p, e = b + k;
-  Span r{std::max<int64_t>(b, 0), std::min(e, n), 0};
-  r.div = include_pad ? std::min(e, n + p) - b : r.hi - r.lo;
-  return r;
-}
-// adaptive windows (PyTorch's rule): [floor(i*n/out), ceil((i+1)*n/out))
-inline Span adaptive_span(int64_t i, int64_t n, int64_t out) {
-  Span r{i * n / out, ((i + 1) * n + out - 1) / out, 0};
-  r.div = r.hi - r.lo;
-  return r;
 }
 
 // b displaces the running maximum a when it is larger or NaN (a NaN, once in, stays); bitwise
@@ -457,47 +410,41 @@ void adaptive_avg_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool&
   });
 }
 
-void check_pool_types(const char* op, const mf_tensor& out, const mf_tensor& a, const mf_tensor* b) {
-  if (out.dtype_id != a.dtype_id || (b && b->dtype_id != a.dtype_id))
-    fail(op, ": inputs and output must share one dtype");
-  if (!out.is_contig) fail(op, ": the output must be contiguous (it is ", shape_str(out), " with other strides)");
-}
-
 }  // namespace
 
 void max_pool2d_cpu(mf_tensor& y, const mf_tensor& x, const int32_t* kp) {
-  check_pool_types("max_pool2d", y, x, nullptr);
+  kcheck::pool_types("max_pool2d", y, x, nullptr, false);
   Pool g = pool_of("max_pool2d", x, y, x, kp);
   MF_DISPATCH_FLOAT(x.dtype_id, T, "max_pool2d", max_pool_typed<T>(y, x, g));
 }
 
 void max_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const mf_tensor& x, const int32_t* kp) {
-  check_pool_types("max_pool2d_backward", gx, gy, &x);
+  kcheck::pool_types("max_pool2d_backward", gx, gy, &x, false);
   Pool g = pool_of("max_pool2d_backward", x, gy, gy, kp);
   if (shape_of(gx) != shape_of(x)) fail("max_pool2d_backward: the output is ", shape_str(gx), ", x ", shape_str(x));
   MF_DISPATCH_FLOAT(x.dtype_id, T, "max_pool2d_backward", max_pool_backward_typed<T>(gx, gy, x, g));
 }
 
 void avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x, const int32_t* kp, bool count_include_pad) {
-  check_pool_types("avg_pool2d", y, x, nullptr);
+  kcheck::pool_types("avg_pool2d", y, x, nullptr, false);
   Pool g = pool_of("avg_pool2d", x, y, x, kp);
   MF_DISPATCH_FLOAT(x.dtype_id, T, "avg_pool2d", avg_pool_typed<T>(y, x, g, count_include_pad));
 }
 
 void avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const int32_t* kp, bool count_include_pad) {
-  check_pool_types("avg_pool2d_backward", gx, gy, nullptr);
+  kcheck::pool_types("avg_pool2d_backward", gx, gy, nullptr, false);
   Pool g = pool_of("avg_pool2d_backward", gx, gy, gy, kp);
   MF_DISPATCH_FLOAT(gy.dtype_id, T, "avg_pool2d_backward", avg_pool_backward_typed<T>(gx, gy, g, count_include_pad));
 }
 
 void adaptive_avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x) {
-  check_pool_types("adaptive_avg_pool2d", y, x, nullptr);
+  kcheck::pool_types("adaptive_avg_pool2d", y, x, nullptr, false);
   Pool g = pool_of("adaptive_avg_pool2d", x, y, x, nullptr);
   MF_DISPATCH_FLOAT(x.dtype_id, T, "adaptive_avg_pool2d", adaptive_avg_typed<T>(y, x, g));
 }
 
 void adaptive_avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy) {
-  check_pool_types("adaptive_avg_pool2d_backward", gx, gy, nullptr);
+  kcheck::pool_types("adaptive_avg_pool2d_backward", gx, gy, nullptr, false);
   Pool g = pool_of("adaptive_avg_pool2d_backward", gx, gy, gy, nullptr);
   MF_DISPATCH_FLOAT(gy.dtype_id, T, "adaptive_avg_pool2d_backward", adaptive_avg_backward_typed<T>(gx, gy, g));
 }

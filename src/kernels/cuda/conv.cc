@@ -13,6 +13,7 @@
 
 #include "../../core/tensor.h"
 #include "../../core/kcheck.h"
+#include "../../core/nchw.h"
 #include "kernels.h"
 
 namespace mf {
@@ -21,10 +22,6 @@ namespace cuda {
 namespace {
 
 const char* const kNames[] = {"conv2d", "conv2d_backward_input", "conv2d_backward_weight"};
-
-void need_4d(const char* op, const char* what, const mf_tensor& t) {
-  if (t.ndim != 4) fail(op, ": ", what, " is ", shape_str(t), "; expected 4 dims (N x C x H x W)");
-}
 
 // The forward geometry of routine kind: x, w and y shapes as the forward convolution sees them.
 struct Geom {
@@ -35,9 +32,9 @@ struct Geom {
 
 Geom geom_of(int kind, const mf_tensor& out, const mf_tensor& a, const mf_tensor& b, const int32_t* hp) {
   const char* op = kNames[kind];
-  need_4d(op, "output", out);
-  need_4d(op, "input 1", a);
-  need_4d(op, "input 2", b);
+  kcheck::nchw(op, "output", out);
+  kcheck::nchw(op, "input 1", a);
+  kcheck::nchw(op, "input 2", b);
   const mf_tensor& x = kind == 0 ? a : kind == 1 ? out : b;
   const mf_tensor& w = kind == 0 ? b : kind == 1 ? b : out;
   const mf_tensor& y = kind == 0 ? out : a;

@@ -4,6 +4,7 @@
 // adds the shares of the windows covering it in the CPU's (row-major) order, so no atomics and the
 // same sums every run. batch_norm: a block per channel, statistics in double as the CPU.
 #include "../../core/kcheck.h"
+#include "../../core/nchw.h"
 #include "layout.cuh"
 
 namespace mf {
@@ -11,61 +12,8 @@ namespace cuda {
 
 namespace {
 
-void need_4d(const char* op, const char* what, const mf_tensor& t) {
-  if (t.ndim != 4) fail(op, ": ", what, " is ", shape_str(t), "; expected 4 dims (N x C x H x W)");
-}
+// Pool, pool_of, Span, span, adaptive_span and the operand checks: src/core/nchw.h, the CPU's.
 
-// The plane geometry (as pool.cc's Pool): big is input-sized, small output-sized; xs the strides of
-// the operand read through strides (x forward, gy backward).
-struct Pool {
-  long long N, C, H, W, Ho, Wo;
-  long long kh, kw, sh, sw, ph, pw;
-  long long xs[4];
-};
-
-Pool pool_of(const char* op, const mf_tensor& big, const mf_tensor& small, const mf_tensor& strided, const int32_t* kp) {
-  need_4d(op, "input", big);
-  need_4d(op, "output", small);
-  Pool g{big.shape[0], big.shape[1], big.shape[2], big.shape[3], small.shape[2], small.shape[3], 0, 0, 0, 0, 0, 0, {}};
-  if (small.shape[0] != g.N || small.shape[1] != g.C)
-    fail(op, ": ", shape_str(small), " and ", shape_str(big), " disagree in batch or channels");
-  if (kp) {
-    g.kh = kp[0], g.kw = kp[1], g.sh = kp[2], g.sw = kp[3], g.ph = kp[4], g.pw = kp[5];
-    if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0 || 2 * g.ph > g.kh || 2 * g.pw > g.kw)
-      fail(op, ": bad kernel_size, stride or padding");
-    if (g.H + 2 * g.ph < g.kh || g.W + 2 * g.pw < g.kw || (g.H + 2 * g.ph - g.kh) / g.sh + 1 != g.Ho ||
-        (g.W + 2 * g.pw - g.kw) / g.sw + 1 != g.Wo)
-      fail(op, ": ", shape_str(small), " is not the pooled size of ", shape_str(big));
-  } else if (g.Ho < 1 || g.Wo < 1 || g.H < 1 || g.W < 1) {
-    if (g.N * g.C > 0) fail(op, ": cannot pool ", shape_str(big), " to ", shape_str(small));
-  }
-  for (int d = 0; d < 4; ++d) g.xs[d] = strided.strides[d];
-  return g;
-}
-
-void check_pool_types(const char* op, const mf_tensor& out, const mf_tensor& a, const mf_tensor* b) {
-  kcheck::meta(op, "output", out);
-  kcheck::meta(op, "input", a);
-  if (out.dtype_id != a.dtype_id || (b && b->dtype_id != a.dtype_id)) fail(op, ": inputs and output must share one dtype");
-  kcheck::float_dtype(op, "input", a);
-  if (!out.is_contig) fail(op, ": the output must be contiguous (it is ", shape_str(out), " with other strides)");
-}
-
-// One axis of a window (pool.cc's span): [lo, hi) clipped, div the divisor's share.
-struct Span {
-  long long lo, hi, div;
-};
-__device__ __forceinline__ Span span(long long i, long long k, long long s, long long p, long long n, bool include_pad) {
-  long long b = i * s - p, e = b + k;
-  Span r{b > 0 ? b : 0, e < n ? e : n, 0};
-  r.div = include_pad ? (e < n + p ? e : n + p) - b : r.hi - r.lo;
-  return r;
-}
-__device__ __forceinline__ Span adaptive_span(long long i, long long n, long long out) {
-  Span r{i * n / out, ((i + 1) * n + out - 1) / out, 0};
-  r.div = r.hi - r.lo;
-  return r;
-}
 // the outputs along one axis whose windows cover input index h: [first, last]
 __device__ __forceinline__ void covering(long long h, long long k, long long s, long long p, long long outs,
                                          long long* first, long long* last) {
@@ -253,7 +201,7 @@ __global__ void batch_norm_kernel(T* y, const T* x, const T* w, const T* bias, l
 int max_pool2d(mf_tensor* y, const mf_tensor* x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph, int32_t pw) {
   return entry("max_pool2d", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
-    check_pool_types("max_pool2d", *y, *x, nullptr);
+    kcheck::pool_types("max_pool2d", *y, *x, nullptr, true);
     Pool g = pool_of("max_pool2d", *x, *y, *x, kp);
     if (x->dtype_id == MF_FLOAT32) launch_max<float>(*y, *x, g);
     else launch_max<double>(*y, *x, g);
@@ -266,7 +214,7 @@ int max_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, const mf_tensor* x, 
   return entry("max_pool2d_backward", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
     const char* op = "max_pool2d_backward";
-    check_pool_types(op, *gx, *gy, x);
+    kcheck::pool_types(op, *gx, *gy, x, true);
     Pool g = pool_of(op, *x, *gy, *gy, kp);
     if (shape_of(*gx) != shape_of(*x)) fail(op, ": the output is ", shape_str(*gx), ", x ", shape_str(*x));
     if (x->dtype_id == MF_FLOAT32) launch_max_backward<float>(*gx, *gy, *x, g);
@@ -279,7 +227,7 @@ int avg_pool2d(mf_tensor* y, const mf_tensor* x, int32_t kh, int32_t kw, int32_t
                int32_t count_include_pad) {
   return entry("avg_pool2d", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
-    check_pool_types("avg_pool2d", *y, *x, nullptr);
+    kcheck::pool_types("avg_pool2d", *y, *x, nullptr, true);
     Pool g = pool_of("avg_pool2d", *x, *y, *x, kp);
     if (x->dtype_id == MF_FLOAT32) launch_avg<float>(*y, *x, g, count_include_pad != 0, false);
     else launch_avg<double>(*y, *x, g, count_include_pad != 0, false);
@@ -292,7 +240,7 @@ int avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, int32_t kh, int32_t 
   return entry("avg_pool2d_backward", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
     const char* op = "avg_pool2d_backward";
-    check_pool_types(op, *gx, *gy, nullptr);
+    kcheck::pool_types(op, *gx, *gy, nullptr, true);
     Pool g = pool_of(op, *gx, *gy, *gy, kp);
     if (gy->dtype_id == MF_FLOAT32) launch_avg_backward<float>(*gx, *gy, g, count_include_pad != 0, false);
     else launch_avg_backward<double>(*gx, *gy, g, count_include_pad != 0, false);
@@ -303,7 +251,7 @@ int avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, int32_t kh, int32_t 
 int adaptive_avg_pool2d(mf_tensor* y, const mf_tensor* x) {
   return entry("adaptive_avg_pool2d", [&] {
     const char* op = "adaptive_avg_pool2d";
-    check_pool_types(op, *y, *x, nullptr);
+    kcheck::pool_types(op, *y, *x, nullptr, true);
     Pool g = pool_of(op, *x, *y, *x, nullptr);
     if (x->dtype_id == MF_FLOAT32) launch_avg<float>(*y, *x, g, false, true);
     else launch_avg<double>(*y, *x, g, false, true);
@@ -314,7 +262,7 @@ int adaptive_avg_pool2d(mf_tensor* y, const mf_tensor* x) {
 int adaptive_avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy) {
   return entry("adaptive_avg_pool2d_backward", [&] {
     const char* op = "adaptive_avg_pool2d_backward";
-    check_pool_types(op, *gx, *gy, nullptr);
+    kcheck::pool_types(op, *gx, *gy, nullptr, true);
     Pool g = pool_of(op, *gx, *gy, *gy, nullptr);
     if (gy->dtype_id == MF_FLOAT32) launch_avg_backward<float>(*gx, *gy, g, false, true);
     else launch_avg_backward<double>(*gx, *gy, g, false, true);
@@ -327,21 +275,7 @@ int batch_norm(mf_tensor* y_p, const mf_tensor* x_p, const mf_tensor* w_p, const
     mf_tensor& y = *y_p;
     const mf_tensor &x = *x_p, &w = *w_p, &b = *b_p;
     const char* op = "batch_norm";
-    kcheck::meta(op, "x", x);
-    kcheck::meta(op, "y", y);
-    kcheck::meta(op, "weight", w);
-    kcheck::meta(op, "bias", b);
-    if (x.ndim < 2) fail(op, ": x is ", shape_str(x), "; expected at least 2 dims (N x C x ...)");
-    kcheck::same_shape(op, "y", y, "x", x);
-    kcheck::contiguous(op, "x", x);
-    kcheck::contiguous(op, "y", y);
-    kcheck::float_dtype(op, "x", x);
-    kcheck::dtype(op, "y", y, x.dtype_id, " like x");
-    kcheck::dtype(op, "weight", w, x.dtype_id, " like x");
-    kcheck::dtype(op, "bias", b, x.dtype_id, " like x");
-    if (w.ndim != 1 || w.shape[0] != x.shape[1] || b.ndim != 1 || b.shape[0] != x.shape[1])
-      fail(op, ": weight is ", shape_str(w), ", bias ", shape_str(b), ", x ", shape_str(x),
-           "; expected weight and bias of ", x.shape[1], " elements (x's channels, dim 2)");
+    kcheck::batch_norm(op, y, x, w, b, true);  // the CPU's checks, and x of a float dtype (src/core/nchw.h)
     long long N = x.shape[0], C = x.shape[1], inner = 1;
     for (int d = 2; d < x.ndim; ++d) inner *= x.shape[d];
     if (C == 0 || x.count == 0) return;
