@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -41,8 +42,15 @@ namespace pw {
 #define MF_PW_RUN(fn) \
   template <class A> static auto run(const A* x, A* y, int64_t n) -> decltype(vm::fn(x, y, n)) { vm::fn(x, y, n); }
 
-struct Neg { template <class A> static MF_HD A f(A x) { return -x; } };
-struct Abs { template <class A> static MF_HD A f(A x) { return x < 0 ? -x : x; } };
+// Integers negate and multiply as unsigned (wrapping as PyTorch does, never signed-overflow UB)
+template <class A> using Unsigned = std::make_unsigned_t<std::conditional_t<std::is_integral<A>::value, A, int>>;
+struct Neg {
+  template <class A> static MF_HD A f(A x) {
+    if constexpr (std::is_integral<A>::value) return A(Unsigned<A>(0) - Unsigned<A>(x));
+    else return -x;
+  }
+};
+struct Abs { template <class A> static MF_HD A f(A x) { return x < 0 ? Neg::f(x) : x; } };
 struct Exp { template <class A> static MF_HD A f(A x) { return std::exp(x); } MF_PW_RUN(exp) };
 struct Log { template <class A> static MF_HD A f(A x) { return std::log(x); } MF_PW_RUN(log) };
 struct Log1p { template <class A> static MF_HD A f(A x) { return std::log1p(x); } MF_PW_RUN(log1p) };
@@ -57,12 +65,24 @@ struct Tanh { template <class A> static MF_HD A f(A x) { return std::tanh(x); } 
 struct Relu { template <class A> static MF_HD A f(A x) { return (x > 0 || x != x) ? x : A(0); } };
 struct Sin { template <class A> static MF_HD A f(A x) { return std::sin(x); } MF_PW_RUN(sin) };
 struct Cos { template <class A> static MF_HD A f(A x) { return std::cos(x); } MF_PW_RUN(cos) };
-struct Square { template <class A> static MF_HD A f(A x) { return x * x; } };
+struct Square {
+  template <class A> static MF_HD A f(A x) {
+    if constexpr (std::is_integral<A>::value) return A(Unsigned<A>(x) * Unsigned<A>(x));
+    else return x * x;
+  }
+};
 // NaN stays NaN (NumPy's rule; PyTorch 1.13 gives 0, its open bug pytorch#41245)
 struct Sign { template <class A> static MF_HD A f(A x) { return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x; } };
-struct Floor { template <class A> static MF_HD A f(A x) { return std::floor(x); } };
-struct Ceil { template <class A> static MF_HD A f(A x) { return std::ceil(x); } };
-struct Round { template <class A> static MF_HD A f(A x) { return std::nearbyint(x); } };  // half to even, as NumPy
+// integers are their own floor, ceil and rounding
+struct Floor {
+  template <class A> static MF_HD A f(A x) { if constexpr (std::is_integral<A>::value) return x; else return std::floor(x); }
+};
+struct Ceil {
+  template <class A> static MF_HD A f(A x) { if constexpr (std::is_integral<A>::value) return x; else return std::ceil(x); }
+};
+struct Round {  // half to even, as NumPy
+  template <class A> static MF_HD A f(A x) { if constexpr (std::is_integral<A>::value) return x; else return std::nearbyint(x); }
+};
 struct Erf { template <class A> static MF_HD A f(A x) { return std::erf(x); } MF_PW_RUN(erf) };
 // exact, as PyTorch's default: 0.5 x (1 + erf(x / sqrt 2)), as erfc so the negative tail keeps its digits
 struct Gelu {
@@ -75,6 +95,33 @@ struct LeakyRelu { template <class A> static MF_HD A f(A x, A slope) { return x 
 struct Clamp {
   template <class A> static MF_HD A f(A x, A lo, A hi) { return (lo != lo || hi != hi) ? lo + hi : x < lo ? lo : x > hi ? hi : x; }
 };
+
+// The unary functors whose integer results stay integers (neg, abs, relu, square, sign, floor, ceil,
+// round, clamp) compute integer tensors in their own type: through a double (Acc), int64 beyond
+// 2^53 lost its low bits (abs(2^53 + 1) was 2^53). The others compute in Acc<T>.
+template <class F> struct IntegerClosed : std::false_type {};
+template <> struct IntegerClosed<Neg> : std::true_type {};
+template <> struct IntegerClosed<Abs> : std::true_type {};
+template <> struct IntegerClosed<Relu> : std::true_type {};
+template <> struct IntegerClosed<Square> : std::true_type {};
+template <> struct IntegerClosed<Sign> : std::true_type {};
+template <> struct IntegerClosed<Floor> : std::true_type {};
+template <> struct IntegerClosed<Ceil> : std::true_type {};
+template <> struct IntegerClosed<Round> : std::true_type {};
+template <> struct IntegerClosed<Clamp> : std::true_type {};
+template <class F, class T>
+using UnaryAcc = std::conditional_t<std::is_integral<T>::value && IntegerClosed<F>::value, T, Acc<T>>;
+// A number param as A; an integer A saturates (clamp's default bounds are -inf and +inf; an integer
+// tensor's bounds are integers, so anything inside the range converts exactly)
+template <class A> MF_HD A param_as(double v) {
+  if constexpr (std::is_integral<A>::value) {
+    if (!(v > double(std::numeric_limits<A>::min()))) return std::numeric_limits<A>::min();
+    if (!(v < double(std::numeric_limits<A>::max()))) return std::numeric_limits<A>::max();
+    return A(v);
+  } else {
+    return A(v);
+  }
+}
 
 struct Add { template <class T> static MF_HD T f(T x, T y) { return T(x + y); } };
 struct Sub { template <class T> static MF_HD T f(T x, T y) { return T(x - y); } };
@@ -263,8 +310,8 @@ void unary_loop(T* y, const T* x, const PwRun& run, double p1, double p2) {
     }
     return;
   }
-  using A = Acc<T>;
-  const A a = A(p1), b = A(p2);
+  using A = pw::UnaryAcc<F, T>;
+  const A a = pw::param_as<A>(p1), b = pw::param_as<A>(p2);
   const int64_t n = run.n, ys = run.s[0], xs = run.s[1];
   if (n == 1 && run.rows == 1) {  // one element: skip the vector loop's set-up
     *y = T(unary<F>(A(*x), a, b, Rank<2>()));

@@ -124,6 +124,22 @@ T.test('a fractional number promotes integer operands to float32 (PyTorch)', fun
   check(mf.tensor({1.5}, 'float64') + 0.1, {1.6}, 'float64', 'float64 + 0.1')
 end)
 
+T.test('int64 beyond 2^53 keeps its low bits through abs, neg, clamp, square, relu, floor ...', function()
+  -- these computed through a double: abs(2^53 + 1) was 2^53; square wraps as PyTorch's (2^53+1)^2 mod 2^64
+  local function bits(t) local o, c = {}, t:contiguous(); for i = 0, c:numel() - 1 do o[#o + 1] = tostring(c:data()[i]) end return table.concat(o, ' ') end
+  local x = mf.tensor({2 ^ 53, -2 ^ 53, 5}, 'int64') + mf.tensor({1, -1, 0}, 'int64')
+  T.eq(bits(x:abs()), '9007199254740993LL 9007199254740993LL 5LL', 'abs')
+  T.eq(bits(-x), '-9007199254740993LL 9007199254740993LL -5LL', 'neg')
+  T.eq(bits(x:clamp(0, 2 ^ 62)), '9007199254740993LL 0LL 5LL', 'clamp')
+  T.eq(bits(x:clamp(-2 ^ 53)), '9007199254740993LL -9007199254740992LL 5LL', 'clamp min only')
+  T.eq(bits(x:relu()), '9007199254740993LL 0LL 5LL', 'relu')
+  for _, op in ipairs{'floor', 'ceil', 'round'} do T.eq(bits(x[op](x)), bits(x), op) end
+  T.eq(bits(x:narrow(1, 1, 1):square()), '18014398509481985LL', 'square wraps')
+  T.eq(bits(mf.tensor({2 ^ 27}, 'int64'):add(1):square()), '18014398777917441LL', 'square exact')
+  check(mf.tensor({-5, 300}, 'int32'):square(), {25, 90000}, 'int32', 'int32 square')
+  check(mf.tensor({200, 3}, 'uint8'):clamp(-1, 100), {100, 3}, 'uint8', 'uint8 clamp with a bound below 0')
+end)
+
 T.test('integer pow is exact, wraps on overflow and truncates negative powers (PyTorch powi)', function()
   -- torch.pow of the same int tensors (through double, 10^30 and 0^-1 became INT64_MIN)
   check(mf.pow(mf.tensor({2, 0, 1, -1, -1, 3, 5}, 'int64'), mf.tensor({-1, -1, -5, -3, -2, 0, 3}, 'int64')),
