@@ -250,19 +250,22 @@ return function(mf)
   end
   local function copy_into(dst, src, what) through('copy', dst, src, what) end
   -- fill's value operand: one 0-dim tensor per (device, dtype), rewritten per call (the op only
-  -- reads it while it runs), so a fill allocates nothing
-  local fill_scratch = {}
+  -- reads it while it runs), so a fill allocates nothing; on the host it is written through a pointer
+  -- cast once (fill_ptr; false elsewhere): one store, no native call
+  local fill_scratch, fill_ptr = {}, {}
   local function fill_value(t, v, what)
     local key = t.device_id * 64 + t.dtype_id
     local s = fill_scratch[key]
     if not s then
       s = new_tensor({}, t.dtype_id, t.device_id)
       fill_scratch[key] = s
+      fill_ptr[key] = t.device_id == HOST and ffi.cast(PTR[t.dtype_id], s.ptr)
     end
     v = scalar_value(v, t.dtype_id, what)
-    -- host memory: one store, no native call (FFI converts as the fill kernel does: rounded to float,
-    -- truncated to an integer dtype, whose range scalar_value has checked)
-    if t.device_id == HOST then ffi.cast(PTR[t.dtype_id], s.ptr)[0] = v else K.of_device(t.device_id).fill(s, v) end
+    -- FFI converts as the fill kernel does: rounded to float, truncated to an integer dtype (whose
+    -- range scalar_value has checked)
+    local p = fill_ptr[key]
+    if p then p[0] = v else K.of_device(t.device_id).fill(s, v) end
     return s
   end
   local function fill_into(dst, v, what) through('fill', dst, fill_value(dst, v, what), what) end
