@@ -287,7 +287,8 @@ TEST_CASE("device: every op case runs on the test device", "[device]") {
 // and masked_select (how many), multinomial (sampled on the host). Index and label range checks are
 // not host reads: on cuda they record the first bad index on the device and the next synchronising
 // read raises it. After warm-up steps (slots, caches, bind), a graph step and an eager step (forward,
-// loss, backward, opt:step(), zero_grad) of an MLP with SGD momentum and with Adam must make none.
+// loss, backward, opt:step(), zero_grad) of an MLP with SGD momentum and with Adam, and of a small
+// CNN (conv, batch norm, max pooling, dropout) with SGD momentum, must make none.
 namespace {
 long host_reads(lua_State* L) {
   lua_getglobal(L, "mf");
@@ -308,11 +309,20 @@ TEST_CASE("device: a training step on the test device reads nothing on the host"
     mf.manual_seed(3)
     local X, Y = mf.randn(N, D), mf.randint(1, K + 1, {N}, {dtype = 'int64'})
     local dx, dy = X:to('testdev'), Y:to('testdev')
-    local function mlp() return mf.nn.Sequential(mf.nn.Linear(D, H), mf.nn.ReLU(), mf.nn.Linear(H, K)) end
+    local dimg = mf.randn(N, 1, 8, 8):to('testdev')
+    -- the MLP; 'lenet': a small CNN (conv, batch norm, pooling, dropout) with SGD momentum
+    local function mlp(kind)
+      if kind == 'lenet' then
+        return mf.nn.Sequential(mf.nn.Conv2d(1, 4, 3), mf.nn.BatchNorm2d(4), mf.nn.ReLU(), mf.nn.MaxPool2d(2),
+          mf.nn.Dropout(0.25), mf.nn.Flatten(), mf.nn.Linear(36, K))
+      end
+      return mf.nn.Sequential(mf.nn.Linear(D, H), mf.nn.ReLU(), mf.nn.Linear(H, K))
+    end
     eager_steps, graph_steps, losses = {}, {}, {}
-    for _, kind in ipairs({'momentum', 'adam'}) do
+    for _, kind in ipairs({'momentum', 'adam', 'lenet'}) do
+      local dx = kind == 'lenet' and dimg or dx
       -- eager: the tape over the device tensors
-      local m = mlp():to('testdev')
+      local m = mlp(kind):to('testdev')
       local opt = kind == 'adam' and mf.optim.Adam(m:parameters(), {lr = 0.01})
         or mf.optim.SGD(m:parameters(), {lr = 0.1, momentum = 0.9})
       local crit = mf.nn.CrossEntropyLoss()
@@ -324,8 +334,8 @@ TEST_CASE("device: a training step on the test device reads nothing on the host"
         return loss
       end
       -- graph: a session on the device, the feeds uploaded, nothing fetched
-      local g = mlp():to('testdev')
-      local x = mf.placeholder('float32', {-1, D}, 'x')
+      local g = mlp(kind):to('testdev')
+      local x = mf.placeholder('float32', kind == 'lenet' and {-1, 1, 8, 8} or {-1, D}, 'x')
       local y = mf.placeholder('int64', {-1}, 'y')
       local loss = mf.nn.CrossEntropyLoss():forward(g:forward(x), y)
       local gopt = kind == 'adam' and mf.optim.Adam(g:parameters(), {lr = 0.01})
@@ -340,7 +350,7 @@ TEST_CASE("device: a training step on the test device reads nothing on the host"
   )lua", "=setup");
   INFO(err);
   REQUIRE(err.empty());
-  for (const char* kind : {"momentum", "adam"}) {
+  for (const char* kind : {"momentum", "adam", "lenet"}) {
     for (const char* mode : {"eager", "graph"}) {
       std::string warm = std::string("for _ = 1, 2 do ") + mode + "_steps['" + kind + "']() end";
       err = st.run(warm, "=warm-up");
