@@ -199,4 +199,15 @@ void check_value_fits(double v, int dtype, const char* what) {
          std::isnan(v) ? "; NaN has no integer value" : "", ")");
 }
 
+bool reads_own_position(const mf_tensor& dst, const mf_tensor& src) {
+  if (dst.ptr != src.ptr || dtype_size(dst.dtype_id) != dtype_size(src.dtype_id)) return false;
+  int lead = dst.ndim - src.ndim;
+  for (int d = 0; d < dst.ndim; ++d) {
+    if (dst.shape[d] <= 1) continue;
+    int64_t ss = d < lead || src.shape[d - lead] == 1 ? 0 : src.strides[d - lead];
+    if (ss != dst.strides[d]) return false;
+  }
+  return true;
+}
+
 }  // namespace mf

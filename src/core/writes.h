@@ -31,6 +31,10 @@ void check_in_storage(const mf_tensor& t, const char* what, const char* name);
 // True when the bytes a and b address intersect (same storage or not).
 bool memory_overlaps(const mf_tensor& a, const mf_tensor& b);
 
+// True when every element of dst reads the element of src (broadcast to dst) at its own address: a
+// copy onto itself, whose overlapping memory needs no staging.
+bool reads_own_position(const mf_tensor& dst, const mf_tensor& src);
+
 // Throws "<what>: value 300 does not fit uint8 (0..255)" when v cannot be stored in an integer
 // dtype (NaN and infinities included); fractions truncate toward zero, as PyTorch converts.
 // Every value fits a float dtype.

@@ -199,18 +199,7 @@ static void copy_typed(mf_tensor& dst, const mf_tensor& src) {
   });
 }
 
-// Whether every destination element reads the source element at its own address (an in-place
-// copy onto itself), so overlapping memory needs no staging.
-static bool reads_own_position(const mf_tensor& dst, const mf_tensor& src) {
-  if (dst.ptr != src.ptr || dtype_size(dst.dtype_id) != dtype_size(src.dtype_id)) return false;
-  int lead = dst.ndim - src.ndim;
-  for (int d = 0; d < dst.ndim; ++d) {
-    if (dst.shape[d] <= 1) continue;
-    int64_t ss = d < lead || src.shape[d - lead] == 1 ? 0 : src.strides[d - lead];
-    if (ss != dst.strides[d]) return false;
-  }
-  return true;
-}
+// reads_own_position (src/core/writes.h): a copy onto itself needs no staging.
 
 // The write rule (src/core/writes.h): src broadcasts to dst, dst has no overlapping elements. A
 // source that shares memory with dst (a:copy(a:t()), a:copy(a[1])) is read whole before any write.

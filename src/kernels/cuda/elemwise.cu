@@ -154,18 +154,7 @@ __global__ void fill_k(T* p, Walk<1> L, int64_t n, T v) {
   }
 }
 
-// Whether every destination element reads the source element at its own address (a copy onto
-// itself), so overlapping memory needs no staging.
-bool reads_own_position(const mf_tensor& dst, const mf_tensor& src) {
-  if (dst.ptr != src.ptr || dtype_size(dst.dtype_id) != dtype_size(src.dtype_id)) return false;
-  int lead = dst.ndim - src.ndim;
-  for (int d = 0; d < dst.ndim; ++d) {
-    if (dst.shape[d] <= 1) continue;
-    int64_t ss = d < lead || src.shape[d - lead] == 1 ? 0 : src.strides[d - lead];
-    if (ss != dst.strides[d]) return false;
-  }
-  return true;
-}
+// reads_own_position (src/core/writes.h): a copy onto itself needs no staging.
 
 // A contiguous header over memory p holding t's shape in dtype dt, on the cuda device.
 mf_tensor dense_like(const mf_tensor& t, int dt, void* p) {
