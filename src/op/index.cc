@@ -8,8 +8,6 @@
 
 namespace mf {
 
-namespace {
-
 // PyTorch's argument order x:gather(dim, index), x:scatter(dim, index, src), x:index_add(dim, index,
 // src) beside the project's inputs-then-params order mf.gather(x, index[, dim]); a trailing table
 // of named params works with either. A number second argument followed by exactly the remaining
@@ -37,6 +35,8 @@ function(op, ...)
   end
   return ins, next(p) ~= nil and p or nil
 end)lua";
+
+namespace {
 
 void index_type_of(InferCtx& c, size_t i) {
   if (c.input(i).dtype_id != MF_INT64)

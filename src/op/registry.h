@@ -218,6 +218,10 @@ extern const char* const kViewKernel;
 // (split, chunk, unbind; src/op/shape.cc).
 extern const char* const kListViewKernel;
 
+// Call syntax of ops with a dim param that also take PyTorch's order, dim before the other inputs:
+// x:gather(dim, index) beside mf.gather(x, index[, dim]); also index_select (src/op/index.cc).
+extern const char* const kDimFirstAdapter;
+
 // Kernel factory of ops that write input 2 into input 1 and return input 1 (copy, assign): the
 // device's copy routine, then output 1 aliases input 1 (src/op/transfer.cc).
 extern const char* const kCopyKernel;

@@ -318,8 +318,10 @@ void one_hot_type(InferCtx& c) { c.out[0].dtype_id = int(c.p.get("dtype").num); 
 
 void register_shape_ops() {
   MF_REGISTER_OP(index_select)
-      .describe("The slices of x at the given 1-based int64 indices along dim (a gather; indices may repeat).")
+      .describe("The slices of x at the given 1-based int64 indices along dim (a gather; indices may repeat). "
+                "Spellings: x:index_select(dim, indices) (PyTorch's order), mf.index_select(x, indices, dim).")
       .inputs({"x", "indices"})
+      .lua_adapter(kDimFirstAdapter)
       .strided()
       .param(Field::integer("dim", 1, "Dim to index, 1-based."))
       .infer_shape(index_select_shape)

@@ -256,6 +256,20 @@ T.test('index_select by rows: every dim, repeated indices, views, large enough f
     'index_select: index 201 at position 2 is out of range 1..200')
 end)
 
+T.test("index_select in PyTorch's order, dim first, as gather (it was 'param dim is a tensor')", function()
+  local x = mf.arange(6):reshape(2, 3)
+  local i = mf.tensor({3, 1}, 'int64')
+  -- torch.arange(6.).reshape(2, 3).index_select(1, [2, 0]) = [[2, 0], [5, 3]]
+  T.tensor_eq(x:index_select(2, i), {{2, 0}, {5, 3}})
+  T.tensor_eq(mf.index_select(x, 2, i), {{2, 0}, {5, 3}})
+  T.tensor_eq(x:index_select(i, 2), {{2, 0}, {5, 3}})          -- the project's order stays
+  T.tensor_eq(x:index_select(i, {dim = 2}), {{2, 0}, {5, 3}})
+  T.tensor_eq(x:index_select(1, mf.tensor({2}, 'int64')), {{3, 4, 5}})
+  T.errors(function() return x:index_select(2, i, 5) end, 'index_select: too many arguments (4)')
+  local p = mf.placeholder('float32', {2, 3})
+  T.tensor_eq(mf.Session():run(p:index_select(2, mf.constant(i)), {[p] = x}), {{2, 0}, {5, 3}})
+end)
+
 T.test('one_hot row by row: strided labels, every output dtype, a bad label before any write', function()
   local labs = {}
   for i = 1, 3000 do labs[i] = (i * 7) % 97 + 1 end
