@@ -171,8 +171,21 @@ end)lua")
 function(ins, outs, p, K)
   local y, a, b = outs[1], ins[1], ins[2]
   local n, m = a.shape[0], b.shape[0]
-  local a2, b2 = K.header_as(a, {n, 1}, {a.strides[0], 1}), K.header_as(b, {1, m}, {m * b.strides[0], b.strides[0]})
+  local a2 = K.header_as(a, {n, 1}, {a.strides[0], 1})
   local mul = K.B.mul
+  if b.strides[0] ~= 1 and m > 1 and n > 1 then
+    -- b strided (a matrix column): each output row would read it element by element, a cache line
+    -- apiece, n times over (outer of two 2048-element columns: 40x the contiguous time); one copy to
+    -- a unit-stride row first, made once per bind, and the rows read that
+    local bc = mf._new_tensor({m}, b.dtype_id, b.device_id)
+    local b2 = K.header_as(bc, {1, m}, {m, 1})
+    return function()
+      a2.ptr = a.ptr
+      K.copy(bc, b)
+      K.binary(mul, y, a2, b2)
+    end
+  end
+  local b2 = K.header_as(b, {1, m}, {m * b.strides[0], b.strides[0]})
   return function()
     a2.ptr, b2.ptr = a.ptr, b.ptr
     K.binary(mul, y, a2, b2)
