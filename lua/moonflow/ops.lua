@@ -87,8 +87,9 @@ return function(mf)
       end
       return table.concat(parts, ',')
     end
-    raise(("%s: param '%s' is a %s; expected a %s"):format(op.name, tostring(k), kind_of(v),
-      op.param_kind[k] or 'known param'))
+    local want = op.param_kind[k] or 'known param'
+    raise(("%s: param '%s' is a %s; expected %s %s"):format(op.name, tostring(k), kind_of(v),
+      want:find('^[aeiou]') and 'an' or 'a', want))
   end
 
   local P_BOOL, P_INT, P_FLOAT, P_ENUM, P_DTYPE = C.MF_PARAM_BOOL, C.MF_PARAM_INT, C.MF_PARAM_FLOAT, C.MF_PARAM_ENUM,
