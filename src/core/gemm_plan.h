@@ -64,6 +64,29 @@ inline int gemm_layout(const mf_tensor& t, int64_t& ld) {
   return -1;
 }
 
+// Packing an operand gemm_layout refuses: the view of t a dense copy reads (t at the shape full =
+// batch x r x c, each batch dim at batch_stride), the copy's destination having full's dense strides.
+inline mf_tensor gemm_pack_source(const mf_tensor& t, const Shape& batch, const Shape& batch_stride, Shape& full) {
+  int nd = t.ndim;
+  full = batch;
+  full.push_back(t.shape[nd - 2]);
+  full.push_back(t.shape[nd - 1]);
+  Shape st = batch_stride;
+  st.push_back(t.strides[nd - 2]);
+  st.push_back(t.strides[nd - 1]);
+  mf_tensor src = t;
+  set_strided(src, full, st, t.offset);
+  src.ptr = t.ptr;
+  return src;
+}
+
+// How BLAS reads the packed copy: as stored, ld the row length (at least 1), dense batch strides.
+inline void gemm_packed_layout(const Shape& full, int64_t& ld, Shape& batch_stride) {
+  ld = full.back() > 0 ? full.back() : 1;
+  batch_stride = contiguous_strides(full);
+  batch_stride.resize(full.size() - 2);
+}
+
 // The element offsets in A, B and C of batch bi, counted row-major over batch dims [0, ndims).
 inline void gemm_batch_offsets(int64_t bi, const Shape& batch, int ndims, const Shape& sa, const Shape& sb,
                                const Shape& sc, int64_t& oa, int64_t& ob, int64_t& oc) {

@@ -29,7 +29,6 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
   GemmOperand g;
   int nd = t.ndim;
   int64_t r = t.shape[nd - 2], c = t.shape[nd - 1];
-  int64_t rs = t.strides[nd - 2], cs = t.strides[nd - 1];
   g.base = (const char*)t.ptr;
   g.batch_stride = gemm_batch_strides(t, batch);  // src/core/gemm_plan.h, as the CUDA entry
   int how = gemm_layout(t, g.ld);
@@ -39,25 +38,14 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
     int64_t per = r * c, nb = 1;
     for (int64_t b : batch) nb *= b;
     g.packed = cpu_allocator().allocate(size_t(per * nb * es));
-    mf_tensor dst{};
-    Shape full = batch;
-    full.push_back(r);
-    full.push_back(c);
+    Shape full;
+    mf_tensor src = gemm_pack_source(t, batch, g.batch_stride, full), dst{};
     set_meta(dst, full, t.dtype_id, MF_CPU);
     dst.ptr = g.packed;
-    mf_tensor src = t;
-    Shape bs = g.batch_stride;
-    Shape st = bs;
-    st.push_back(rs);
-    st.push_back(cs);
-    set_strided(src, full, st, t.offset);
-    src.ptr = t.ptr;
     copy_cpu(dst, src);
     g.base = (const char*)g.packed;
     g.trans = CblasNoTrans;
-    g.ld = c > 0 ? c : 1;
-    g.batch_stride = contiguous_strides(full);
-    g.batch_stride.resize(batch.size());
+    gemm_packed_layout(full, g.ld, g.batch_stride);
   }
   g.rows = r;
   g.cols = c;

@@ -30,7 +30,6 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
   GemmOperand g;
   int nd = t.ndim;
   int64_t r = t.shape[nd - 2], c = t.shape[nd - 1];
-  int64_t rs = t.strides[nd - 2], cs = t.strides[nd - 1];
   g.base = static_cast<const char*>(t.ptr);
   g.batch_stride = gemm_batch_strides(t, batch);  // src/core/gemm_plan.h, as the CPU entry
   int how = gemm_layout(t, g.ld);
@@ -41,25 +40,15 @@ GemmOperand prepare(const mf_tensor& t, bool transpose, const Shape& batch, int 
     for (int64_t b : batch) nb *= b;
     Scratch* s = new Scratch(size_t(std::max<int64_t>(r * c * nb, 1)) * size_t(es));
     packs.push_back(s);
-    Shape full = batch;
-    full.push_back(r);
-    full.push_back(c);
-    mf_tensor dst{};
+    Shape full;
+    mf_tensor src = gemm_pack_source(t, batch, g.batch_stride, full), dst{};
     set_meta(dst, full, t.dtype_id, MF_CUDA);
     dst.device_id = t.device_id;
     dst.ptr = s->get();
-    mf_tensor src = t;
-    Shape st = g.batch_stride;
-    st.push_back(rs);
-    st.push_back(cs);
-    set_strided(src, full, st, t.offset);
-    src.ptr = t.ptr;
     if (copy(&dst, &src) != MF_OK) fail("matmul: packing a strided operand failed: ", last_error());
     g.base = static_cast<const char*>(s->get());
     g.trans = false;
-    g.ld = c > 0 ? c : 1;
-    g.batch_stride = contiguous_strides(full);
-    g.batch_stride.resize(batch.size());
+    gemm_packed_layout(full, g.ld, g.batch_stride);
   }
   g.rows = r;
   g.cols = c;
