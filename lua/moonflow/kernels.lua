@@ -308,7 +308,8 @@ end
 -- the id of the device called name; what names the caller in the error for an unknown name
 function K.find_device(name, what)
   if type(name) ~= 'string' then
-    raise(("%s: the device is a %s; expected a device name (%s)"):format(what, type(name), table.concat(K.device_names(), ', ')))
+    local kind = ffi.istype(tensor_ct, name) and 'tensor' or type(name)  -- 'cdata' says nothing
+    raise(("%s: the device is a %s; expected a device name (%s)"):format(what, kind, table.concat(K.device_names(), ', ')))
   end
   local id = C.mf_device_find(name)
   if id < 0 and name == 'cuda' then  -- the backend's own reason: no GPU, or no backend in this build

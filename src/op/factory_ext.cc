@@ -136,7 +136,8 @@ function(op, a, b, ...)
       end
     end
   else
-    raise('randint: expected randint(low, high, sizes...) or randint(high, {sizes}); argument 2 is a ' .. type(b))
+    raise('randint: expected randint(low, high, sizes...) or randint(high, {sizes}); argument 2 is a ' ..
+          (mf.is_tensor(b) and 'tensor' or type(b)))
   end
   for j = i, n do
     if type(rest[j]) ~= 'table' then

@@ -1,13 +1,13 @@
 -- Error text: every misuse of the public API below is a Lua error whose message names what went
 -- wrong in the API's own terms and blames this file's line, never a raw internal message
--- (`attempt to`, `bad argument #`, `cannot convert`, `table: 0x`, `cdata<`) or a library file.
+-- (`attempt to`, `bad argument #`, `cannot convert`, `table: 0x`, `cdata<`, `a cdata`) or a library file.
 -- A second test replays the expected-error cases of the whole Lua suite (through testlib's
 -- MF_MESSAGES_LOG) and applies the same rule to each.
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
 local T = require 'testlib'
 local nn, optim = mf.nn, mf.optim
 
-local RAW = {'cannot convert', 'bad argument #', 'attempt to', 'table: 0x', 'cdata<', 'lua/moonflow/', 'stack traceback'}
+local RAW = {'cannot convert', 'bad argument #', 'attempt to', 'table: 0x', 'cdata<', 'a cdata', 'lua/moonflow/', 'stack traceback'}
 
 -- the reason a message is not fit for a user, or nil
 local function raw_problem(msg, file)
@@ -220,6 +220,10 @@ local cases = {
   {'a registered op given the wrong input count', function()
     if not mf.msg_ok then mf.register_op{name = 'msg_ok', num_inputs = 1, doc = 'x', lua_compute = good_kernel} end
     return mf.msg_ok(mf.ones(2), mf.ones(2)) end},
+  -- a tensor where a number or name belongs is called a tensor, not a cdata
+  {'randint with a tensor bound', function() return mf.randint(mf.ones(2), mf.ones(2)) end},
+  {'a tensor as the device', function() return mf.ones(2):to(mf.ones(1)) end},
+  {'a tensor as a dim', function() return mf.narrow(mf.ones(2), mf.ones(1), 1, 1) end},
 }
 
 T.test('t[{i, j}] reads one element, as Torch7', function()
