@@ -120,6 +120,10 @@ return function(mf)
     if op and #op.inputs > 0 then return op.fn end
     local alias = mf._aliases[k]
     if alias then return ops[alias].fn end
+    if type(k) == 'number' or type(k) == 'table' then  -- x[i], x[{i, j}] read values, which a symbol has not yet
+      raise(('symbol[%s]: a graph symbol cannot be indexed; select in the graph with x:select(dim, i) '
+        .. '(x:narrow(dim, start, length) for a range)'):format(type(k) == 'number' and tostring(k) or '{...}'))
+    end
     raise(("symbol has no method '%s'"):format(tostring(k)))
   end
   Symbol.__tostring = function(s)

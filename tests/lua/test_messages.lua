@@ -224,6 +224,9 @@ local cases = {
   {'randint with a tensor bound', function() return mf.randint(mf.ones(2), mf.ones(2)) end},
   {'a tensor as the device', function() return mf.ones(2):to(mf.ones(1)) end},
   {'a tensor as a dim', function() return mf.narrow(mf.ones(2), mf.ones(1), 1, 1) end},
+  -- a symbol indexed as a tensor ('symbol has no method table: 0x...' before)
+  {'a graph symbol indexed by a table', function() local _, _, y = graph(); return y[{1, 2}] end},
+  {'a graph symbol indexed by a number', function() local _, _, y = graph(); return y[1] end},
 }
 
 T.test('t[{i, j}] reads one element, as Torch7', function()
