@@ -197,14 +197,21 @@ return function(mf)
   -- and the module keeps {x, leaf, output} for its backward, weakly: the tape goes when the caller
   -- drops the output, as PyTorch's does.
   local WEAK_VALUES = {__mode = 'v'}
+  -- (the results pass through as varargs: no table to pack them, and no unpack, which LuaJIT does not
+  -- compile, so each training step's forward left its trace here)
+  local function remember(self, x, leaf, ...)
+    if select('#', ...) == 1 then
+      local y = ...
+      if is_tensor(y) then
+        rawset(self, '_last_forward', setmetatable({x, leaf, y}, WEAK_VALUES))
+        if rawequal(y, leaf) then return x end  -- Identity and the like return the caller's tensor
+      end
+    end
+    return ...
+  end
   local function eager_forward(fn, self, x, ...)
     local leaf = mf._input_leaf(x)
-    local r = pack(fn(self, leaf, ...))
-    if r.n == 1 and is_tensor(r[1]) then
-      rawset(self, '_last_forward', setmetatable({x, leaf, r[1]}, WEAK_VALUES))
-      if rawequal(r[1], leaf) then r[1] = x end  -- Identity and the like return the caller's tensor
-    end
-    return unpack(r, 1, r.n)
+    return remember(self, x, leaf, fn(self, leaf, ...))
   end
   local function forward_wrapper(fn)
     return function(self, x, ...)
@@ -1171,7 +1178,7 @@ return function(mf)
         labels = mf.where(m, labels, mf.ones_like(labels))   -- any valid class: the row is masked below
         keep = mf.cast(m, rows:dtype())
       end
-      local onehot = mf.one_hot(labels, c, {dtype = rows:dtype()})
+      local onehot = mf.one_hot(labels, {num_classes = c, dtype = rows:dtype()})  -- one table: no adapter
       local l, w = per_row(rows, onehot), nil
       if self._buffers.weight then
         local wt = self:value('weight', input)
