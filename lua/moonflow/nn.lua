@@ -742,7 +742,7 @@ return function(mf)
   end
   function Linear:forward(x)
     check_self(self)
-    check_x(self, x, ('... x %d'):format(self.n_in))
+    if not is_tensor(x) then check_x(self, x, ('... x %d'):format(self.n_in)) end  -- the text only for the error
     local n = x:dim()
     local last = n and n > 0 and size_of(x, -1)
     if n == 0 or (last ~= nil and last ~= self.n_in) then fail_input(self, x, ('... x %d (the last dim is the features)'):format(self.n_in)) end
@@ -793,7 +793,7 @@ return function(mf)
   end
   function Conv2d:forward(x)
     check_self(self)
-    check_x(self, x, ('N x %d x H x W'):format(self.c_in))
+    if not is_tensor(x) then check_x(self, x, ('N x %d x H x W'):format(self.c_in)) end
     if x:dim() ~= nil and (x:dim() ~= 4 or (size_of(x, 2) and size_of(x, 2) ~= self.c_in)) then
       fail_input(self, x, ('N x %d x H x W'):format(self.c_in))
     end

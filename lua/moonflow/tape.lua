@@ -688,7 +688,7 @@ return function(mf)
   local OPT_KEYS = {'retain_graph', 'create_graph'}
   local GRAD_OPT_KEYS = {'retain_graph', 'create_graph', 'allow_unused'}
   local function options(what, opts, keys)
-    opts = opts or {}
+    if opts == nil then return false, false end  -- the usual loss:backward(): no table, no check
     require('moonflow.options').keys(what, opts, keys or OPT_KEYS, 'option')
     local create = opts.create_graph == true
     local retain = opts.retain_graph
