@@ -468,6 +468,14 @@ return function(mf)
 
   -- printing ---------------------------------------------------------------------------------
   local function fmt_values(vals, is_float)
+    if not is_float then  -- integers; int64 arrives as its int64_t (a double rounds beyond 2^53)
+      local out, w = {}, 0
+      for i, v in ipairs(vals) do
+        out[i] = type(v) == 'number' and ('%.0f'):format(v) or (tostring(v):gsub('L+$', ''))
+        w = math.max(w, #out[i])
+      end
+      return out, w
+    end
     local all_int, maxabs = true, 0
     for _, v in ipairs(vals) do
       if v ~= v or v == math.huge or v == -math.huge then
@@ -513,6 +521,7 @@ return function(mf)
     local function at(ix)
       local off = 0
       for d = 1, nd do off = off + (ix[d] - 1) * tonumber(t.strides[d - 1]) end
+      if t.dtype_id == I64 then return p[off] end
       return tonumber(p[off])
     end
     if nd == 0 then

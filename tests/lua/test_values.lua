@@ -138,6 +138,9 @@ T.test('int64 beyond 2^53 keeps its low bits through abs, neg, clamp, square, re
   T.eq(bits(mf.tensor({2 ^ 27}, 'int64'):add(1):square()), '18014398777917441LL', 'square exact')
   check(mf.tensor({-5, 300}, 'int32'):square(), {25, 90000}, 'int32', 'int32 square')
   check(mf.tensor({200, 3}, 'uint8'):clamp(-1, 100), {100, 3}, 'uint8', 'uint8 clamp with a bound below 0')
+  -- and print shows them: through a double it showed 9007199254740992
+  T.eq(tostring(x), '  9007199254740993  -9007199254740993                  5\n[int64 tensor of size 3]', 'print')
+  T.eq(tostring(x:narrow(1, 2, 1):reshape({})), '-9007199254740993\n[int64 tensor of size scalar]', 'print 0-dim')
 end)
 
 T.test('integer pow is exact, wraps on overflow and truncates negative powers (PyTorch powi)', function()
