@@ -133,6 +133,9 @@ return function(mf)
       end
       shape.leaf = shape.leaf or depth
       if shape.leaf ~= depth then raise(('mf.tensor: ragged nested table at element %s'):format(path)) end
+    elseif is_tensor(v) then  -- torch.tensor([t1, t2]) spells mf.stack here
+      raise(('mf.tensor: element %s is a tensor; expected a number (mf.stack({t1, t2, ...}) stacks tensors; '
+        .. 't:item() is the number of a 1-element one)'):format(path))
     else
       raise(('mf.tensor: element %s is a %s; expected a number'):format(path, type(v)))
     end

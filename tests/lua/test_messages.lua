@@ -227,6 +227,7 @@ local cases = {
   -- a symbol indexed as a tensor ('symbol has no method table: 0x...' before)
   {'a graph symbol indexed by a table', function() local _, _, y = graph(); return y[{1, 2}] end},
   {'a graph symbol indexed by a number', function() local _, _, y = graph(); return y[1] end},
+  {'mf.tensor of a list of tensors', function() return mf.tensor{mf.ones(2), mf.zeros(2)} end},
 }
 
 T.test('t[{i, j}] reads one element, as Torch7', function()
