@@ -659,7 +659,13 @@ return function(mf)
     if op.variadic then
       local list = args[1]
       if not is_options(list) then raise(op.name .. ': expected a list of tensors as the first argument') end
-      for i = 1, #list do ins[i] = list[i] end
+      local len = table.maxn(list)  -- {a, nil, b}: # may stop at the hole, or count past it
+      for i = 1, len do
+        if list[i] == nil then
+          raise(('%s: item %d of the list of tensors is nil (items up to %d are given)'):format(op.name, i, len))
+        end
+        ins[i] = list[i]
+      end
       nin = 1
     else
       for i = 1, nin do ins[i] = args[i] end

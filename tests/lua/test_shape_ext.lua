@@ -188,6 +188,18 @@ T.test('graphs: each op as an intermediate, fed views, sizes unknown where they 
   T.eq(st:dim(), 3); T.eq(st:size(1), nil); T.eq(st:size(2), 2); T.eq(st:size(3), 4)
 end)
 
+T.test('stack and concat refuse a list with a nil in it (# stopped at the hole: {a, nil, b} gave a alone)', function()
+  local a, b = mf.ones(2), mf.zeros(2)
+  T.errors(function() return mf.concat({a, nil, b}) end, 'concat: item 2 of the list of tensors is nil (items up to 3 are given)')
+  T.errors(function() return mf.stack({a, nil, b}, 1) end, 'stack: item 2 of the list of tensors is nil')
+  local sparse = {}
+  sparse[1], sparse[3] = a, b
+  T.errors(function() return mf.concat(sparse) end, 'concat: item 2 of the list of tensors is nil')
+  local x = mf.placeholder('float32', {2})
+  T.errors(function() return mf.concat({x, nil, x}) end, 'concat: item 2 of the list of tensors is nil')
+  T.tensor_eq(mf.concat({a, b}), {1, 1, 0, 0})
+end)
+
 T.test('stack and concat of 300 tensors (more than any fixed input buffer): eager and in a graph', function()
   local l = {}
   for i = 1, 300 do l[i] = mf.full({2}, i, {dtype = 'float64'}) end
