@@ -89,6 +89,11 @@ return function(mf)
     ys, xs = as_list(ys), as_list(xs)
     if not ys or #ys == 0 then raise('gradients: ys must be a symbol or a list of symbols') end
     if not xs or #xs == 0 then raise('gradients: xs must be a symbol or a list of symbols') end
+    for _, l in ipairs{{ys, 'ys'}, {xs, 'xs'}} do  -- {W, nil, b}: ipairs would stop at the hole
+      for i = 1, table.maxn(l[1]) do
+        if l[1][i] == nil then raise(('gradients: %s[%d] is nil; expected a symbol'):format(l[2], i)) end
+      end
+    end
     grad_ys = grad_ys and as_list(grad_ys) or {}
     for i, y in ipairs(ys) do
       if not mf.is_symbol(y) then raise(('gradients: ys[%d] is not a symbol'):format(i)) end

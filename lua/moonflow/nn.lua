@@ -1018,12 +1018,14 @@ return function(mf)
     elseif select('#', ...) > 0 then raise('nn.Sequential: expected Sequential{m1, m2, ...} or Sequential(m1, m2, ...)') end
     if list == nil then list = {} end
     if type(list) ~= 'table' then raise(('nn.Sequential: expected a list of modules, got %s'):format(O.show(list))) end
+    local n = table.maxn(list)  -- {a, nil, b}: ipairs would stop at the hole and drop b unseen
     for k in pairs(list) do
-      if type(k) ~= 'number' or k < 1 or k > #list or k ~= math.floor(k) then
-        raise(('nn.Sequential: expected a list of modules; key %s is not a position 1..%d'):format(O.show(k), #list))
+      if type(k) ~= 'number' or k < 1 or k > n or k ~= math.floor(k) then
+        raise(('nn.Sequential: expected a list of modules; key %s is not a position 1..%d'):format(O.show(k), n))
       end
     end
-    for i, m in ipairs(list) do
+    for i = 1, n do
+      local m = list[i]
       if type(m) ~= 'table' or not m._is_module then
         raise(('nn.Sequential: element %d is %s; expected a module (a class needs calling: nn.ReLU(), not nn.ReLU)'):format(i,
           type(m) == 'table' and getmetatable(m) and rawget(m, '__name') and ('the class ' .. m.__name) or O.show(m)))

@@ -78,7 +78,7 @@ return function(mf)
       return s
     elseif tv == 'table' and not is_tensor(v) and not (mf.is_symbol and mf.is_symbol(v)) then
       local parts = {}
-      for i = 1, #v do
+      for i = 1, table.maxn(v) do  -- {1, nil, 3}: # may stop at the hole and drop 3 unseen
         if type(v[i]) ~= 'number' then
           raise(("%s: param '%s' item %d is a %s; expected a number"):format(op.name, k, i, kind_of(v[i])))
         end

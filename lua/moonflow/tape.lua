@@ -331,7 +331,7 @@ return function(mf)
     if is_tensor(x) then return {x} end
     if type(x) ~= 'table' then raise(('%s: expected a tensor or a list of tensors, got a %s'):format(what, type(x))) end
     local out = {}
-    for i = 1, #x do
+    for i = 1, table.maxn(x) do  -- {a, nil, b}: # may stop at the hole and drop b unseen
       local v = unwrap(x[i])
       if not is_tensor(v) then raise(('%s: item %d is a %s; expected a tensor'):format(what, i, type(v))) end
       out[i] = v
@@ -696,14 +696,13 @@ return function(mf)
     return retain, create
   end
 
-  -- loss:backward([grad [, {retain_graph =, create_graph =}]])
-  function methods.backward(t, grad, opts)
-    if type(grad) == 'table' and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
-    local retain, create = options('backward', opts)
-    local roots = {t}
-    local seeds = seeds_for('backward', roots, {grad})
-    local _, gleaf, drop = run_backward('backward', roots, seeds, nil, retain, create)
-    local taken = {[seeds[1]] = true}  -- the caller's gradient is never taken over
+  -- one backward pass from roots (seeded by grads[i], or implicit for 1-element roots) into .grad
+  local function backward_from(what, roots, grads, opts)
+    local retain, create = options(what, opts)
+    local seeds = seeds_for(what, roots, grads)
+    local _, gleaf, drop = run_backward(what, roots, seeds, nil, retain, create)
+    local taken = {}  -- the caller's gradients are never taken over
+    for i = 1, #seeds do taken[seeds[i]] = true end
     for s, g in pairs(gleaf) do
       if s.input then
         if s.collect then s.collected = g end
@@ -730,6 +729,12 @@ return function(mf)
         end
       end
     end
+  end
+
+  -- loss:backward([grad [, {retain_graph =, create_graph =}]])
+  function methods.backward(t, grad, opts)
+    if type(grad) == 'table' and not is_tensor(grad) and opts == nil then grad, opts = nil, grad end
+    return backward_from('backward', {t}, {grad}, opts)
   end
 
   -- Torch7's m:backward (nn.lua): backward from y with grad_output, returning the input leaf's gradient
@@ -782,7 +787,18 @@ return function(mf)
     end
     return out
   end
-  mf.autograd.backward = function(t, grad, opts) return methods.backward(t, grad, opts) end
+  -- mf.autograd.backward(t[, grad][, opts]) is t:backward; with lists, torch.autograd.backward(tensors,
+  -- grad_tensors): one pass from all of them (a tape they share is walked once)
+  mf.autograd.backward = function(t, grad, opts)
+    if is_tensor(unwrap(t)) then return methods.backward(unwrap(t), grad, opts) end
+    local roots = as_list(t, 'autograd.backward: tensors')
+    if #roots == 0 then raise('autograd.backward: tensors is empty') end
+    if type(grad) == 'table' and not is_tensor(grad) and opts == nil and #grad == 0 and next(grad) ~= nil then
+      grad, opts = nil, grad
+    end
+    if grad ~= nil then grad = as_list(grad, 'autograd.backward: grad_tensors') end
+    return backward_from('autograd.backward', roots, grad, opts)
+  end
   -- help(t.backward) and the like find their docs (help.lua) under these names
   for _, k in ipairs{'backward', 'requires_grad', 'requires_grad_', 'detach', 'is_leaf'} do
     mf._fn_names[methods[k]] = k

@@ -399,4 +399,28 @@ T.test('prod gradient where x has zeros is the product of the others (PyTorch), 
   T.tensor_eq(mf.Session():run(gp, {[p] = mf.tensor{{2, 0, 3}, {1, 2, 3}}}), {{0, 6, 0}, {6, 3, 2}})
 end)
 
+T.test('mf.autograd.backward takes lists, as torch.autograd.backward; lists with a nil hole are errors', function()
+  local a, b = mf.ones(2, {requires_grad = true}), mf.tensor({1, 2}, {requires_grad = true})
+  mf.autograd.backward({mf.sum(a * b), mf.sum(b * 3)})          -- a list raised a raw 'field ndim' error
+  T.tensor_eq(a.grad, {1, 2}); T.tensor_eq(b.grad, {4, 4})
+  a.grad, b.grad = nil, nil
+  mf.autograd.backward({a * b}, {mf.tensor{1, 10}})
+  T.tensor_eq(a.grad, {1, 20}); T.tensor_eq(b.grad, {1, 10})
+  a.grad = nil
+  local y = a * 2
+  mf.autograd.backward({mf.sum(y), mf.sum(y * y)})             -- one pass through the shared y
+  T.tensor_eq(a.grad, {10, 10})
+  T.errors(function() mf.autograd.backward({mf.sum(a), nil, mf.sum(b)}) end, 'autograd.backward: tensors: item 2 is a nil')
+  T.errors(function() mf.autograd.backward({}) end, 'autograd.backward: tensors is empty')
+  T.errors(function() mf.autograd.grad(mf.sum(a * b), {a, nil, b}) end, 'autograd.grad: inputs: item 2 is a nil')
+  local sparse = {}
+  sparse[1], sparse[3] = a, b
+  T.errors(function() mf.autograd.grad(mf.sum(a * b), sparse) end, 'autograd.grad: inputs: item 2 is a nil')
+  -- graph mode and modules alike
+  local x = mf.placeholder('float32', {2})
+  local W = mf.Variable(mf.ones(2))
+  T.errors(function() mf.gradients(mf.sum(x * W), {W, nil, x}) end, 'gradients: xs[2] is nil')
+  T.errors(function() mf.nn.Sequential{mf.nn.Linear(2, 2), nil, mf.nn.ReLU()} end, 'nn.Sequential: element 2 is nil')
+end)
+
 T.finish()

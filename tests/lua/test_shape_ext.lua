@@ -198,6 +198,9 @@ T.test('stack and concat refuse a list with a nil in it (# stopped at the hole: 
   local x = mf.placeholder('float32', {2})
   T.errors(function() return mf.concat({x, nil, x}) end, 'concat: item 2 of the list of tensors is nil')
   T.tensor_eq(mf.concat({a, b}), {1, 1, 0, 0})
+  -- list params too: {3, nil, 1} read as {3} would permute (or sum, flip, zeros ...) silently wrong
+  T.errors(function() return mf.ones(2, 3, 4):permute({3, nil, 1}) end, "permute: param 'dims' item 2 is a nil")
+  T.errors(function() return mf.zeros({2, nil, 4}) end, "zeros: param 'shape' item 2 is a nil")
 end)
 
 T.test('stack and concat of 300 tensors (more than any fixed input buffer): eager and in a graph', function()
