@@ -153,6 +153,8 @@ return function(mf)
       if k == nil then
         if type(v) ~= 'table' or (getmetatable(v) ~= nil and not mf.is_size(v)) then return nil end
         local n = #v
+        -- a key past n: a hole ({2, nil, 4}, whose # may be 1, would find {2}'s record); the text path names it
+        if next(v, n > 0 and n or nil) ~= nil then return nil end
         local nxt = node[LIST]
         if not nxt then if not make then return nil end nxt = {}; node[LIST] = nxt end
         node = nxt
