@@ -655,7 +655,7 @@ return function(mf)
     end)
     enabled = was
     if not ok then error(err, 0) end
-    return gnode, gleaf, drop
+    return gnode, gleaf, drop, keep
   end
 
   local function seeds_for(what, roots, grads)
@@ -700,7 +700,7 @@ return function(mf)
   local function backward_from(what, roots, grads, opts)
     local retain, create = options(what, opts)
     local seeds = seeds_for(what, roots, grads)
-    local _, gleaf, drop = run_backward(what, roots, seeds, nil, retain, create)
+    local _, gleaf, drop, keep = run_backward(what, roots, seeds, nil, retain, create)
     local taken = {}  -- the caller's gradients are never taken over
     for i = 1, #seeds do taken[seeds[i]] = true end
     for s, g in pairs(gleaf) do
@@ -712,7 +712,9 @@ return function(mf)
         if s.grad == nil then
           -- a gradient may be a tensor the rules share (add passes gy on, views of the seed): .grad
           -- takes it over only when nothing else refers to its storage, else gets a copy
-          if not create and not taken[g] and g.is_contig == 1 and g.offset == 0 and C.mf_storage_refcount(g) == 1 then
+          -- (nor one the tape keeps: a seed, a saved tensor or a Lua rule's result, which others hold)
+          if not create and not taken[g] and not keep[g] and g.is_contig == 1 and g.offset == 0
+              and C.mf_storage_refcount(g) == 1 then
             s.grad = g
           else
             s.grad = mf.cast(g, DTYPE_NAME[g.dtype_id])

@@ -123,6 +123,17 @@ T.test('gradients: a tensor a Lua-registered rule returns is never freed by the 
   end
   T.tensor_eq(kept, {5, 6})
   T.tensor_eq(x.grad, {10, 12})
+  -- straight into a leaf: .grad gets a copy, so neither accumulating nor zero_grad touches the rule's tensor
+  local w = mf.tensor({1, 2}, {requires_grad = true})
+  local opt = mf.optim.SGD({w}, {lr = 0.1})
+  for _ = 1, 2 do
+    opt:zero_grad()
+    mf.release_test_keep(w):backward(mf.ones(2))
+    mf.release_test_keep(w):backward(mf.ones(2))
+    T.tensor_eq(w.grad, {10, 12})
+    opt:zero_grad()
+    T.tensor_eq(kept, {5, 6})
+  end
 end)
 
 T.finish()
