@@ -2,19 +2,21 @@
 usage: python3 scripts/bench/bench_torch.py --workload add|exec|sgemm|update|mlp|cnn|rss
            [--warmup 5] [--steps 30] [--limit N]
 Run with LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp (run.sh sets it); 2 threads."""
-import argparse, gzip, json, time
+import argparse, gzip, json, os, time
 import numpy as np
 import torch
 from torch import nn
 
-torch.set_num_threads(2)
+# BENCH_THREADS (default 2, as run.sh) and BENCH_CPU_CLOCK=1 (process CPU time: steadier at 1 thread on a busy
+# machine, as eager_step.lua --cpu) serve one-off comparisons; run.sh sets neither
+torch.set_num_threads(int(os.environ.get('BENCH_THREADS', '2')))
 p = argparse.ArgumentParser()
 p.add_argument('--workload', required=True)
 p.add_argument('--warmup', type=int, default=5)
 p.add_argument('--steps', type=int, default=30)
 p.add_argument('--limit', type=int, default=0)
 opts = p.parse_args()
-clock = time.perf_counter
+clock = time.process_time if os.environ.get('BENCH_CPU_CLOCK') == '1' else time.perf_counter
 
 
 def emit(workload, value, unit, **extra):
