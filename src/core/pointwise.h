@@ -50,7 +50,12 @@ struct Neg {
     else return -x;
   }
 };
-struct Abs { template <class A> static MF_HD A f(A x) { return x < 0 ? Neg::f(x) : x; } };
+struct Abs {
+  template <class A> static MF_HD A f(A x) {
+    if constexpr (std::is_unsigned<A>::value) return x;  // uint8 (no x < 0: nvcc warns, pointless)
+    else return x < 0 ? Neg::f(x) : x;
+  }
+};
 struct Exp { template <class A> static MF_HD A f(A x) { return std::exp(x); } MF_PW_RUN(exp) };
 struct Log { template <class A> static MF_HD A f(A x) { return std::log(x); } MF_PW_RUN(log) };
 struct Log1p { template <class A> static MF_HD A f(A x) { return std::log1p(x); } MF_PW_RUN(log1p) };
@@ -72,7 +77,12 @@ struct Square {
   }
 };
 // NaN stays NaN (NumPy's rule; PyTorch 1.13 gives 0, its open bug pytorch#41245)
-struct Sign { template <class A> static MF_HD A f(A x) { return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x; } };
+struct Sign {
+  template <class A> static MF_HD A f(A x) {
+    if constexpr (std::is_unsigned<A>::value) return x > 0 ? A(1) : A(0);
+    else return x > 0 ? A(1) : x < 0 ? A(-1) : x == 0 ? A(0) : x;
+  }
+};
 // integers are their own floor, ceil and rounding
 struct Floor {
   template <class A> static MF_HD A f(A x) { if constexpr (std::is_integral<A>::value) return x; else return std::floor(x); }

@@ -31,9 +31,11 @@ void on_device(const char* op, const char* name, const mf_tensor& t) {
 
 // -- unary, binary: the functor loops ------------------------------------------------------------
 
+// A: the functor's compute type, as the CPU loop's (pointwise.h UnaryAcc: integer tensors stay in T
+// through neg, abs, clamp ..., so int64 beyond 2^53 keeps its low bits)
 template <class F, class T>
-__global__ void unary_k(T* y, const T* x, Walk<2> L, int64_t n, Acc<T> a, Acc<T> b) {
-  using A = Acc<T>;
+__global__ void unary_k(T* y, const T* x, Walk<2> L, int64_t n, pw::UnaryAcc<F, T> a, pw::UnaryAcc<F, T> b) {
+  using A = pw::UnaryAcc<F, T>;
   MF_CUDA_GRID_LOOP(i, n) {
     int64_t o[2];
     offsets(L, i, o);
@@ -57,8 +59,9 @@ void unary_launch(mf_tensor& y, const mf_tensor& x, double a, double b) {
   const mf_tensor* ops[1] = {&x};
   Walk<2> L = make_walk<2>(y, ops);
   MF_DISPATCH(x.dtype_id, T, {
-    unary_k<F, T><<<grid_for(y.count), kThreads, 0, stream()>>>((T*)y.ptr, (const T*)x.ptr, L, y.count, Acc<T>(a),
-                                                                 Acc<T>(b));
+    using A = pw::UnaryAcc<F, T>;
+    unary_k<F, T><<<grid_for(y.count), kThreads, 0, stream()>>>((T*)y.ptr, (const T*)x.ptr, L, y.count,
+                                                                 pw::param_as<A>(a), pw::param_as<A>(b));
   });
   check_launch("unary");
 }
