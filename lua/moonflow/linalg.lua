@@ -258,6 +258,10 @@ return function(mf)
             .. "(cast it with :float())"):format(eq, q, dt))
         end
       end
+      if ops[k]:dtype() ~= ops[1]:dtype() then  -- else matmul, inside, would name itself
+        raise(("einsum: '%s': operand 1 is %s, operand %d is %s; expected one dtype (convert with :float() "
+          .. "or :double())"):format(eq, ops[1]:dtype(), k, ops[k]:dtype()))
+      end
       local keep = function(l) return needed_after(k)(l) or index_of(ly, l) end
       b, rest = sum_unneeded(b, lb, keep)
       sb, lb = drop_sizes(sb, lb, rest), rest

@@ -279,6 +279,9 @@ T.test('einsum refuses malformed equations with clear messages', function()
   T.errors(function() mf.einsum('i...j...', a) end, "has '...' twice")
   T.errors(function() mf.einsum('ij,jk', mf.ones(2, 2, {dtype = 'int64'}), mf.ones(2, 2, {dtype = 'int64'})) end,
            "einsum: 'ij,jk': operand 1 is int64; a product of operands needs float32 or float64")
+  -- mixed float dtypes: einsum names them (matmul, inside, named itself)
+  T.errors(function() mf.einsum('i,i->', mf.ones(3, {dtype = 'float64'}), mf.ones(3)) end,
+           "einsum: 'i,i->': operand 1 is float64, operand 2 is float32; expected one dtype")
 end)
 
 T.test('in a graph: each op as an intermediate, fed views, and gradients through einsum', function()
