@@ -145,7 +145,10 @@ bool allow_tf32() { return g_tf32; }
 namespace {
 
 // Regions from cudaMalloc. cudaFree waits for the device to finish, which is why the arena calls it
-// only from empty_cache (or to make room when cudaMalloc refuses).
+// only from empty_cache (or to make room when cudaMalloc refuses). A wholly free region may still
+// be read or written by work queued on the compute stream before its blocks were freed on the host;
+// the compute stream is non-blocking, and cudaFree's wait is implicit, so free waits for that
+// stream first, explicitly (never throws).
 class CudaRaw final : public RawMemory {
  public:
   void* allocate(size_t nbytes) override {
@@ -157,7 +160,15 @@ class CudaRaw final : public RawMemory {
     why_ = std::string("cudaMalloc: ") + cudaGetErrorString(e);
     return nullptr;
   }
-  void free(void* p) override { (void)cudaFree(p); }
+  void free(void* p) override {
+    cudaStream_t s = nullptr;
+    try {
+      s = stream();
+    } catch (...) {  // no stream: nothing was queued
+    }
+    if (s && cudaStreamSynchronize(s) != cudaSuccess) (void)cudaGetLastError();
+    (void)cudaFree(p);
+  }
   std::string why() override {
     std::lock_guard<std::mutex> lock(mu_);
     return why_;

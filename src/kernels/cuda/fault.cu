@@ -71,16 +71,30 @@ std::string message(const Fault& f) {
 }  // namespace
 
 FaultSlot fault_slot() {
+  // a step that fails gives back what the earlier ones took (call_once runs the lambda again on the
+  // next call), so a failed creation leaks no pinned memory
   std::call_once(g_fault_once, [] {
+    cudaStream_t st = stream();  // may throw: before anything is taken
     void* h = nullptr;
     check(cudaHostAlloc(&h, sizeof(Fault), cudaHostAllocMapped), "fault_slot", "cudaHostAlloc");
+    static_cast<Fault*>(h)->set = 0;
+    void *d = nullptr, *scan = nullptr;
+    const char* call = "cudaHostGetDevicePointer";
+    cudaError_t e = cudaHostGetDevicePointer(&d, h, 0);
+    if (e == cudaSuccess) {
+      call = "cudaMalloc";
+      e = cudaMalloc(&scan, sizeof(unsigned long long));
+    }
+    if (e == cudaSuccess) {
+      call = "cudaMemsetAsync";
+      e = cudaMemsetAsync(scan, 0xff, sizeof(unsigned long long), st);
+    }
+    if (e != cudaSuccess) {
+      if (scan) (void)cudaFree(scan);
+      (void)cudaFreeHost(h);
+      throw_cuda("fault_slot", call, e);
+    }
     g_host = static_cast<Fault*>(h);
-    g_host->set = 0;
-    void* d = nullptr;
-    check(cudaHostGetDevicePointer(&d, h, 0), "fault_slot", "cudaHostGetDevicePointer");
-    void* scan = nullptr;
-    check(cudaMalloc(&scan, sizeof(unsigned long long)), "fault_slot", "cudaMalloc");
-    check(cudaMemsetAsync(scan, 0xff, sizeof(unsigned long long), stream()), "fault_slot", "cudaMemsetAsync");
     g_slot = FaultSlot{static_cast<Fault*>(d), static_cast<unsigned long long*>(scan)};
   });
   if (!g_slot.rec) fail("K.fault_slot: the device fault record could not be created earlier");

@@ -166,9 +166,11 @@ int index_select(mf_tensor* out, const mf_tensor* x, const mf_tensor* idx, int32
       fail(op, ": output is ", dtype_name(out->dtype_id), ", x ", dtype_name(x->dtype_id), "; expected one dtype");
     for (const mf_tensor* t : {(const mf_tensor*)out, x, idx}) on_device(op, "an operand", *t);
     kcheck::writable(op, "output", *out);
+    // every host check before the device one: a host error after it would leave its fault pending,
+    // raised at some later, unrelated read
+    if (out->count > 0 && memory_overlaps(*out, *x)) fail(op, ": the output shares memory with x");
     check_indices(index_fault(op, "index", *idx, x->shape[dim], dim, true, x), *idx);
     if (out->count == 0) return;
-    if (memory_overlaps(*out, *x)) fail(op, ": the output shares memory with x");
     mf_tensor xs = *x;  // x's stride along dim is added per index; the walk steps over the others
     xs.strides[dim] = 0;
     const mf_tensor* xops[1] = {&xs};
