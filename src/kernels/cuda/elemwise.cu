@@ -74,6 +74,8 @@ void binary_launch(const PointwiseKernels& k, mf_tensor& z, const mf_tensor& x, 
   Walk<3> L = make_walk<3>(z, ops);
   bool watch = k.fault && !dtype_is_float(x.dtype_id);
   FaultSlot fs = watch ? fault_slot() : FaultSlot{};
+  std::unique_lock<std::mutex> lock;  // the kernel and its report, with no other check between (fault.cuh)
+  if (watch) lock = scan_lock();
   MF_DISPATCH(x.dtype_id, T, {
     bool dummy = false;
     using R = decltype(pw_detail::binary<F>(T(), T(), dummy, pw_detail::Rank<1>()));

@@ -18,6 +18,8 @@ namespace {
 std::once_flag g_fault_once;
 Fault* g_host = nullptr;  // the record as the host addresses it
 FaultSlot g_slot{};
+std::mutex g_scan_mu;   // scan_lock()
+std::mutex g_raise_mu;  // one host thread reads and clears the record at a time
 
 __global__ void scan_kernel(FaultSlot s, Layout l, int dtype, const void* idx, long long count, long long n) {
   for (long long i = global_index(); i < count; i += global_step()) {
@@ -124,9 +126,12 @@ void report_bad(const FaultSlot& s, const FaultInfo& info, const void* idx) {
   check_launch(info.op);
 }
 
+std::unique_lock<std::mutex> scan_lock() { return std::unique_lock<std::mutex>(g_scan_mu); }
+
 void check_indices(const FaultInfo& info, const mf_tensor& idx) {
   if (idx.count == 0) return;
   FaultSlot s = fault_slot();
+  std::unique_lock<std::mutex> lock = scan_lock();
   scan_kernel<<<grid_for(idx.count), kThreads, 0, stream()>>>(s, info.index, info.index_dtype, idx.ptr, idx.count,
                                                                info.n);
   check_launch(info.op);
@@ -135,7 +140,9 @@ void check_indices(const FaultInfo& info, const mf_tensor& idx) {
 
 // After a stream synchronisation (synchronize()): the recorded fault, raised once.
 void raise_fault() {
-  if (!g_host || !g_host->set) return;
+  if (!g_host) return;
+  std::lock_guard<std::mutex> lock(g_raise_mu);
+  if (!g_host->set) return;
   std::string m = message(*g_host);
   g_host->set = 0;
   throw Error(m);

@@ -13,6 +13,8 @@
 // that records that position and its value and resets the scan word. Message texts: fault.cu (the
 // CPU's words).
 #pragma once
+#include <mutex>
+
 #include "layout.cuh"
 
 namespace mf {
@@ -62,6 +64,13 @@ void report_bad(const FaultSlot& s, const FaultInfo& info, const void* idx);
 // Queues the check of every value of idx (int64, int32 or uint8) against 1..info.n and its report:
 // the usual way to check indices (host; no wait).
 void check_indices(const FaultInfo& info, const mf_tensor& idx);
+
+// Held from the launch of a kernel that calls note_bad through the launch of its report_bad (host):
+// engines on other threads queue on the same stream and share the scan word, so no other check's
+// kernels may come between a scan and its report (the report would take the other's position, or read
+// its own index at it, past its end). check_indices takes it; a caller of note_bad and report_bad
+// takes it itself.
+std::unique_lock<std::mutex> scan_lock();
 
 __device__ __forceinline__ void note_bad(const FaultSlot& s, long long pos) {
   atomicMin(s.scan, (unsigned long long)pos);
