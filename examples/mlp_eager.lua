@@ -12,11 +12,11 @@ end
 -- --device cuda without a GPU (or without the CUDA backend) stops here, saying why
 if device ~= 'cpu' and device ~= 'cuda' then
   io.stderr:write(("mlp_eager: --device is '%s'; expected cpu or cuda\n"):format(tostring(device)))
-  os.exit(1)
+  os.exit(1, true)
 end
 if device == 'cuda' and not mf.cuda.is_available() then
   io.stderr:write('mlp_eager: --device cuda: ' .. mf.cuda.reason() .. '\n')
-  os.exit(1)
+  os.exit(1, true)
 end
 mf.manual_seed(1)
 

@@ -543,7 +543,7 @@ local function main()
   if opts.diff then return diff(opts.diff[1], opts.diff[2]) end
   local cases = all_cases()
   local err = check_coverage(cases)
-  if err then io.stderr:write(err, '\n'); os.exit(1) end
+  if err then io.stderr:write(err, '\n'); os.exit(1, true) end
   local size_list = {}
   if opts.quick then opts.rounds = 1 end
   if opts.quick and not opts.sizes then
@@ -699,7 +699,7 @@ local function main()
   end
   local pt_fail = false
   for _, it in ipairs(inst) do if it.pt_error then pt_fail = true end end
-  if #failures > 0 or pt_fail then os.exit(1) end
+  if #failures > 0 or pt_fail then os.exit(1, true) end
 end
 
 main()

@@ -28,7 +28,7 @@ for i = 1, #arg do
 end
 if not SELF and not mf.cuda.is_available() then
   print('bench.lua: no GPU (' .. mf.cuda.reason() .. '); nothing measured')
-  os.exit(2)
+  os.exit(2, true)
 end
 local DEV = SELF and 'cpu' or 'cuda'
 ROUNDS = ROUNDS or (SELF and 3 or QUICK and 5 or 11)

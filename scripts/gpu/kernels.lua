@@ -15,7 +15,7 @@ local C = require 'moonflow.ffi_abi'
 local self_test = arg[1] == '--self-test'
 if not self_test and not mf.cuda.is_available() then
   print('kernels.lua: no GPU (' .. mf.cuda.reason() .. '); nothing checked')
-  os.exit(2)
+  os.exit(2, true)
 end
 
 local Kc = mf.kernels

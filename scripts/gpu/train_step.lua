@@ -17,7 +17,7 @@ for i = 1, #arg do
 end
 if not SELF and not mf.cuda.is_available() then
   print('train_step.lua: no GPU (' .. mf.cuda.reason() .. '); nothing checked')
-  os.exit(2)
+  os.exit(2, true)
 end
 local DEV = SELF and 'cpu' or 'cuda'
 
