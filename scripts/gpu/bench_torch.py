@@ -14,16 +14,12 @@ bench.lua's recipe: warm-up (three calls and at least the target's time), calls 
 batch takes a quarter of the target, then scaled to it; every batch synchronises the device before
 and after (torch.cuda.synchronize).
 usage (bench.lua does it): python3 scripts/gpu/bench_torch.py FIFO"""
-import json, math, sys, time
-out = open(sys.argv[1], 'w')  # first: bench.lua waits on this FIFO, and should hear why torch is missing
-try:
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-except ImportError as e:
-    out.write(json.dumps({'fatal': 'PyTorch twin: %s (install torch)' % e}) + '\n')
-    out.close()
-    sys.exit(0)
+import math, os, sys, time
+# the FIFO, the torch import and the request loop: scripts/bench/torch_twin.py's, shared with the CPU twins
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'bench'))
+from torch_twin import serve, start
+out, torch, F = start('install torch')
+nn = torch.nn
 
 state = {'device': 'cpu', 'f': None, 'n': 1}
 
@@ -119,20 +115,5 @@ def handle(req):
     raise ValueError('unknown request ' + cmd)
 
 
-def main():
-    out.write(json.dumps({'torch': torch.__version__}) + '\n')
-    out.flush()
-    for line in iter(sys.stdin.readline, ''):
-        req = json.loads(line)
-        if req.get('cmd') == 'quit':
-            break
-        try:
-            ans = handle(req)
-        except Exception as e:  # the error goes back to bench.lua, which reports it in the case's row
-            ans = {'error': '%s: %s' % (type(e).__name__, str(e).split('\n')[0][:300])}
-        out.write(json.dumps(ans) + '\n')
-        out.flush()
-
-
 if __name__ == '__main__':
-    main()
+    serve(out, torch, handle)
