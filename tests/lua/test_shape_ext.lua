@@ -134,6 +134,12 @@ T.test('wrong sizes, dims and params are clear errors', function()
   T.errors(function() return mf.multinomial(mf.tensor({{1, 2}, {0, 0}}), 1) end, 'multinomial', 'row 2',
     'no positive weight')
   T.errors(function() return mf.multinomial(mf.tensor({1, 0 / 0}), 1) end, 'multinomial', 'nan')
+  -- 0/0 is a NaN with its sign bit set: the message says 'nan', never the stream's '-nan'
+  local nan_msg = T.errors(function() local r = mf.multinomial(mf.tensor({0 / 0, 1, 1}), 2, true); return r end,
+    'multinomial: row 1 has weight nan at category 1; weights must be finite and >= 0')
+  T.eq(nan_msg:find('-nan', 1, true), nil, 'no -nan in ' .. nan_msg)
+  T.errors(function() local r = mf.multinomial(mf.tensor({0, 0, 0}, 'float64'), 1); return r end,
+    'test_shape_ext.lua', 'row 1', 'no positive weight')
   T.errors(function() return mf.multinomial(mf.tensor({1, 0, 0}), 2) end, 'row 1 has 1 positive weights',
     'cannot draw 2')
   T.errors(function() return mf.multinomial(mf.tensor({1, 2}, 'int64'), 1) end, 'expected float32 or float64 weights')
