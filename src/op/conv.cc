@@ -14,18 +14,23 @@ struct Pair {
 
 std::string pair_str(const Pair& p) { return std::to_string(p.h) + "x" + std::to_string(p.w); }
 
-// The (h, w) pair of an integer-list param of 1 or 2 values (one value means both dims), each at
-// least lo; an empty list gives *dflt where the param has that meaning.
+// The kernels take the geometry as int32 (hp / kp in src/kernels/cpu/kernels.h): the largest value of
+// a geometry param, so an out-of-range one fails here, named, instead of wrapping in the kernel
+// factory or overflowing the output-size arithmetic.
+constexpr int64_t kGeomMax = 2147483647;
+
+// The (h, w) pair of an integer-list param of 1 or 2 values (one value means both dims), each in
+// [lo, kGeomMax]; an empty list gives *dflt where the param has that meaning.
 Pair pair_param(InferCtx& c, const char* name, int64_t lo, const Pair* dflt = nullptr) {
   const auto& l = c.p.get_list(name);
   if (l.empty() && dflt) return *dflt;
   if (l.empty() || l.size() > 2)
     fail(c.name(), ": ", name, " has ", l.size(), " values; give 1 or 2 integers (one value means both dims)");
   for (int64_t v : l)
-    if (v < lo) {
+    if (v < lo || v > kGeomMax) {
       std::ostringstream s;
       for (size_t i = 0; i < l.size(); ++i) s << (i ? ", " : "") << l[i];
-      fail(c.name(), ": ", name, " is {", s.str(), "}; each value must be at least ", lo);
+      fail(c.name(), ": ", name, " is {", s.str(), "}; each value must be at least ", lo, " and at most ", kGeomMax);
     }
   return {l[0], l.back()};
 }

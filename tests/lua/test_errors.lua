@@ -50,6 +50,15 @@ local cases = {
   {'arange that never arrives', function() return mf.arange(0, 5, -1) end, 'arange', 'never arrives'},
   {'unknown method', function() return mf.ones(2):frobnicate() end, 'frobnicate'},
   {'matmul of vectors', function() return mf.matmul(mf.ones(3), mf.ones(3)) end, 'matmul', 'at least 2 dims'},
+  -- conv geometry beyond the kernels' int32 range fails in the shape rule, naming the param and its range
+  {'conv2d stride 2^62', function() return mf.conv2d(mf.ones(1, 1, 4, 4), mf.ones(1, 1, 3, 3), 2 ^ 62) end,
+   'conv2d: stride is {4611686018427387904}; each value must be at least 1 and at most 2147483647'},
+  {'conv2d padding 2^62', function() return mf.conv2d(mf.ones(1, 1, 4, 4), mf.ones(1, 1, 3, 3), 1, {1, 2 ^ 62}) end,
+   'conv2d: padding is {1, 4611686018427387904}; each value must be at least 0 and at most 2147483647'},
+  {'conv2d dilation 2^31', function() return mf.conv2d(mf.ones(1, 1, 4, 4), mf.ones(1, 1, 3, 3), 1, 0, 2 ^ 31) end,
+   'conv2d: dilation is {2147483648}; each value must be at least 1 and at most 2147483647'},
+  {'max_pool2d kernel_size 2^40', function() return mf.max_pool2d(mf.ones(1, 1, 4, 4), 2 ^ 40) end,
+   'max_pool2d: kernel_size is {1099511627776}; each value must be at least 1 and at most 2147483647'},
 }
 
 for _, c in ipairs(cases) do
