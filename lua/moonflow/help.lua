@@ -60,7 +60,7 @@ return function(mf)
     op_doc = 'mf.op_doc(name): the docs of a registered op as text (nil for an unknown name).',
     eager_stats = 'mf.eager_stats(): {calls, binds, factories}: eager op calls, shape-inference + bind events, kernel strings evaluated.',
     save = 'mf.save(path, tensors[, metadata]): writes a (nested) table of tensors as safetensors, names joined with "."; atomic (temp file + rename).',
-    load = 'mf.load(path): reads a safetensors file; returns {name = tensor} (flat names) and its string metadata table.',
+    load = "mf.load(path[, {device = 'cuda'}]): reads a safetensors file; returns {name = tensor} (flat names, on device when given, else the CPU) and its string metadata table.",
     ['data.read_idx'] = 'mf.data.read_idx(path): an IDX file (gzip or plain, unsigned bytes) as a uint8 tensor of its declared shape.',
     ['data.fashion_mnist_raw'] = "mf.data.fashion_mnist_raw('train'|'test'): Fashion-MNIST images (N x 28 x 28 uint8) and labels (N uint8, 0..9).",
     ['data.fashion_mnist'] = 'mf.data.fashion_mnist(): train and test datasets (60000, 10000) from the Debian package dataset-fashion-mnist (files under mf.data.FASHION_MNIST_DIR: the environment variable MF_FASHION_MNIST_DIR when set, else /usr/share/datasets/fashion-mnist).',

@@ -2,6 +2,7 @@
 -- little-endian bytes), written atomically, read with every field checked before memory is touched.
 local ffi = require 'ffi'
 local json = require 'moonflow.json'
+local O = require 'moonflow.options'
 
 return function(mf)
   local raise, is_tensor = mf._raise, mf.is_tensor
@@ -354,9 +355,14 @@ return function(mf)
     return out, meta
   end
 
-  -- mf.load(path) -> {name = tensor, ...}, metadata (a table of strings, empty when absent)
-  function mf.load(path)
+  -- mf.load(path[, {device = name}]) -> {name = tensor, ...}, metadata (a table of strings, empty when
+  -- absent). The tensors are read on the CPU and moved to device when one is given; the device (an
+  -- unknown one, or cuda without a GPU) and the options are checked before the file is opened.
+  function mf.load(path, opts)
     if type(path) ~= 'string' then raise(('mf.load: path must be a string, got a %s'):format(type(path))) end
+    opts = O.check('mf.load', opts, {device = 'any'})
+    local device = opts.device
+    if device ~= nil then mf._device_id(device, 'mf.load') end
     local where = ("mf.load: '%s'"):format(path)
     if not ffi.abi('le') then raise(where .. ': only little-endian hosts are supported') end
     local f, oerr = io.open(path, 'rb')
@@ -366,6 +372,9 @@ return function(mf)
     if not ok then
       if type(res) == 'table' and res.load then raise(where .. ': ' .. res.load) end
       raise(where .. ': ' .. tostring(res))
+    end
+    if device ~= nil then
+      for name, t in pairs(res) do res[name] = t:to(device) end
     end
     return res, meta
   end

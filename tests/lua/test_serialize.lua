@@ -347,5 +347,26 @@ T.test('load argument errors and help', function()
   T.eq(mf._docs.save ~= nil and mf._docs.load ~= nil, true, 'save and load have help entries')
 end)
 
+T.test('load options: device, and unknown options named', function()
+  local p = dir .. '/dev.safetensors'
+  mf.save(p, {w = mf.tensor({{1, 2}, {3, 4}}, 'float64')})
+  local t = mf.load(p, {device = 'cpu'})
+  T.tensor_eq(t.w, {{1, 2}, {3, 4}})
+  T.eq(t.w:device(), 'cpu')
+  T.errors(function() mf.load(p, {devcie = 'cuda'}) end, "mf.load: unknown option 'devcie'; did you mean 'device'?")
+  T.errors(function() mf.load(p, 'cuda') end, "mf.load: expected a table of options, got 'cuda'")
+  T.errors(function() mf.load(p, {device = 'tpu'}) end, "mf.load: device 'tpu' is not registered")
+  T.errors(function() mf.load(p, {device = 5}) end, 'mf.load: the device is a number; expected a device name')
+  -- the device is checked before the file: a bad one fails the same for a missing file
+  T.errors(function() mf.load(dir .. '/missing', {device = 'tpu'}) end, "device 'tpu' is not registered")
+  if mf.cuda.is_available() then
+    local g = mf.load(p, {device = 'cuda'})
+    T.eq(g.w:device(), 'cuda')
+    T.tensor_eq(g.w:to('cpu'), {{1, 2}, {3, 4}})
+  else
+    T.errors(function() mf.load(p, {device = 'cuda'}) end, 'mf.load: cuda: ' .. mf.cuda.reason())
+  end
+end)
+
 os.execute('rm -rf ' .. dir)
 T.finish()
