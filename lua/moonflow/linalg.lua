@@ -182,8 +182,10 @@ return function(mf)
   end
 
   function mf.einsum(eq, ...)
-    local ops = {...}
-    if type(ops[1]) == 'table' and not mf.is_tensor(ops[1]) and not mf.is_symbol(ops[1]) then ops = ops[1] end
+    local ops, nargs, listed = {...}, select('#', ...), false
+    if type(ops[1]) == 'table' and not mf.is_tensor(ops[1]) and not mf.is_symbol(ops[1]) then
+      ops, nargs, listed = ops[1], table.maxn(ops[1]), true
+    end
     if type(eq) ~= 'string' then raise(('einsum: the equation is a %s; expected a string'):format(type(eq))) end
     local src = eq:gsub('%s', '')
     local lhs, rhs = src:match('^(.-)%->(.*)$')
@@ -191,6 +193,13 @@ return function(mf)
     if rhs and rhs:find('->', 1, true) then raise(("einsum: '%s' has more than one '->'"):format(eq)) end
     local terms = {}
     for t in (lhs .. ','):gmatch('([^,]*),') do terms[#terms + 1] = t end
+    -- einsum(eq, a, nil, b) or einsum(eq, a, nil): name the hole (einsum takes no trailing options)
+    for k = 1, nargs do
+      if ops[k] == nil then
+        raise(("einsum: operand %d%s is nil; '%s' has %d input term%s, each needing a tensor or symbol"):format(k,
+          listed and '' or (' (argument %d)'):format(k + 1), eq, #terms, #terms == 1 and '' or 's'))
+      end
+    end
     if #terms ~= #ops then
       raise(("einsum: '%s' has %d input term%s; %d operand%s given"):format(eq, #terms, #terms == 1 and '' or 's', #ops,
         #ops == 1 and '' or 's'))

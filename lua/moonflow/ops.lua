@@ -780,7 +780,13 @@ return function(mf)
     ptable[field] = list
     for j = i, n do
       if is_options(args[j]) then for k, v in pairs(args[j]) do ptable[k] = v end
-      elseif args[j] ~= nil then
+      elseif args[j] == nil then  -- zeros(2, nil, 3): a hole, not the end of the sizes (a trailing nil is)
+        for k = j + 1, n do
+          if args[k] ~= nil then
+            raise(('%s: argument %d is nil; expected a number (an entry of %s) or a table of params'):format(op.name, j, field))
+          end
+        end
+      else
         raise(('%s: unexpected argument %d (%s); pass other params in a table, e.g. {dtype = "float64"}'):format(op.name, j, tostring(args[j])))
       end
     end

@@ -50,6 +50,12 @@ local cases = {
   {'arange that never arrives', function() return mf.arange(0, 5, -1) end, 'arange', 'never arrives'},
   {'unknown method', function() return mf.ones(2):frobnicate() end, 'frobnicate'},
   {'matmul of vectors', function() return mf.matmul(mf.ones(3), mf.ones(3)) end, 'matmul', 'at least 2 dims'},
+  -- a nil between sizes is a hole, named; a trailing nil (an absent options table) is not
+  {'nil between sizes', function() return mf.zeros(2, nil, 3) end,
+   'zeros: argument 2 is nil; expected a number (an entry of shape) or a table of params'},
+  {'nil before a size', function() return mf.rand(nil, 3) end, 'rand: argument 1 is nil'},
+  {'nil between sizes of reshape', function() return mf.ones(6):reshape(2, nil, 3) end, 'reshape: argument 3 is nil'},
+  {'nil between sizes and params', function() return mf.zeros(2, nil, {dtype = 'float64'}) end, 'zeros: argument 2 is nil'},
   -- conv geometry beyond the kernels' int32 range fails in the shape rule, naming the param and its range
   {'conv2d stride 2^62', function() return mf.conv2d(mf.ones(1, 1, 4, 4), mf.ones(1, 1, 3, 3), 2 ^ 62) end,
    'conv2d: stride is {4611686018427387904}; each value must be at least 1 and at most 2147483647'},
@@ -85,6 +91,14 @@ T.test('register_op: bad definitions', function()
     lua_compute = 'function(ins, outs, p)\n  helper = 1\n  return function() end\nend'}
   T.errors(function() return mf.stray(mf.ones(2)) end, 'op stray', "assigns global 'helper'")
   still_works()
+end)
+
+
+T.test('a trailing nil is an absent options table, not a hole', function()
+  local opts = nil
+  T.eq(mf.zeros(2, 3, opts):size(2), 3)
+  T.eq(mf.ones(6):reshape(2, 3, opts):size(1), 2)
+  T.tensor_eq(mf.einsum('ij->ji', mf.tensor{{1, 2}}), {{1}, {2}})
 end)
 
 T.finish()

@@ -269,6 +269,12 @@ T.test('einsum refuses malformed equations with clear messages', function()
   local a, b = mf.ones(2, 3), mf.ones(3, 4)
   T.errors(function() mf.einsum('ij,jk>ik', a, b) end, "einsum: 'ij,jk>ik'", "'>' in term 'jk>ik' is not a letter")
   T.errors(function() mf.einsum('ij,jk->ik', a) end, "einsum: 'ij,jk->ik' has 2 input terms; 1 operand given")
+  -- a nil operand is named, not counted as the end of the list
+  T.errors(function() mf.einsum('ij,jk,kl->il', a, nil, b) end,
+    "einsum: operand 2 (argument 3) is nil; 'ij,jk,kl->il' has 3 input terms")
+  T.errors(function() mf.einsum('ij,jk->ik', a, nil) end, 'einsum: operand 2 (argument 3) is nil')
+  T.errors(function() mf.einsum('ij,jk->ik', nil, b) end, 'einsum: operand 1 (argument 2) is nil')
+  T.errors(function() mf.einsum('ij,jk->ik', {a, nil, b}) end, 'einsum: operand 2 is nil')
   T.errors(function() mf.einsum('ijk->i', a) end, "term 'ijk' names 3 dims; operand 1 has 2")
   T.errors(function() mf.einsum('ij->iz', a) end, "output letter 'z' is in no input term")
   T.errors(function() mf.einsum('ij->ii', a) end, "output letter 'i' appears twice")
