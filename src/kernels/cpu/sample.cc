@@ -4,6 +4,7 @@
 // changes them. rand, randn, randint and dropout_mask run Philox in vector lanes, a block of
 // counters at a time, and randn's Box-Muller through the vector math (src/core/vecmath.h).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -303,22 +304,38 @@ void multinomial_cpu(mf_tensor& out, mf_rng& g, const mf_tensor& probs, bool rep
          "(rows, n) or (n)");
   int64_t k = probs.shape[probs.ndim - 1], n = out.shape[out.ndim - 1], rows = probs.ndim == 2 ? probs.shape[0] : 1;
   if (out.count == 0) return;
-  // Check every weight first: no error may be thrown inside the parallel loop.
-  std::vector<double> w(size_t(probs.count));
-  MF_DISPATCH_FLOAT(probs.dtype_id, T, op, {
-    const T* p = (const T*)probs.ptr;
-    for (int64_t i = 0; i < probs.count; ++i) w[size_t(i)] = double(p[i]);
-  });
-  multinomial_check(op, w.data(), rows, k, n, replacement, probs);
-  // Row r, position j draws from counter offset + r * m + j (m = max(k, n)).
+  // Row r, position j draws from counter offset + r * m + j (m = max(k, n)). Each row is checked
+  // where it is drawn (in the parallel loop, where no error may be thrown): a failed row is only
+  // counted, and multinomial_check then raises the first one's error (the RNG offset stays put).
+  // The weights are read in place (an earlier float64 copy of a 16 MB probs cost more than the draws).
   uint64_t seed = g.seed, base = g.offset, m = uint64_t(std::max(k, n));
   int64_t* dst = (int64_t*)out.ptr;
-  parallel_for(rows, k * 8 + n * 16, [&](int64_t lo, int64_t hi) {
-    std::vector<double> acc(static_cast<size_t>(k));
-    std::vector<int64_t> order(static_cast<size_t>(k));
-    for (int64_t r = lo; r < hi; ++r) {
-      multinomial_row(seed, base + uint64_t(r) * m, w.data() + r * k, k, n, replacement, dst + r * n, acc, order);
-    }
+  MF_DISPATCH_FLOAT(probs.dtype_id, T, op, {
+    const T* w = (const T*)probs.ptr;
+    std::atomic<int64_t> failed{0};
+    parallel_for(rows, k * 8 + n * 16, [&](int64_t lo, int64_t hi) {
+      std::vector<double> acc(static_cast<size_t>(replacement ? 4 * k : k));
+      std::vector<int64_t> order(replacement ? 0 : static_cast<size_t>(k));
+      int64_t bad = 0, r = lo;
+      if (replacement) {  // four rows at a time where all four pass
+        for (; r + 4 <= hi; r += 4) {
+          const T* w4 = w + r * k;
+          if (!(multinomial_row_ok(w4, k, n, true) & multinomial_row_ok(w4 + k, k, n, true) &
+                multinomial_row_ok(w4 + 2 * k, k, n, true) & multinomial_row_ok(w4 + 3 * k, k, n, true)))
+            break;  // the row loop below takes them one by one
+          multinomial_rows4(seed, base + uint64_t(r) * m, m, w4, k, n, dst + r * n, acc.data());
+        }
+      }
+      for (; r < hi; ++r) {
+        if (!multinomial_row_ok(w + r * k, k, n, replacement)) {
+          ++bad;
+          continue;
+        }
+        multinomial_row(seed, base + uint64_t(r) * m, w + r * k, k, n, replacement, dst + r * n, acc, order);
+      }
+      if (bad) failed.fetch_add(bad, std::memory_order_relaxed);
+    });
+    if (failed.load()) multinomial_check(op, w, rows, k, n, replacement, probs);
   });
   g.offset = base + uint64_t(rows) * m;
 }
