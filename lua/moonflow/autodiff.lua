@@ -20,6 +20,20 @@ return function(mf)
   end
   mf._gradient_rule = rule_of  -- the tape (tape.lua) calls the same rules on tensors
 
+  -- The message for an op with no gradient rule met on a gradient path (what: 'gradients', ...; where:
+  -- {node = text after the op's name, path = the path's text}). An op that is what another op's
+  -- gradient rule builds (its block's gradient_of: cumprod for cumprod_grad) names that op, which is
+  -- differentiable once only.
+  function mf._no_gradient_error(what, op, where)
+    local msg = ("%s: op '%s'%s has no gradient, and %s runs through it"):format(what, op.name, where.node or '', where.path)
+    local of = op.gradient_of
+    if of then
+      msg = msg .. ("; it is what the gradient of %s builds, so %s is differentiable once only: a second-order"
+        .. " gradient (a gradient of a gradient) through %s is not supported"):format(of, of, of)
+    end
+    return msg
+  end
+
   local function as_list(x)
     if mf.is_symbol(x) then return {x} end
     if type(x) ~= 'table' then return nil end
@@ -138,8 +152,8 @@ return function(mf)
         local op = info.op
         local rule = rule_of(op)
         if not rule then
-          raise(("gradients: op '%s' (node '%s') has no gradient, and the path from xs to ys runs through it")
-            :format(op.name, info.name))
+          raise(mf._no_gradient_error('gradients', op, {node = (" (node '%s')"):format(info.name),
+            path = 'the path from xs to ys'}))
         end
         local outs, gouts = info.out_syms, {}
         for k = 1, info.nout do

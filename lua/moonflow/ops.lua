@@ -1005,6 +1005,8 @@ return function(mf)
     op.shape_only = nlend > 0 and nlend == #op.inputs
     local twin = cstr(C.mf_op_in_place_of(index))
     op.in_place_of = twin ~= '' and twin or nil  -- add for add_ (in_place_of)
+    local of = cstr(C.mf_op_gradient_of(index))
+    op.gradient_of = of ~= '' and of or nil  -- cumprod for cumprod_grad (gradient_of)
     -- the input that is a uint8 selection mask (where's cond): it never decides a number's dtype
     op.mask_input = C.mf_op_mask_input(index)
     op.aliases = {}

@@ -542,8 +542,7 @@ return function(mf)
           local op = n.op
           local rule = mf._gradient_rule(op)
           if not rule then
-            raise(("%s: op '%s' has no gradient, and the path from the inputs to the outputs runs through it")
-              :format(what, op.name))
+            raise(mf._no_gradient_error(what, op, {path = 'the path from the inputs to the outputs'}))
           end
           local nin = n.nin
           for k = n.nout + 1, #ys do ys[k], gys[k] = nil, nil end

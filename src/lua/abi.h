@@ -91,6 +91,9 @@ int mf_op_num_written(int op);
 int mf_op_lends_shape(int op, int i);
 /* an in-place op's out-of-place form (its block's in_place_of: "add" for add_), else "" */
 const char *mf_op_in_place_of(int op);
+/* the op whose gradient rule builds this gradient-less op (its block's gradient_of: "cumprod" for
+   cumprod_grad), else "" */
+const char *mf_op_gradient_of(int op);
 /* how many outputs the op returns for params p (NULL: the defaults) when the params alone decide it
    (sort: 2; max: 2 over one dim, else 1), else -1 (the shape rule decides: split, or undeclared) */
 int mf_op_num_outputs(int op, const mf_params *p);

@@ -209,6 +209,7 @@ int mf_op_mask_input(int op) { MF_OP_FIELD(op_at(op).mask_input_, -1) }
 int mf_op_num_written(int op) { MF_OP_FIELD(op_at(op).num_written_, -1) }
 int mf_op_lends_shape(int op, int i) { MF_OP_FIELD(op_at(op).lends_shape_of(size_t(i)) ? 1 : 0, -1) }
 const char* mf_op_in_place_of(int op) { MF_OP_FIELD(cstr(op_at(op).in_place_of_), nullptr) }
+const char* mf_op_gradient_of(int op) { MF_OP_FIELD(cstr(op_at(op).gradient_of_), nullptr) }
 int mf_op_num_outputs(int op, const mf_params* p) {
   return guard_value(__func__, -1, [&] {
     const OpDef& def = op_at(op);

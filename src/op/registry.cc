@@ -54,6 +54,11 @@ static void complete_attributes(OpDef& op, const std::function<bool(const std::s
       fail(op.name_, ": in_place_of('", op.in_place_of_, "') on an op that writes nothing");
     if (!has_op(op.in_place_of_)) fail(op.name_, ": in_place_of('", op.in_place_of_, "'), an unknown op");
   }
+  if (!op.gradient_of_.empty()) {
+    if (!op.lua_gradient_.empty() || (op.flags_ & MF_OPF_LOCAL_GRADIENT))
+      fail(op.name_, ": gradient_of('", op.gradient_of_, "') on an op with a gradient (gradient_of says it has none)");
+    if (!has_op(op.gradient_of_)) fail(op.name_, ": gradient_of('", op.gradient_of_, "'), an unknown op");
+  }
 }
 
 Registry& Registry::get() {

@@ -64,6 +64,7 @@ struct OpDef {
   int (*count_outputs_)(const ParamValues&) = nullptr;  // outputs(f)
   std::vector<int> shape_inputs_;     // lends_shape(i): 1-based input indices
   std::string in_place_of_;           // in_place_of(op): the out-of-place op it is the in-place form of
+  std::string gradient_of_;           // gradient_of(op): the op whose gradient rule builds this one
 
   // Builder used by MF_REGISTER_OP blocks.
   OpDef& describe(std::string d) { doc_ = std::move(d); return *this; }
@@ -106,6 +107,9 @@ struct OpDef {
   }
   // This write op is the in-place form of op (add_ of add): a graph refusing the write points there.
   OpDef& in_place_of(std::string op) { in_place_of_ = std::move(op); return *this; }
+  // This op is what op's gradient rule builds (cumprod_grad of cumprod) and has no gradient itself:
+  // op is differentiable once only, and a second-order gradient through it says so by name.
+  OpDef& gradient_of(std::string op) { gradient_of_ = std::move(op); return *this; }
   // Returns input 1 unchanged when inputs 1 and 2 have the same shape (sum_to, broadcast_like):
   // graph building adds no node for it then.
   OpDef& identity_if_same_shape() { flags_ |= MF_OPF_SAME_SHAPE_IDENTITY; return *this; }

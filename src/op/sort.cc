@@ -295,7 +295,8 @@ end)lua")
 
   MF_REGISTER_OP(cumprod)
       .describe("Running product along dim: y[j] = x[1] * ... * x[j] (reverse: x[j] * ... * x[n]). Integers and "
-                "uint8 give int64, as in PyTorch. Its gradient is exact where x holds zeros.")
+                "uint8 give int64, as in PyTorch. Its gradient is exact where x holds zeros; it is differentiable once "
+                "only (its gradient, cumprod_grad, has none).")
       .inputs({"x"})
       .strided()
       .param(Field::integer("dim", 1, "Dim to accumulate along, 1-based (negative counts from the end).").mandatory())
@@ -313,6 +314,7 @@ end)lua")
   MF_REGISTER_OP(cumprod_grad)
       .describe("The gradient of cumprod(x, dim, reverse) for the output gradient gy, without division, so exact "
                 "where x holds zeros. Has no gradient itself (cumprod's second derivative is not supported).")
+      .gradient_of("cumprod")
       .inputs({"x", "gy"})
       .strided()
       .param(Field::integer("dim", 1, "The dim cumprod accumulated along, 1-based.").mandatory())

@@ -65,6 +65,12 @@ local cases = {
    'conv2d: dilation is {2147483648}; each value must be at least 1 and at most 2147483647'},
   {'max_pool2d kernel_size 2^40', function() return mf.max_pool2d(mf.ones(1, 1, 4, 4), 2 ^ 40) end,
    'max_pool2d: kernel_size is {1099511627776}; each value must be at least 1 and at most 2147483647'},
+  {'cumprod twice differentiated', function()
+     local x = mf.tensor({1, 2, 3}, {requires_grad = true})
+     local g = mf.autograd.grad(mf.sum(mf.cumprod(x, 1)), x, {create_graph = true})[1]
+     return mf.autograd.grad(mf.sum(g), x)
+   end, "op 'cumprod_grad' has no gradient", 'it is what the gradient of cumprod builds, so cumprod is differentiable once only',
+   'a second-order gradient (a gradient of a gradient) through cumprod is not supported'},
 }
 
 for _, c in ipairs(cases) do

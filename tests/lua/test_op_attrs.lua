@@ -132,6 +132,8 @@ T.test('built-in blocks declare lends_shape and in_place_of; Lua reads them at l
   T.eq(ops.masked_fill_.in_place_of, 'masked_fill')
   T.eq(ops.scatter_.in_place_of, 'scatter')
   T.eq(ops.add.in_place_of, nil)
+  T.eq(ops.cumprod_grad.gradient_of, 'cumprod')  -- gradient_of: a gradient-less op some gradient rule builds
+  T.eq(ops.cumprod.gradient_of, nil)
   -- an op whose inputs all lend their shape has the registry's empty rule (nothing flows back)
   T.eq(#mf._gradient_rule(ops.ones_like)(), 0)
   local w = mf.randn(2, 3, {requires_grad = true})
