@@ -21,12 +21,24 @@ function(op, ...)
     for k, v in pairs(last) do p[k] = v end
     n = n - 1
   end
-  local ins = {args[1]}
+  -- straight-line copies for the ops' two and three inputs: a loop of one or two turns here left
+  -- every trace through the adapter (LuaJIT blacklisted it), and each call ran interpreted (issue 12)
+  local ins
   if type(args[2]) == 'number' and n == nin + 1 then
     p.dim = args[2]
-    for i = 2, nin do ins[i] = args[i + 1] end
+    if nin == 3 then ins = {args[1], args[3], args[4]}
+    elseif nin == 2 then ins = {args[1], args[3]}
+    else
+      ins = {args[1]}
+      for i = 2, nin do ins[i] = args[i + 1] end
+    end
   else
-    for i = 2, nin do ins[i] = args[i] end
+    if nin == 3 then ins = {args[1], args[2], args[3]}
+    elseif nin == 2 then ins = {args[1], args[2]}
+    else
+      ins = {args[1]}
+      for i = 2, nin do ins[i] = args[i] end
+    end
     if n > nin + 1 then
       mf._raise(('%s: too many arguments (%d); call it as %s(x, dim, %s) or mf.%s(x, %s, dim)'):format(op.name, n,
         op.name, table.concat(op.inputs, ', ', 2), op.name, table.concat(op.inputs, ', ', 2)))
