@@ -56,22 +56,26 @@ return function(mf)
     return e
   end
 
-  -- Step 1. Who reads what: uses[e] (readers of entry e), reader[e] (its last reader), each step's
-  -- position, and writers_between(i, j): writer steps strictly between positions i < j (moving a
-  -- read across one could change its value).
+  -- Step 1. Who reads what: e.nuses (readers of entry e), e.reader (its last reader), each step's
+  -- position st.pos, gone[pos] (the step at pos was folded into another: false for now), and
+  -- writers_between(i, j): writer steps strictly between positions i < j (moving a read across one
+  -- could change its value). The counts live in the entries (records of this bind only, made with
+  -- room for them, session.lua) and gone in an array by position, not in tables keyed by entry or
+  -- step: such a table has a slot per node, scattered over a heap that grows with the graph, and
+  -- its lookups and rehashes were the part of binding that grew faster than the graph (issue 20).
   local function index_steps(steps)
-    local uses, reader, wcount, w = {}, {}, {}, 0
+    local wcount, gone, w = {}, {}, 0
     for i, st in ipairs(steps) do
       st.pos = i
       for _, e in ipairs(st.in_entries) do
-        uses[e] = (uses[e] or 0) + 1
-        reader[e] = st
+        e.nuses = (e.nuses or 0) + 1
+        e.reader = st
       end
       if bit.band(st.op.flags, OPF_WRITES) ~= 0 then w = w + 1 end
-      wcount[i] = w
+      wcount[i], gone[i] = w, false
     end
     local function writers_between(i, j) return wcount[j - 1] - wcount[i] end
-    return {steps = steps, uses = uses, reader = reader, writers_between = writers_between, gone = {},
+    return {steps = steps, writers_between = writers_between, gone = gone,
             group = {inputs = {}, index = {}, members = {}, prog = {}, value = {}}}
   end
 
@@ -82,7 +86,7 @@ return function(mf)
   -- number), first (earliest member position)}; absorbed producers are marked in cx.gone.
   -- (Plain functions over cx and g, not closures per group: binding a big graph makes thousands.)
   local function joins(cx, g, p, e, own)
-    return p and not cx.gone[p] and cx.uses[e] == own and not e.external and not e.view_of and code_of(p)
+    return p and not cx.gone[p.pos] and e.nuses == own and not e.external and not e.view_of and code_of(p)
       and same_shape(e.s, g.out.s) and g.count < MAX_STEPS and cx.writers_between(p.pos, g.root_pos) == 0
   end
 
@@ -105,7 +109,7 @@ return function(mf)
         local p = e.producer
         if joins(cx, g, p, e, own) then
           g.count = g.count + 1
-          cx.gone[p] = true
+          cx.gone[p.pos] = true
           if p.pos < g.first then g.first = p.pos end
           v = absorb(cx, g, p)
         else
@@ -141,7 +145,7 @@ return function(mf)
   -- variable's entry and the assign step, or nil.
   local function assign_target(cx, g, root)
     local out = root.outs[1]
-    local a = cx.uses[out] == 1 and cx.reader[out]
+    local a = out.nuses == 1 and out.reader
     if not (a and a.op.overwrites and a.in_entries[2] == out and not out.external) then return nil end
     local v = a.in_entries[1]
     if not (v.var and v.s.is_contig == 1 and v.s.dtype_id == out.s.dtype_id and same_shape(v.s, out.s)
@@ -202,26 +206,24 @@ return function(mf)
     scratch:rewind()
     local ok, err = pcall(mf._infer, op, rec, structs, #ins, nil, scratch)
     if not ok then error(('fusion of %s: %s'):format(root.name, tostring(err)), 0) end
-    if ref then cx.gone[root] = true else pick_inplace(root.outs[1], ins) end
+    if ref then cx.gone[root.pos] = true else pick_inplace(root.outs[1], ins) end
     cx.steps[at.pos] = {op = op, rec = rec, ins = structs, in_entries = ins, outs = at.outs, step = at.step,
                         pos = at.pos, name = at.name}
     return #g.members - 1 + (ref and 1 or 0)
   end
 
-  -- Step 6. Drops the folded steps from ex.steps and their outputs from pentries (in place).
+  -- Step 6. Drops the folded steps from ex.steps and their outputs from pentries (in place). Every
+  -- planned entry has its producer in ex.steps (an op's output, or a contiguous copy's), and a
+  -- replaced step keeps its position (emit_fused), so an entry is dead when its producer's is gone.
   local function drop_folded(ex, pentries, gone)
-    local kept, dead = {}, {}
-    for _, st in ipairs(ex.steps) do
-      if gone[st] then
-        for _, e in ipairs(st.outs) do dead[e] = true end
-      else
-        kept[#kept + 1] = st
-      end
+    local kept = {}
+    for i, st in ipairs(ex.steps) do
+      if not gone[i] then kept[#kept + 1] = st end
     end
     ex.steps = kept
     local n = 0
     for _, e in ipairs(pentries) do
-      if not dead[e] then
+      if not gone[e.producer.pos] then
         n = n + 1
         pentries[n] = e
       end
@@ -237,7 +239,7 @@ return function(mf)
     local folded = 0
     for i = #cx.steps, 1, -1 do
       local root = cx.steps[i]
-      if not cx.gone[root] and code_of(root) then
+      if not cx.gone[i] and code_of(root) then
         local g = grow_group(cx, i)
         local ref, at = assign_target(cx, g, root)
         if #g.members >= 2 or ref then folded = folded + emit_fused(cx, g, root, ref, at or root) end

@@ -194,9 +194,9 @@ return function(mf)
         local outs = {}
         for k, m in ipairs(metas) do
           m.device_id = self.device_id  -- (ops without inputs infer the host)
-          -- (producer and pi, set below and by the plan, in the constructor: the table is made
-          -- with room for them instead of growing twice)
-          local e = {s = m, step = clock, last_use = clock, producer = false, pi = false}
+          -- (producer and pi, set below and by the plan, and nuses and reader, fusion's counts, in
+          -- the constructor: the table is made with room for them instead of growing twice)
+          local e = {s = m, step = clock, last_use = clock, producer = false, pi = false, nuses = 0, reader = false}
           if alias[k] then
             local base = ins[1]
             e.view_of = base
