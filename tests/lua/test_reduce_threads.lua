@@ -193,4 +193,23 @@ T.test('softmax and log_softmax on long rows and columns against float64', funct
   end
 end)
 
+-- dot sums fixed blocks of 65536 elements (src/kernels/cpu/matmul.cc, dot_blocks): 300001 elements
+-- are five blocks, the last partial; a column of a matrix is a strided vector
+T.test('dot on several blocks: same bits with 1 and 2 threads, float64 reference', function()
+  for _, dtype in ipairs({'float32', 'float64'}) do
+    local a, b = mf.randn(300001, 2):cast(dtype), mf.randn(300001):cast(dtype)
+    local col = mf.select(a, 2, 2)  -- stride 2
+    same_bits('dot ' .. dtype, function() return mf.dot(a:select(2, 1):contiguous(), b), mf.dot(col, b) end)
+    local av, cv, bv = a:select(2, 1):contiguous():totable(), col:contiguous():totable(), b:totable()
+    local s1, s2, m = 0, 0, 0
+    for i = 1, #bv do
+      s1, s2 = s1 + av[i] * bv[i], s2 + cv[i] * bv[i]
+      m = m + math.abs(av[i] * bv[i])
+    end
+    local tol = (dtype == 'float32' and 2 ^ -20 or 2 ^ -48) * m
+    T.near(mf.dot(a:select(2, 1):contiguous(), b):item(), s1, tol, 'dot ' .. dtype)
+    T.near(mf.dot(col, b):item(), s2, tol, 'dot strided ' .. dtype)
+  end
+end)
+
 T.finish()
