@@ -93,14 +93,28 @@ do
   for k, v in pairs(up) do K.R[k] = v end
 end
 
--- fused elementwise: compile a program (Lua list of (op, a, b) triples) once, run it per call
+-- fused elementwise: compile a program (Lua list of (op, a, b) triples) once, run it per call. The
+-- handle is kept per list (a weak key: the list of a cached params record, ops.lua, which every
+-- step of that program shares; the list must not change afterwards) and number of inputs, so the
+-- fused steps of one program share one handle: binding a graph that fuses into thousands of
+-- identical steps (a ladder of tanh(a + b), sigmoid(a - b)) made as many compiled programs, each
+-- a finalizable cdata, whose finalizer-table entries grew the collector's work faster than the
+-- graph (issue 20). A handle is read-only once compiled but for its per-dtype CUDA kernels, which
+-- fused_prepare fills once each; sharing it is safe within the engine that owns it.
+local compiled = setmetatable({}, {__mode = 'k'})
 function K.fused_program(nin, list)
+  local by_nin = compiled[list]
+  local h = by_nin and by_nin[nin]
+  if h then return h end
   local n = #list
   local arr = ffi.new('int64_t[?]', math.max(n, 1))
   for i = 1, n do arr[i - 1] = list[i] end
-  local h = C.mf_fused_compile(nin, n, arr)
+  h = C.mf_fused_compile(nin, n, arr)
   if h == nil then raise(ffi.string(C.mf_last_error())) end
-  return ffi.gc(h, C.mf_fused_free)
+  h = ffi.gc(h, C.mf_fused_free)
+  if not by_nin then by_nin = {}; compiled[list] = by_nin end
+  by_nin[nin] = h
+  return h
 end
 -- a program's device form, made at bind time for an output like out (on cuda: its kernel, generated and
 -- compiled by NVRTC; nothing on the CPU)
