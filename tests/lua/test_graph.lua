@@ -160,6 +160,37 @@ T.test('fusion: fetched intermediates are kept, reads never move past an assign,
   T.errors(function() mf.Session{fuse = 1} end, "option 'fuse' is 1; expected true or false")
 end)
 
+T.test('fusion: many identical fused steps (one shared program) against a float64 loop', function()
+  -- a ladder a, b = tanh(a + b), sigmoid(a - b): each rung fuses into two steps of two ops (the
+  -- sums are read once); the first b = -x is read twice and stays. Every fused tanh step runs the
+  -- same program, as does every sigmoid step, in both dtypes (issue 20: one compiled handle each)
+  for _, dt in ipairs{'float32', 'float64'} do
+    mf.reset_default_graph()
+    local x = mf.placeholder(dt, {3}, 'x')
+    local a, b = x, mf.neg(x)
+    local rungs = 40
+    for _ = 1, rungs do a, b = mf.tanh(a + b), mf.sigmoid(a - b) end
+    local s = mf.Session()
+    local av, bv = s:run({a, b}, {[x] = mf.tensor({0.5, -1, 2}, dt)})
+    local ra, rb = {}, {}
+    for i, v in ipairs{0.5, -1, 2} do
+      local p, q = v, -v
+      for _ = 1, rungs do p, q = math.tanh(p + q), 1 / (1 + math.exp(-(p - q))) end
+      ra[i], rb[i] = p, q
+    end
+    local tol = dt == 'float32' and 1e-5 or 1e-13
+    T.tensor_eq(av, ra, tol); T.tensor_eq(bv, rb, tol)
+    T.eq(s:stats().fused, 2 * rungs); T.eq(s:stats().steps, 2 * rungs + 1)
+  end
+  -- the handle is kept per program list and input count: one program, one compile
+  local K, C = mf.kernels, require 'moonflow.ffi_abi'
+  local code = C.mf_op_pointwise(mf._ops.tanh.index, nil, require('ffi').new('int32_t[1]'))
+  local list = {code, 0, 0}
+  T.eq(rawequal(K.fused_program(1, list), K.fused_program(1, list)), true)
+  T.eq(rawequal(K.fused_program(1, list), K.fused_program(2, list)), false)
+  T.eq(rawequal(K.fused_program(1, list), K.fused_program(1, {code, 0, 0})), false)
+end)
+
 T.test('simplification: log(softmax(x)) runs as the stable log_softmax(x)', function()
   mf.reset_default_graph()
   local x = mf.placeholder('float32', {2}, 'x')
