@@ -141,6 +141,17 @@ local cases = {
                      local v, m, s = mf.tensor{1}, z(1), z(1)
                      K.adam_update(v, m, s, mf.tensor{2}, mf.tensor(1, 'float64'), mf.tensor(0.1), 0.9, 0.999, 0, 0, form)
                      T.tensor_eq(m, {0.2}, 1e-6); T.tensor_eq(s, {0.004}, 1e-5); T.tensor_eq(v, {0.9}, 1e-6)
+                     -- t = 2, the same gradient (m 0.38, v 0.007996, bc1 0.19, bc2 0.001999): lr again;
+                     -- a step count read as 1 would move it by 0.134
+                     K.adam_update(v, m, s, mf.tensor{2}, mf.tensor(2, 'float64'), mf.tensor(0.1), 0.9, 0.999, 0, 0, form)
+                     T.tensor_eq(m, {0.38}, 1e-6); T.tensor_eq(v, {0.8}, 1e-6, 'adam form ' .. form .. ', t = 2')
+                   end
+                   -- eps = 1 tells the forms apart: PyTorch adds it to sqrt(v / bc2) = 2, TensorFlow to
+                   -- sqrt(v) = sqrt(0.004), with lr * sqrt(bc2) / bc1 = sqrt(0.001) as the step
+                   for form, want in pairs({[0] = 1 - 0.2 / 3, [2] = 1 - math.sqrt(0.001) * 0.2 / (math.sqrt(0.004) + 1)}) do
+                     local v, m, s = mf.tensor{1}, z(1), z(1)
+                     K.adam_update(v, m, s, mf.tensor{2}, mf.tensor(1), mf.tensor(0.1), 0.9, 0.999, 1, 0, form)
+                     T.tensor_eq(v, {want}, 1e-6, 'adam form ' .. form .. ', eps 1')
                    end
                    -- AdamW (form 1): w *= 1 - lr * wd first
                    local v, m, s = mf.tensor{1}, z(1), z(1)
