@@ -56,11 +56,10 @@ return function(mf)
   collectgarbage('setpause', 150)
   local stats_buf = ffi.new('mf_memory_stats')
   local gc = collectgarbage
-  -- before a tensor of ndim sizes (shape: an int64_t array) and dtype is allocated
-  local function nudge(ndim, shape, dtype)
-    local n = 1
-    for i = 0, math.min(ndim, MAX_DIMS) - 1 do n = n * tonumber(shape[i]) end
-    pending = pending + math.max(n * C.mf_dtype_size(dtype), 256) + 64
+  -- before a tensor of count elements of dtype is allocated (an estimate: the allocation checks the
+  -- real size; no loop over the dims on this path of every eager result)
+  local function nudge(count, dtype)
+    pending = pending + math.max(count * C.mf_dtype_size(dtype), 256) + 64
     if pending > threshold then
       pending = 0
       repeat until gc('step', 0)
@@ -89,7 +88,7 @@ return function(mf)
   -- A new contiguous tensor (uninitialised) with the shape, dtype and device of meta; what names
   -- the op in an allocation error.
   local function new_like_meta(meta, what)
-    nudge(meta.ndim, meta.shape, meta.dtype_id)
+    nudge(tonumber(meta.count), meta.dtype_id)
     local t = T()
     if C.mf_tensor_init(t, meta.ndim, meta.shape, meta.dtype_id, meta.device_id) ~= 0 then
       raise(what .. ': ' .. ffi.string(C.mf_last_error()))
@@ -103,8 +102,12 @@ return function(mf)
   local function new_tensor(shape, dtype, device)
     local n = #shape
     if n > MAX_DIMS then raise(('tensor: %d dims requested; at most %d are supported'):format(n, MAX_DIMS)) end
-    for i = 1, n do shape_buf[i - 1] = shape[i] end
-    nudge(n, shape_buf, dtype or F32)
+    local count = 1
+    for i = 1, n do
+      shape_buf[i - 1] = shape[i]
+      count = count * tonumber(shape_buf[i - 1])
+    end
+    nudge(count, dtype or F32)
     local t = T()
     K.check(C.mf_tensor_init(t, n, shape_buf, dtype or F32, device or HOST))
     return t
