@@ -19,12 +19,11 @@ fail=0
 no() { echo "FAIL: $*"; fail=1; }
 
 for ex in mlp_fashion lenet_fashion mlp_eager; do
-  t0=$SECONDS
+  # a nonexistent data dir: had the example read data before checking the device, the message differs
   out=$(MF_FASHION_MNIST_DIR=/nonexistent "$MF" "examples/$ex.lua" --device cuda --smoke 2>&1)
   rc=$?
   [ $rc -eq 1 ] || no "$ex --device cuda exited $rc, expected 1: $out"
   [ "$out" = "$ex: --device cuda: $reason" ] || no "$ex --device cuda said '$out'; expected '$ex: --device cuda: $reason'"
-  [ $((SECONDS - t0)) -le 10 ] || no "$ex --device cuda took $((SECONDS - t0)) s before failing"
   out=$("$MF" "examples/$ex.lua" --device tpu 2>&1)
   rc=$?
   [ $rc -eq 1 ] && [ "$out" = "$ex: --device is 'tpu'; expected cpu or cuda" ] || no "$ex --device tpu: exit $rc, '$out'"
