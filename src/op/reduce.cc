@@ -72,7 +72,8 @@ end)lua";
 // gradient is the product of the others: y / x in a group without zeros; at the one zero of a group
 // with exactly one, the product of the group's nonzero elements, and elsewhere in that group that
 // product times the zero itself (0, but its derivative is right, so second order is exact there too);
-// 0 in a group with two zeros or more (exact at first order; its second order is not)
+// 0 in a group with two zeros or more (exact at first order; its second order is not). An inf or NaN
+// beside a lone zero gets 0, which PyTorch also gives unless another element is inf or NaN (NaN there)
 const char* const kProdGrad = R"lua(function(x, y, gy, p)
   local opts = {dim = p.dim, keepdim = p.keepdim}
   local function back(r) return mf.unreduce_like(r, x, p.dim, p.keepdim) end
@@ -81,7 +82,9 @@ const char* const kProdGrad = R"lua(function(x, y, gy, p)
   local zeros = back(mf.sum(zero, opts))
   local others = back(gy * mf.prod(nonzero_x, opts))
   local lone_zero = back(mf.sum(mf.where(zero, x, 0), opts))
-  local one_zero = mf.where(zero, others, lone_zero * others / nonzero_x)
+  -- others / x is the product of the rest only for finite x: at an inf or NaN beside the zero the
+  -- product of the others holds the zero (0, PyTorch's value), where the division gave NaN
+  local one_zero = mf.where(zero, others, lone_zero * mf.where(mf.isfinite(x), others / nonzero_x, 0))
   return {mf.where(mf.eq(zeros, 0), others / nonzero_x, mf.where(mf.eq(zeros, 1), one_zero, 0))}
 end)lua";
 

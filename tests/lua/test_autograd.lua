@@ -397,6 +397,16 @@ T.test('prod gradient where x has zeros is the product of the others (PyTorch), 
   local p = mf.placeholder('float32', {2, 3}, 'p')
   local gp = mf.gradients(mf.sum(mf.prod(p, 2)), {p})[1]
   T.tensor_eq(mf.Session():run(gp, {[p] = mf.tensor{{2, 0, 3}, {1, 2, 3}}}), {{0, 6, 0}, {6, 3, 2}})
+  -- an inf or NaN beside a lone zero: PyTorch 1.13 gives {0, inf} and {nan, nan, 0} (the product of
+  -- the others holds the zero), not NaN from dividing by the non-finite element
+  local q = mf.tensor({math.huge, 0}, {requires_grad = true, dtype = 'float64'})
+  q:prod():backward()
+  T.eq(q.grad:totable()[1], 0)
+  T.eq(q.grad:totable()[2], math.huge)
+  local r = mf.tensor({2, 0, 0 / 0}, {requires_grad = true, dtype = 'float64'})
+  r:prod():backward()
+  local rg = r.grad:totable()
+  T.eq(rg[1] ~= rg[1] and rg[2] ~= rg[2] and rg[3] == 0, true, 'prod grad of {2, 0, nan}')
 end)
 
 T.test('mf.autograd.backward takes lists, as torch.autograd.backward; lists with a nil hole are errors', function()
