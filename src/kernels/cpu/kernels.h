@@ -115,6 +115,4 @@ void avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy, const int32_t* 
 void adaptive_avg_pool2d_cpu(mf_tensor& y, const mf_tensor& x);
 void adaptive_avg_pool2d_backward_cpu(mf_tensor& gx, const mf_tensor& gy);
 
-const char* reduce_name(int code);
-
 }  // namespace mf

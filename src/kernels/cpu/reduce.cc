@@ -23,8 +23,6 @@
 
 namespace mf {
 
-const char* reduce_name(int code) { return reduce_op_name(code); }  // src/core/reduce_checks.h
-
 namespace {
 
 enum class Path { kGeneric, kRows, kColumns };
@@ -530,7 +528,7 @@ void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask)
 void reduce_p_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask, double p) {
   kcheck::reduce_call(code, out, x, dim_mask, true, p);
   ReducePlan plan(x, dim_mask);
-  const char* op = reduce_name(code);
+  const char* op = reduce_op_name(code);
   if (out.count == 0) return;
   MF_DISPATCH_FLOAT(x.dtype_id, T, op, stat_typed<T>(code, out, x, plan, p));
 }

@@ -19,9 +19,6 @@ namespace cuda {
 
 namespace {
 
-// the op name of a reduction code, for messages (src/core/reduce_checks.h, the CPU's)
-const char* reduce_name(int code) { return reduce_op_name(code); }
-
 // -- group reductions --------------------------------------------------------------------------
 __device__ __forceinline__ double shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 __device__ __forceinline__ unsigned long long shfl(unsigned long long v, int o) {
@@ -205,7 +202,7 @@ void launch_reduce(int code, const mf_tensor& x, const Plan& pl, void* out, bool
     unsigned grid = unsigned(blocks > 65535LL * 8 ? 65535LL * 8 : blocks);
     reduce_kernel<T, 32><<<grid, kThreads, 0, stream()>>>(code, static_cast<const T*>(x.ptr), pl, out, out_int64, p);
   }
-  check_launch(reduce_name(code));
+  check_launch(reduce_op_name(code));
 }
 
 Plan make_plan(const mf_tensor& x, uint32_t mask) {
@@ -229,7 +226,7 @@ void run_reduce(int code, mf_tensor& out, const mf_tensor& x, const Plan& pl, do
     case MF_INT32: launch_reduce<int32_t>(code, x, pl, out.ptr, wide, p); break;
     case MF_INT64: launch_reduce<int64_t>(code, x, pl, out.ptr, wide, p); break;
     case MF_UINT8: launch_reduce<uint8_t>(code, x, pl, out.ptr, wide, p); break;
-    default: fail(reduce_name(code), ": x has an unknown dtype");
+    default: fail(reduce_op_name(code), ": x has an unknown dtype");
   }
 }
 
@@ -339,7 +336,7 @@ int reduce_p(int32_t code, mf_tensor* out, const mf_tensor* x, uint32_t dim_mask
   return entry("reduce_p", [&] {
     kcheck::reduce_call(code, *out, *x, dim_mask, true, p);
     Plan pl = make_plan(*x, dim_mask);
-    const char* op = reduce_name(code);
+    const char* op = reduce_op_name(code);
     if (!dtype_is_float(x->dtype_id)) fail(op, ": x is ", dtype_name(x->dtype_id), "; expected float32 or float64");
     run_reduce(code, *out, *x, pl, p);
   });

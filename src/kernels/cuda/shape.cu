@@ -204,10 +204,12 @@ int one_hot(mf_tensor* out, const mf_tensor* labels) {
       fail("one_hot: labels are ", dtype_name(labels->dtype_id), "; expected an integer dtype");
     on_device("one_hot", "output", *out);
     on_device("one_hot", "labels", *labels);
-    check_indices(index_fault("one_hot", "label", *labels, classes, 0, true, nullptr), *labels);
-    if (out->count == 0) return;
     Layout ll = layout_of(*labels);
+    // the device check is queued only once every host check has passed (the dtype switch's too), so a
+    // host error never leaves a pending fault for an unrelated later read
     MF_DISPATCH(out->dtype_id, T, {
+      check_indices(index_fault("one_hot", "label", *labels, classes, 0, true, nullptr), *labels);
+      if (out->count == 0) return;
       one_hot_k<T><<<grid_for(out->count), kThreads, 0, stream()>>>((T*)out->ptr, labels->ptr, ll, labels->dtype_id,
                                                                     labels->count, classes);
     });
