@@ -131,11 +131,7 @@ int mf_k_adam_update(mf_tensor* var, mf_tensor* m, mf_tensor* v, const mf_tensor
                      int32_t form) {
   return guard(__func__, [&] {
     double t = scalar_value("adam_update", "step", *step), a = scalar_value("adam_update", "lr", *lr);
-    if (!(t >= 1)) fail("adam_update: step is ", t, "; expected t >= 1 (count the step first)");
-    upd::AdamStep k = upd::adam_scalars(t, a, beta1, beta2, weight_decay, form);
-    bool decoupled = (form & upd::kAdamDecoupled) != 0;
-    AdamScalars s{beta1, beta2, k.step, k.ds, epsilon, decoupled ? 0 : weight_decay, decoupled ? k.keep : 1};
-    adam_update_cpu(*var, *m, *v, *grad, s);
+    adam_update_cpu(*var, *m, *v, *grad, t, a, beta1, beta2, epsilon, weight_decay, form);
   });
 }
 int mf_k_softmax_xent(mf_tensor* loss, const mf_tensor* logits, const mf_tensor* labels, int32_t dim) {

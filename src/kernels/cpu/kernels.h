@@ -90,13 +90,11 @@ void sgd_update_cpu(mf_tensor& var, const mf_tensor& grad, double lr, double wei
 // var -= lr * (nesterov ? g + momentum * accum : accum).
 void momentum_update_cpu(mf_tensor& var, mf_tensor& accum, const mf_tensor& grad, double lr, double momentum,
                          double dampening, double weight_decay, bool nesterov);
-// Per-step scalars of adam_update, computed by the op from lr and t: var *= decay (AdamW, else 1);
-// g = grad + weight_decay * var (L2, else 0; not both); m, v moving averages of g and g^2;
-// var -= step_size * m / (sqrt(v) * denom_scale + epsilon).
-struct AdamScalars {
-  double beta1, beta2, step_size, denom_scale, epsilon, weight_decay, decay;
-};
-void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, const AdamScalars& k);
+// adam_update at step t (>= 1, else an error) with learning rate lr: the per-step scalars and the
+// weight decay's form (none, L2 or AdamW's decoupled decay by the form bits) come from
+// upd::adam_scalars and upd::adam_decay (src/core/update_math.h), as in the CUDA kernel.
+void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, double t, double lr,
+                     double beta1, double beta2, double epsilon, double weight_decay, int form);
 void softmax_xent_cpu(mf_tensor& loss, const mf_tensor& logits, const mf_tensor& labels, int dim);
 
 // Convolution and pooling, NCHW (src/kernels/cpu/conv.cc, pool.cc). hp: stride h, w, padding h, w, dilation h, w.

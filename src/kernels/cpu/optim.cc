@@ -129,10 +129,10 @@ using upd::kDecoupled;
 
 template <typename T, int DECAY>
 void adam_loop(const StridedIter<4>& it, mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad,
-               const AdamScalars& k) {
+               double beta1, double beta2, double epsilon, double weight_decay, const upd::AdamStep& k) {
   // 1 - beta in double, then rounded: 1 - float(0.999) is 1.3e-5 off in float32
-  const T b1 = T(k.beta1), b2 = T(k.beta2), c1 = T(1 - k.beta1), c2 = T(1 - k.beta2), step = T(k.step_size),
-          ds = T(k.denom_scale), eps = T(k.epsilon), wd = T(k.weight_decay), keep = T(k.decay);
+  const T b1 = T(beta1), b2 = T(beta2), c1 = T(1 - beta1), c2 = T(1 - beta2), step = T(k.step), ds = T(k.ds),
+          eps = T(epsilon), wd = T(weight_decay), keep = T(k.keep);
   int es = int(sizeof(T));
   it.run({(char*)var.ptr, (char*)m.ptr, (char*)v.ptr, (char*)grad.ptr}, {es, es, es, es}, 8,
          [=](auto p, int64_t n, auto st) {
@@ -153,17 +153,21 @@ void adam_loop(const StridedIter<4>& it, mf_tensor& var, mf_tensor& m, mf_tensor
 
 }  // namespace
 
-void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, const AdamScalars& k) {
+void adam_update_cpu(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& grad, double t, double lr,
+                     double beta1, double beta2, double epsilon, double weight_decay, int form) {
   kcheck::update("adam_update", var, grad);
   kcheck::slot("adam_update", var, m);
   kcheck::slot("adam_update", var, v);
+  if (!(t >= 1)) fail("adam_update: step is ", t, "; expected t >= 1 (count the step first)");
   Shape s = dims(var);
   StridedIter<4> it(s, {strides(var), strides(m), strides(v), broadcast_strides(grad, s)});
-  if (k.decay != 1 && k.weight_decay != 0) fail("adam_update: decay and weight_decay are both set; expected one");
+  const upd::AdamStep k = upd::adam_scalars(t, lr, beta1, beta2, weight_decay, form);
   MF_DISPATCH_FLOAT(var.dtype_id, T, "adam_update", {
-    if (k.decay != 1) adam_loop<T, kDecoupled>(it, var, m, v, grad, k);
-    else if (k.weight_decay != 0) adam_loop<T, kL2>(it, var, m, v, grad, k);
-    else adam_loop<T, kNoDecay>(it, var, m, v, grad, k);
+    switch (upd::adam_decay(form, weight_decay)) {
+      case kDecoupled: adam_loop<T, kDecoupled>(it, var, m, v, grad, beta1, beta2, epsilon, weight_decay, k); break;
+      case kL2: adam_loop<T, kL2>(it, var, m, v, grad, beta1, beta2, epsilon, weight_decay, k); break;
+      default: adam_loop<T, kNoDecay>(it, var, m, v, grad, beta1, beta2, epsilon, weight_decay, k);
+    }
   });
 }
 
