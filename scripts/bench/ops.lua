@@ -679,6 +679,18 @@ local function main()
     print(('worst: %s %s %s at %.2fx'):format(worst.case, worst.dtype, worst.size, worst.ratio))
     print(('slower than 1.2x PyTorch: %d figures, %d ops'):format(slow, nslow_ops))
   end
+  -- issue 12's bandwidth line: memory-bound figures (limit 'bw') under 0.7 of the copy bandwidth
+  local under = {}
+  for _, r in ipairs(rows) do
+    if r.limit_kind == 'bw' and r.of_limit and r.of_limit < 0.7 then
+      under[#under + 1] = ('%s %s %.2f'):format(r.case, r.dtype, r.of_limit)
+    end
+  end
+  summary.under_0_7_of_bw = #under
+  if #rows > 0 and not opts.quick then
+    print(('memory-bound figures under 0.7 of the copy bandwidth: %d%s'):format(#under,
+      #under > 0 and ' (' .. table.concat(under, ', ') .. ')' or ''))
+  end
   for _, it in ipairs(inst) do
     for _, side in ipairs{'mf', 'pt'} do
       local e = it[side .. '_error']
