@@ -84,11 +84,33 @@ struct Sign {
   }
 };
 // integers are their own floor, ceil and rounding
+// The CPU loops (run) compute floor and ceil from nearbyint, which GCC vectorizes (vrndscale):
+// floor and ceil stay one scalar instruction per element under the default -ftrapping-math (issue
+// 12: floor ran 8x slower than abs on 64 KB). The same bits as std::floor / std::ceil for every
+// input in any rounding mode (every 7th float32 and 5e7 random float64 checked, each mode; a
+// signaling NaN comes back quiet, as from the vrndscale that std::floor compiles to): nearbyint
+// gives an integer within one of x, one step corrects it, and copysign keeps ceil(-0.5) at -0.
+template <class A>
+inline A floor_by_rint(A x) {
+  A r = std::nearbyint(x);
+  return r > x ? r - A(1) : r;
+}
+template <class A>
+inline A ceil_by_rint(A x) {
+  A r = std::nearbyint(x);
+  return std::copysign(r < x ? r + A(1) : r, x);
+}
 struct Floor {
   template <class A> static MF_HD A f(A x) { if constexpr (std::is_integral<A>::value) return x; else return std::floor(x); }
+  template <class A> static auto run(const A* x, A* y, int64_t n) -> std::enable_if_t<std::is_floating_point<A>::value> {
+    for (int64_t i = 0; i < n; ++i) y[i] = floor_by_rint(x[i]);
+  }
 };
 struct Ceil {
   template <class A> static MF_HD A f(A x) { if constexpr (std::is_integral<A>::value) return x; else return std::ceil(x); }
+  template <class A> static auto run(const A* x, A* y, int64_t n) -> std::enable_if_t<std::is_floating_point<A>::value> {
+    for (int64_t i = 0; i < n; ++i) y[i] = ceil_by_rint(x[i]);
+  }
 };
 struct Round {  // half to even, as NumPy
   template <class A> static MF_HD A f(A x) { if constexpr (std::is_integral<A>::value) return x; else return std::nearbyint(x); }

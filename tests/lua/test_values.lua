@@ -249,4 +249,51 @@ T.test('float sums still carry their gradients', function()
   check(sess:run(gp, {[x] = xv}), {720, 360, 240, 180, 144, 120}, 'float32', 'prod gradient')
 end)
 
+T.test('floor, ceil and round at the edges: halves, -0, 2^23 and 2^52 neighbours, inf, NaN (float32 and float64)', function()
+  -- the CPU loops compute floor and ceil through nearbyint (issue 12); the reference is Lua's own
+  -- math.floor / math.ceil on the same double, and the sign of a zero is read through 1 / x
+  local vals = {0, -0.0, 0.25, -0.25, 0.5, -0.5, 0.75, -0.75, 1, -1, 1.5, -1.5, 2.5, -2.5, 3.5, -3.5,
+    8388607.5, -8388607.5, 8388608, 8388609, 2 ^ 52 - 0.5, -(2 ^ 52 - 0.5), 2 ^ 52 + 1, 1e-40, -1e-40,
+    1e300, -1e300, inf, -inf, nan}
+  local function half_even(v)
+    local f = math.floor(v)
+    if v == f then return v end  -- (v + 0.5 rounds beyond 2^52)
+    if v - f ~= 0.5 then return math.floor(v + 0.5) end
+    return f % 2 == 0 and f or f + 1
+  end
+  local refs = {
+    floor = math.floor,
+    ceil = function(v) local c = math.ceil(v) if c == 0 and (v < 0 or 1 / v < 0) then return -0.0 end return c end,
+    round = function(v)
+      if v ~= v or v == inf or v == -inf then return v end
+      local r = half_even(v)
+      if r == 0 and (v < 0 or 1 / v < 0) then return -0.0 end
+      return r
+    end,
+  }
+  for _, dt in ipairs{'float32', 'float64'} do
+    -- 33 copies side by side: runs longer than a vector, and a strided view (every other column)
+    local rows = {}
+    for i, v in ipairs(vals) do rows[i] = {} for j = 1, 33 do rows[i][j] = v end end
+    local x = mf.tensor(rows, dt)
+    local exact = mf.tensor(vals, 'float64'):cast(dt):totable()  -- the values as dt holds them
+    for op, ref in pairs(refs) do
+      for _, form in ipairs{'contiguous', 'strided'} do
+        local y = form == 'contiguous' and mf[op](x) or mf[op](mf.slice(x, 2, 1, 33, 2))
+        local got = y:contiguous():totable()
+        for i, v in ipairs(exact) do
+          local w = v ~= v and v or ref(v)
+          for j = 1, #got[i] do
+            local g = got[i][j]
+            local same = (w ~= w and g ~= g) or (g == w and (g ~= 0 or 1 / g == 1 / w))
+            if not same then
+              error(('%s %s %s(%.17g) at column %d: got %.17g, want %.17g'):format(dt, form, op, v, j, g, w))
+            end
+          end
+        end
+      end
+    end
+  end
+end)
+
 T.finish()
