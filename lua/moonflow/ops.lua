@@ -793,9 +793,39 @@ return function(mf)
     return ins, ptable
   end
 
+  -- MF_OPF_DIM_FIRST (the block's dim_first()): PyTorch's order x:gather(dim, index), x:scatter(dim,
+  -- index, src) beside the default's mf.gather(x, index[, dim]); a trailing table of named params
+  -- works with either. A number second argument followed by exactly the other inputs is PyTorch's
+  -- order (in the default order argument 2 is an input). make_function's positional path takes the
+  -- common calls of both orders without coming here.
+  local function dim_first_adapter(op, ...)
+    local n, args, nin, pname = select('#', ...), {...}, #op.inputs, op.param_list[1]
+    local p = {}
+    local last = args[n]
+    if n > 0 and is_options(last) and not is_holder(last) then
+      for k, v in pairs(last) do p[k] = v end
+      n = n - 1
+    end
+    local ins = {args[1]}
+    if type(args[2]) == 'number' and n == nin + 1 then
+      p[pname] = args[2]
+      for i = 2, nin do ins[i] = args[i + 1] end
+    else
+      for i = 2, nin do ins[i] = args[i] end
+      if n > nin + 1 then
+        local rest = table.concat(op.inputs, ', ', 2)
+        raise(('%s: too many arguments (%d); call it as %s(x, %s, %s) or mf.%s(x, %s, %s)'):format(op.name, n,
+          op.name, pname, rest, op.name, rest, pname))
+      end
+      if n == nin + 1 then p[pname] = args[n] end
+    end
+    return ins, next(p) ~= nil and p or nil
+  end
+
   -- op records and functions -------------------------------------------------------------------
   local function make_function(op)
-    local adapter = op.adapter or (op.list_args and list_adapter) or default_adapter
+    local adapter = op.adapter or (op.list_args and list_adapter) or (op.dim_first and dim_first_adapter)
+      or default_adapter
     local nin_fixed = #op.inputs
     -- a binary op with one param (add's alpha) keeps the fast path for calls that leave it out
     local fast2 = not op.variadic and nin_fixed == 2 and #op.param_list <= 1 and adapter == default_adapter
@@ -894,10 +924,13 @@ return function(mf)
     -- op.ppos finds the record from the positional values, a tree as fast_walk's (nil: NONE), grown from the
     -- general path's record for those values, so both paths share records and the first call validates.
     -- Anything else (numbers or holders as inputs, lists, a table after positional params, requires_grad or
-    -- device in the table, too many arguments) takes the general path.
+    -- device in the table, too many arguments) takes the general path. A dim_first op's PyTorch order
+    -- (x:scatter(dim, index, src): a number second, then exactly the other inputs) is moved into the
+    -- default order here (dim_first_adapter's rule).
     local npar = #op.param_list
-    if f == general and not op.variadic and adapter == default_adapter and nin_fixed >= 1 and nin_fixed <= 4
-        and npar >= 1 and nin_fixed + npar <= 8 then
+    local dim_first = adapter == dim_first_adapter
+    if f == general and not op.variadic and (adapter == default_adapter or (dim_first and nin_fixed <= 3))
+        and nin_fixed >= 1 and nin_fixed <= 4 and npar >= 1 and nin_fixed + npar <= 8 then
       local A, pins, names = {}, {}, op.param_list
       op.ppos, op.nppos = {}, 0
       -- the general path with the arguments given (A holds them; a trailing table must stay last)
@@ -915,6 +948,11 @@ return function(mf)
       f = function(a1, a2, a3, a4, a5, a6, a7, a8, a9)
         if a9 ~= nil then return general(a1, a2, a3, a4, a5, a6, a7, a8, a9) end
         A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = a1, a2, a3, a4, a5, a6, a7, a8
+        if dim_first and type(a2) == 'number' then  -- straight-line moves (ops of 2 or 3 inputs)
+          if nin_fixed == 2 and a4 == nil then A[2], A[3] = a3, a2
+          elseif nin_fixed == 3 and a5 == nil then A[2], A[3], A[4] = a3, a4, a2
+          else return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+        end
         for i = 1, nin_fixed do
           if not is_tensor(A[i]) then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
         end
@@ -984,6 +1022,7 @@ return function(mf)
     op.strided = bit.band(flags, C.MF_OPF_STRIDED) ~= 0  -- kernel takes views as they are
     op.multi = bit.band(flags, C.MF_OPF_LIST_OUTPUT) ~= 0       -- returns its outputs as one list
     op.list_args = bit.band(flags, C.MF_OPF_LIST_ARGS) ~= 0
+    op.dim_first = bit.band(flags, C.MF_OPF_DIM_FIRST) ~= 0  -- also x:op(dim, other inputs) (dim_first_adapter)
     op.overwrites = bit.band(flags, C.MF_OPF_OVERWRITES) ~= 0   -- writes input 1 without reading it
     op.writes = bit.band(flags, OPF_WRITES) ~= 0  -- writes input 1 in place: bumps its version (tape.lua)
     op.num_written = op.writes and C.mf_op_num_written(op.index) or 0  -- inputs 1..n it writes (writes(n))

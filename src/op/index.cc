@@ -9,44 +9,8 @@
 namespace mf {
 
 // PyTorch's argument order x:gather(dim, index), x:scatter(dim, index, src), x:index_add(dim, index,
-// src) beside the project's inputs-then-params order mf.gather(x, index[, dim]); a trailing table
-// of named params works with either. A number second argument followed by exactly the remaining
-// inputs is PyTorch's order (in the project's order the second argument is the index tensor).
-const char* const kDimFirstAdapter = R"lua(
-function(op, ...)
-  local n, args, nin = select('#', ...), {...}, #op.inputs
-  local p = {}
-  local last = args[n]
-  if n > 0 and type(last) == 'table' and not mf.is_tensor(last) and not mf.is_symbol(last) then
-    for k, v in pairs(last) do p[k] = v end
-    n = n - 1
-  end
-  -- straight-line copies for the ops' two and three inputs: a loop of one or two turns here left
-  -- every trace through the adapter (LuaJIT blacklisted it), and each call ran interpreted (issue 12)
-  local ins
-  if type(args[2]) == 'number' and n == nin + 1 then
-    p.dim = args[2]
-    if nin == 3 then ins = {args[1], args[3], args[4]}
-    elseif nin == 2 then ins = {args[1], args[3]}
-    else
-      ins = {args[1]}
-      for i = 2, nin do ins[i] = args[i + 1] end
-    end
-  else
-    if nin == 3 then ins = {args[1], args[2], args[3]}
-    elseif nin == 2 then ins = {args[1], args[2]}
-    else
-      ins = {args[1]}
-      for i = 2, nin do ins[i] = args[i] end
-    end
-    if n > nin + 1 then
-      mf._raise(('%s: too many arguments (%d); call it as %s(x, dim, %s) or mf.%s(x, %s, dim)'):format(op.name, n,
-        op.name, table.concat(op.inputs, ', ', 2), op.name, table.concat(op.inputs, ', ', 2)))
-    end
-    if n == nin + 1 then p.dim = args[n] end
-  end
-  return ins, next(p) ~= nil and p or nil
-end)lua";
+// src) beside the project's inputs-then-params order mf.gather(x, index[, dim]): the blocks declare
+// dim_first() (registry.h), which the eager dispatcher reads.
 
 namespace {
 
@@ -296,7 +260,7 @@ void register_index_ops() {
       .inputs({"x", "index"})
       .strided()
       .param(dim_field())
-      .lua_adapter(kDimFirstAdapter)
+      .dim_first()
       .infer_shape(gather_shape)
       .infer_type(gather_type)
       .lua_compute(MF_CPU, R"lua(
@@ -339,7 +303,7 @@ end)lua")
         .strided()
         .mask_input(2)  // the index never decides a number src's dtype, nor is it cast with x
         .param(dim_field())
-        .lua_adapter(kDimFirstAdapter)
+        .dim_first()
         .infer_shape(scatter_shape)
         .infer_type(scatter_type)
         .lua_compute(MF_CPU, R"lua(
@@ -358,7 +322,7 @@ end)lua")
         .inputs({"x", "index", "src"})
         .mask_input(2)
         .param(dim_field())
-        .lua_adapter(kDimFirstAdapter)
+        .dim_first()
         .view()
         .writes()
         .infer_shape(scatter_inplace_shape)
@@ -379,7 +343,7 @@ end)lua");
       .strided()
       .mask_input(2)
       .param(dim_field())
-      .lua_adapter(kDimFirstAdapter)
+      .dim_first()
       .infer_shape(index_add_shape)
       .infer_type(scatter_type)
       .lua_compute(MF_CPU, R"lua(
@@ -421,7 +385,7 @@ end)lua");
       .inputs({"x", "index", "src"})
       .mask_input(2)
       .param(dim_field())
-      .lua_adapter(kDimFirstAdapter)
+      .dim_first()
       .view()
       .writes()
       .infer_shape(index_add_inplace_shape)

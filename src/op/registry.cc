@@ -49,6 +49,10 @@ static void complete_attributes(OpDef& op, const std::function<bool(const std::s
       fail(op.name_, ": every input lends only its shape, so no gradient flows to them; it must declare no gradient");
     op.lua_gradient_ = kNoInputGradient;
   }
+  if ((op.flags_ & MF_OPF_DIM_FIRST) &&
+      (op.params_.empty() || op.inputs_.size() < 2 || op.inputs_.size() > 3 || !op.lua_adapter_.empty() ||
+       (op.flags_ & (MF_OPF_VARIADIC | MF_OPF_LIST_ARGS))))
+    fail(op.name_, ": dim_first() needs a first param (dim), two or three fixed inputs, and no other call syntax");
   if (!op.in_place_of_.empty()) {
     if (!(op.flags_ & MF_OPF_WRITES))
       fail(op.name_, ": in_place_of('", op.in_place_of_, "') on an op that writes nothing");

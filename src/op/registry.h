@@ -128,6 +128,13 @@ struct OpDef {
   // named params does not fit: the source of function(op, ...) returning the inputs list and the
   // params table (or nil). Compiled once per engine, like a kernel string.
   OpDef& lua_adapter(std::string src) { lua_adapter_ = std::move(src); return *this; }
+  // Its call also takes PyTorch's order, the first param (dim) right after input 1 and before the
+  // other inputs: x:gather(dim, index), x:scatter(dim, index, src), beside the inputs-then-params
+  // mf.gather(x, index[, dim]). A number second argument followed by exactly the other inputs is
+  // that order (in the other, argument 2 is an input). The eager dispatcher (lua/moonflow/ops.lua)
+  // runs both orders on its path without tables or varargs (a Lua adapter string ran interpreted).
+  // Checked when registered: a first param, two or three fixed inputs, no lua_adapter or list_args.
+  OpDef& dim_first() { flags_ |= MF_OPF_DIM_FIRST; return *this; }
   // Another name for mf.<name> and its tensor method: TensorFlow's reduce_sum for sum, Torch7's cmul
   // for mul.
   OpDef& alias(std::string a) {
@@ -221,10 +228,6 @@ extern const char* const kViewKernel;
 // Kernel factory of ops whose outputs are all views of input 1 at the offsets their shape rule set
 // (split, chunk, unbind; src/op/shape.cc).
 extern const char* const kListViewKernel;
-
-// Call syntax of ops with a dim param that also take PyTorch's order, dim before the other inputs:
-// x:gather(dim, index) beside mf.gather(x, index[, dim]); also index_select (src/op/index.cc).
-extern const char* const kDimFirstAdapter;
 
 // Kernel factory of ops that write input 2 into input 1 and return input 1 (copy, assign): the
 // device's copy routine, then output 1 aliases input 1 (src/op/transfer.cc).

@@ -321,7 +321,7 @@ void register_shape_ops() {
       .describe("The slices of x at the given 1-based int64 indices along dim (a gather; indices may repeat). "
                 "Spellings: x:index_select(dim, indices) (PyTorch's order), mf.index_select(x, indices, dim).")
       .inputs({"x", "indices"})
-      .lua_adapter(kDimFirstAdapter)
+      .dim_first()
       .strided()
       .param(Field::integer("dim", 1, "Dim to index, 1-based."))
       .infer_shape(index_select_shape)

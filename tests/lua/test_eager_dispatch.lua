@@ -104,6 +104,56 @@ T.test('optimizers: refilled params tables keep each optimizer its own values', 
   T.tensor_eq(w3, {0.9, 2.1}, 1e-6)
 end)
 
+-- dim_first ops (gather, scatter, index_add, index_select ...): PyTorch's order x:op(dim, ...) and the
+-- inputs-then-dim order on the positional path, a table, and the general path's refusals, in turn, so
+-- each finds the records the others made
+T.test('dim_first: both orders, a params table and the refusals share records', function()
+  local x = mf.tensor{{1, 2, 3}, {4, 5, 6}}
+  local I = function(t) return mf.tensor(t, 'int64') end
+  local idx = I{{3, 1}, {2, 2}}
+  for round = 1, 3 do
+    -- gather along dim 2: {{x[1][3], x[1][1]}, {x[2][2], x[2][2]}}; along dim 1: x[idx[i][j]][j]
+    T.tensor_eq(x:gather(2, idx), {{3, 1}, {5, 5}}, nil, 'gather(2, idx) round ' .. round)
+    T.tensor_eq(mf.gather(x, idx, 2), {{3, 1}, {5, 5}}, nil, 'gather(x, idx, 2)')
+    T.tensor_eq(mf.gather(x, idx, {dim = 2}), {{3, 1}, {5, 5}}, nil, 'gather(x, idx, {dim = 2})')
+    T.tensor_eq(x:gather(-1, idx), {{3, 1}, {5, 5}}, nil, 'gather(-1, idx)')
+    T.tensor_eq(mf.gather(x, I{{2, 1, 2}}), {{4, 2, 6}}, nil, 'gather(x, idx): dim 1 by default')
+    T.tensor_eq(x:gather(1, I{{2, 1, 2}}), {{4, 2, 6}}, nil, 'gather(1, idx)')
+    -- scatter along dim 2 into zeros: row 1 gets 10 at 3 and 20 at 1; row 2 writes 2 twice (the last, 40, wins)
+    local z = mf.zeros(2, 3)
+    local src = mf.tensor{{10, 20}, {30, 40}}
+    T.tensor_eq(z:scatter(2, idx, src), {{20, 0, 10}, {0, 40, 0}}, nil, 'scatter(2, idx, src)')
+    T.tensor_eq(mf.scatter(z, idx, src, 2), {{20, 0, 10}, {0, 40, 0}}, nil, 'scatter(z, idx, src, 2)')
+    T.tensor_eq(z:scatter_add(2, idx, src), {{20, 0, 10}, {0, 70, 0}}, nil, 'scatter_add(2, idx, src)')
+    T.tensor_eq(mf.scatter_add(z, idx, src, {dim = 2}), {{20, 0, 10}, {0, 70, 0}}, nil, 'scatter_add table')
+    T.tensor_eq(z, {{0, 0, 0}, {0, 0, 0}}, nil, 'z unchanged')
+    local w = mf.zeros(2, 3)
+    T.eq(w:scatter_add_(2, idx, src), w, 'scatter_add_ returns x')
+    T.eq(mf.scatter_add_(w, idx, src, 2), w, 'mf.scatter_add_ returns x')
+    T.tensor_eq(w, {{40, 0, 20}, {0, 140, 0}}, nil, 'scatter_add_ twice')
+    -- index_select / index_add along dim 1 with rows {2, 1, 2}
+    local rows = I{2, 1, 2}
+    T.tensor_eq(x:index_select(1, rows), {{4, 5, 6}, {1, 2, 3}, {4, 5, 6}}, nil, 'index_select(1, rows)')
+    T.tensor_eq(mf.index_select(x, rows, 1), {{4, 5, 6}, {1, 2, 3}, {4, 5, 6}}, nil, 'index_select(x, rows, 1)')
+    local ones = mf.ones(3, 3)
+    T.tensor_eq(mf.zeros(2, 3):index_add(1, rows, ones), {{1, 1, 1}, {2, 2, 2}}, nil, 'index_add(1, rows, src)')
+    T.tensor_eq(mf.index_add(mf.zeros(2, 3), rows, ones, 1), {{1, 1, 1}, {2, 2, 2}}, nil, 'index_add(x, rows, src, 1)')
+    -- refusals: too many arguments in either order, a missing input, a number index
+    T.errors(function() x:gather(2, idx, 5) end, 'gather: too many arguments (4)', 'gather(x, dim, index)')
+    T.errors(function() mf.scatter(z, idx, src, 2, 7) end, 'scatter: too many arguments (5)')
+    T.errors(function() x:gather(2) end, 'gather')
+    T.errors(function() mf.gather(x, idx, 0) end, 'gather')
+    T.tensor_eq(mf.gather(x, 2, idx), {{3, 1}, {5, 5}}, nil, 'mf.gather(x, 2, idx) is x:gather(2, idx)')
+    T.errors(function() mf.gather(x, idx, idx) end, "gather: param 'dim' is a tensor")
+    T.errors(function() x:gather(2.5, idx) end, 'gather', 'dim')
+  end
+  -- graph symbols in PyTorch's order: the general path builds the node
+  local xs = mf.placeholder('float32', {2, 3}, 'x')
+  local is = mf.placeholder('int64', {2, 2}, 'i')
+  local g = xs:gather(2, is)
+  T.tensor_eq(mf.Session():run(g, {[xs] = x, [is] = idx}), {{3, 1}, {5, 5}}, nil, 'graph gather(2, idx)')
+end)
+
 T.test('allocator: more scalars than one slab holds, freed and reused', function()
   mf.empty_cache()
   local base = mf.memory_stats().in_use
