@@ -215,6 +215,77 @@ T.test('the same values with 1 and 2 threads', function()
   for i = 1, 3 do same(r[1][i], r[2][i], 'result ' .. i) end
 end)
 
+T.test('concat and stack in one pass: every dim and dtype, empty parts, views, more than 64 parts, threads', function()
+  -- the reference: output element (i1, .., ik) read from the input whose slab along dim holds it,
+  -- at the same index shifted by the sizes before it (Lua arithmetic over read(), the input's values)
+  local function concat_ref(xs, dim)
+    local vals, shapes, offs, total = {}, {}, {}, 0
+    for k, x in ipairs(xs) do
+      vals[k], shapes[k], offs[k] = read(x), x:size(), total
+      total = total + x:size(dim)
+    end
+    local oshape = {unpack(shapes[1])}
+    oshape[dim] = total
+    local out, idx, n = {}, {}, 1
+    for d = 1, #oshape do idx[d] = 0; n = n * oshape[d] end
+    for _ = 1, n do
+      local k = #xs
+      while idx[dim] < offs[k] or shapes[k][dim] == 0 do k = k - 1 end
+      local st, lin = strides_of(shapes[k]), 0
+      for d = 1, #oshape do lin = lin + (d == dim and idx[d] - offs[k] or idx[d]) * st[d] end
+      out[#out + 1] = vals[k][lin + 1]
+      for d = #oshape, 1, -1 do
+        idx[d] = idx[d] + 1
+        if idx[d] < oshape[d] then break end
+        idx[d] = 0
+      end
+    end
+    return out
+  end
+  local old = mf.get_num_threads()
+  for _, nt in ipairs{1, 2} do
+    mf.set_num_threads(nt)
+    for _, dtype in ipairs(DTYPES) do
+      local base = {5, 7, 9}
+      for dim = 1, 3 do
+        local xs = {}
+        for k, len in ipairs{2, 0, 3, 1} do
+          local sh = {unpack(base)}
+          sh[dim] = len
+          xs[k] = pattern(sh, dtype, function(i) return (i * 7 + k * 31) % 251 end)
+        end
+        local what = ('%s concat dim %d, %d thread(s)'):format(dtype, dim, nt)
+        same(read(mf.concat(xs, dim)), concat_ref(xs, dim), what)
+        -- a strided part of base's shape (the copy per input)
+        xs[2] = dim == 1 and pattern({9, 7, 5}, dtype):permute({3, 2, 1}) or pattern({5, 9, 7}, dtype):transpose(2, 3)
+        same(read(mf.concat(xs, dim)), concat_ref(xs, dim), what .. ' with a strided part')
+      end
+      -- stack at every position: concat of the parts with a size-1 dim inserted there
+      local ps = {pattern({4, 6}, dtype), pattern({4, 6}, dtype, function(i) return (i * 3) % 251 end)}
+      for d = 1, 3 do
+        local us = {ps[1]:unsqueeze(d), ps[2]:unsqueeze(d)}
+        same(read(mf.stack(ps, d)), concat_ref(us, d), ('%s stack at %d'):format(dtype, d))
+      end
+    end
+    -- large enough for two threads, each thread's range ending inside a row of one part
+    local a = pattern({37, 41, 90}, 'float32')
+    local b = pattern({37, 3, 90}, 'float32', function(i) return (i * 13) % 251 end)
+    same(read(mf.concat({a, b, a}, 2)), concat_ref({a, b, a}, 2), 'large along dim 2, ' .. nt .. ' thread(s)')
+    local c = pattern({37, 41, 7}, 'float32', function(i) return (i * 5) % 251 end)
+    same(read(mf.concat({c, a}, 3)), concat_ref({c, a}, 3), 'large along dim 3, ' .. nt .. ' thread(s)')
+  end
+  mf.set_num_threads(old)
+  -- more parts than the one-pass path takes (64)
+  local parts = {}
+  for k = 1, 70 do parts[k] = mf.full({2, 3}, k) end
+  same(read(mf.concat(parts, 1)), concat_ref(parts, 1), '70 parts')
+  -- contiguous parts that are views at offsets into one tensor, in reverse order
+  local x = pattern({4, 5}, 'float64')
+  local want = concat_ref({x:narrow(1, 3, 2), x:narrow(1, 1, 2)}, 1)
+  local y = mf.concat({x:narrow(1, 3, 2), x:narrow(1, 1, 2)}, 1)
+  same(read(y), want, 'parts that are views of one tensor')
+end)
+
 T.test('index_select by rows: every dim, repeated indices, views, large enough for threads', function()
   local shape = {30, 47, 130}
   local st = strides_of(shape)

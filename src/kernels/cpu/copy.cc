@@ -1,4 +1,4 @@
-// -- copy of one dtype, by layout ---------------------------------------------------------------
+// -- copy of one dtype, by layout; concat ---------------------------------------------------------
 // copy_cpu's same-dtype path (issue 12): elements move as W-byte words, and after StridedIter has
 // merged the dims the layout picks the loop: contiguous runs by memcpy, a broadcast source by row
 // fills, a transposed pair of dims by cache-blocked 8 x 8 tiles (AVX shuffles for 4- and 8-byte
@@ -11,7 +11,10 @@
 
 #include "../../core/dtype.h"
 #include "../../core/error.h"
+#include "../../core/shape.h"
+#include "../../core/writes.h"
 #include "copy.h"
+#include "kernels.h"
 #include "strided.h"
 
 namespace mf {
@@ -178,7 +181,54 @@ void copy_words(mf_tensor& dst, const mf_tensor& src) {
   });
 }
 
+// -- concat of contiguous inputs -------------------------------------------------------------------
+// The output, row-major, is `outer` rows of R elements; input i fills columns [at[i], at[i] + len[i])
+// of every row from its own contiguous rows of len[i]. One pass over the flat output split across
+// threads: each thread copies the pieces of every input that fall in its range (issue 12: a copy
+// per input forked the pool once per input; two 128 x 128 float32 joined along dim 2 took 2.0 us,
+// now 1.65, a memcpy of the output's bytes 1.0, one thread, warm buffers).
+template <typename W>
+void concat_rows(W* out, int64_t outer, int64_t R, int n, const W* const* src, const int64_t* at,
+                 const int64_t* len) {
+  parallel_for(outer * R, 1, [&](int64_t b, int64_t e) {
+    for (int64_t o = b / R; o * R < e; ++o) {
+      int64_t row = o * R;
+      for (int i = 0; i < n; ++i) {
+        int64_t lo = std::max(b, row + at[i]), hi = std::min(e, row + at[i] + len[i]);
+        if (lo < hi) run_copy(out + lo, src[i] + o * len[i] + (lo - row - at[i]), hi - lo);
+      }
+    }
+  });
+}
+
 }  // namespace
+
+bool concat_contiguous(mf_tensor& out, int n, const mf_tensor* const* ins, int dim) {
+  constexpr int kMaxParts = 64;  // more inputs take the copy per input (concat_cpu)
+  if (n > kMaxParts || !is_contiguous(out)) return false;
+  int64_t after = 1, outer = 1;
+  for (int d = dim + 1; d < out.ndim; ++d) after *= out.shape[d];
+  for (int d = 0; d < dim; ++d) outer *= out.shape[d];
+  const void* src[kMaxParts];
+  int64_t at[kMaxParts], len[kMaxParts], col = 0;
+  for (int i = 0; i < n; ++i) {
+    const mf_tensor& x = *ins[i];
+    if (x.dtype_id != out.dtype_id || !is_contiguous(x) || (x.count > 0 && memory_overlaps(out, x))) return false;
+    src[i] = x.ptr;
+    at[i] = col;
+    len[i] = x.shape[dim] * after;
+    col += len[i];
+  }
+  if (out.count == 0) return true;
+  switch (dtype_size(out.dtype_id)) {
+    case 1: concat_rows((uint8_t*)out.ptr, outer, col, n, (const uint8_t* const*)src, at, len); break;
+    case 2: concat_rows((uint16_t*)out.ptr, outer, col, n, (const uint16_t* const*)src, at, len); break;
+    case 4: concat_rows((uint32_t*)out.ptr, outer, col, n, (const uint32_t* const*)src, at, len); break;
+    case 8: concat_rows((uint64_t*)out.ptr, outer, col, n, (const uint64_t* const*)src, at, len); break;
+    default: fail("concat: invalid dtype code ", out.dtype_id);
+  }
+  return true;
+}
 
 void copy_same_dtype(mf_tensor& dst, const mf_tensor& src) {
   switch (dtype_size(dst.dtype_id)) {
@@ -187,6 +237,40 @@ void copy_same_dtype(mf_tensor& dst, const mf_tensor& src) {
     case 4: copy_words<uint32_t>(dst, src); break;
     case 8: copy_words<uint64_t>(dst, src); break;
     default: fail("copy: invalid dtype code ", dst.dtype_id);
+  }
+}
+
+// -- concat ----------------------------------------------------------------------------------
+// The inputs must tile out along dim exactly and match it in every other dim: a kernel string that
+// passes mismatched tensors gets an error, never a write past out or a silent broadcast. Every
+// input is checked before anything is written; contiguous inputs are then copied in one pass
+// (concat_contiguous), others one copy_cpu each (strided views, a cast, memory shared with out).
+void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim) {
+  if (dim < 0 || dim >= out.ndim) fail("concat: dim ", dim + 1, " out of range for a ", out.ndim, "-dim output");
+  int64_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    const mf_tensor& x = *ins[i];
+    bool fits = x.ndim == out.ndim && x.shape[dim] >= 0 && x.shape[dim] <= out.shape[dim] - at;
+    for (int d = 0; fits && d < out.ndim; ++d) fits = d == dim || x.shape[d] == out.shape[d];
+    if (!fits)
+      fail("concat: input ", i + 1, " is ", shape_str(x), "; it does not fit the output ", shape_str(out),
+           " after ", at, " slices along dim ", dim + 1);
+    at += x.shape[dim];
+  }
+  if (at != out.shape[dim])
+    fail("concat: the inputs fill ", at, " of the output's ", out.shape[dim], " slices along dim ", dim + 1);
+  if (concat_contiguous(out, n, ins, dim)) return;
+  int es = dtype_size(out.dtype_id);
+  at = 0;
+  for (int i = 0; i < n; ++i) {
+    const mf_tensor& x = *ins[i];
+    mf_tensor part = out;  // a narrow of out along dim
+    part.shape[dim] = x.shape[dim];
+    part.count = checked_numel(part.ndim, part.shape, "concat");
+    part.is_contig = is_contiguous(part) ? 1 : 0;
+    part.ptr = (char*)out.ptr + at * out.strides[dim] * es;
+    copy_cpu(part, x);
+    at += x.shape[dim];
   }
 }
 

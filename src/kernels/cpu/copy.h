@@ -12,6 +12,11 @@ namespace mf {
 
 void copy_same_dtype(mf_tensor& dst, const mf_tensor& src);
 
+// concat_cpu's one-pass path: out (contiguous) filled along dim by n inputs that its caller has
+// checked to tile it. False, with nothing written, unless out and every input are contiguous, of
+// out's dtype and clear of out's memory, and n is at most 64: concat_cpu then copies per input.
+bool concat_contiguous(mf_tensor& out, int n, const mf_tensor* const* ins, int dim);
+
 // Copies n bytes between disjoint buffers. When dst lies a little above src modulo 4 KiB (a roll,
 // a narrow by a few elements), memcpy's loads keep matching the low address bits of its own recent
 // stores (4K aliasing) and ran 4-6x slower: 512-byte blocks loaded whole before they are stored

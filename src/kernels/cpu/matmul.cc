@@ -178,30 +178,4 @@ void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans
   cpu_allocator().free(B.packed);
 }
 
-// -- concat ----------------------------------------------------------------------------------
-// The inputs must tile out along dim exactly and match it in every other dim: a kernel string that
-// passes mismatched tensors gets an error, never a write past out or a silent broadcast.
-void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim) {
-  if (dim < 0 || dim >= out.ndim) fail("concat: dim ", dim + 1, " out of range for a ", out.ndim, "-dim output");
-  int64_t at = 0;
-  int es = dtype_size(out.dtype_id);
-  for (int i = 0; i < n; ++i) {
-    const mf_tensor& x = *ins[i];
-    bool fits = x.ndim == out.ndim && x.shape[dim] >= 0 && x.shape[dim] <= out.shape[dim] - at;
-    for (int d = 0; fits && d < out.ndim; ++d) fits = d == dim || x.shape[d] == out.shape[d];
-    if (!fits)
-      fail("concat: input ", i + 1, " is ", shape_str(x), "; it does not fit the output ", shape_str(out),
-           " after ", at, " slices along dim ", dim + 1);
-    mf_tensor part = out;  // a narrow of out along dim
-    part.shape[dim] = x.shape[dim];
-    part.count = checked_numel(part.ndim, part.shape, "concat");
-    part.is_contig = is_contiguous(part) ? 1 : 0;
-    part.ptr = (char*)out.ptr + at * out.strides[dim] * es;
-    copy_cpu(part, x);
-    at += x.shape[dim];
-  }
-  if (at != out.shape[dim])
-    fail("concat: the inputs fill ", at, " of the output's ", out.shape[dim], " slices along dim ", dim + 1);
-}
-
 }  // namespace mf
