@@ -3,7 +3,8 @@
 -- references computed here element by element in plain Lua (repeated destinations: scatter's last
 -- write in the index's row-major order wins), and bit-identical float results with 1 and 2 threads,
 -- on every dim, with transposed and narrowed views as x, index and src; masked_select and nonzero
--- on their flat paths (contiguous x and mask) against plain-Lua references.
+-- on their flat paths (contiguous x and mask) against plain-Lua references; bad indices deep in the
+-- parallel paths (checked a block at a time into a fresh output, all first in place).
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
 local T = require 'testlib'
 local mf = require 'moonflow'
@@ -163,6 +164,43 @@ T.test('views as x, index and src on the parallel paths', function()
     mf.index_add_(base2:t(), ii, src, dim)
     same_flat(flat(base2:t()), ref_index_add(fxt, {n, n}, flat(ii), fs, {n, n}, dim),
               tag .. ' index_add_ into a transposed x')
+  end
+end)
+
+-- Into a fresh output the index is checked a block at a time as it is used (each thread its own
+-- blocks); the in-place forms check all of it first. Bad indices placed in late blocks, one per
+-- thread's half, and in a transposed index: the error names the first in row-major order, and an
+-- in-place x is left as it was.
+T.test('bad indices deep in the parallel paths: the first is named, x in place untouched', function()
+  local n = 400  -- 160,000 elements: two threads
+  for _, threads in ipairs{1, 2} do
+    mf.set_num_threads(threads)
+    for dim = 1, 2 do
+      local tag = ('%d thread(s), dim %d'):format(threads, dim)
+      local x = mf.arange(1, n * n + 1):reshape(n, n):float()
+      local idx = mf.randint(1, n + 1, {n, n})
+      idx[{390, 7}] = n + 1        -- late in the second half of the rows (and of the columns)
+      idx[{300, 391}] = 0          -- earlier in row-major order: this one is named
+      for _, op in ipairs{'gather', 'scatter', 'scatter_add'} do
+        local ok, err = pcall(function()
+          if op == 'gather' then return mf.gather(x, idx, dim) end
+          return mf[op](x, idx, x, dim)
+        end)
+        T.eq(ok, false, tag .. ' ' .. op .. ' fails')
+        T.eq(tostring(err):find(op .. ': index 0 at position [300,391] of the index is out of range 1..400 along dim '
+          .. dim, 1, true) ~= nil, true, tag .. ' ' .. op .. ' names index 0 at [300,391]: ' .. tostring(err))
+      end
+      local before = flat(x)
+      local ok, err = pcall(mf.scatter_add_, x, idx, x, dim)
+      T.eq(ok, false, tag .. ' scatter_add_ fails')
+      T.eq(tostring(err):find('index 0 at position [300,391]', 1, true) ~= nil, true, tag .. ' scatter_add_: ' .. tostring(err))
+      same_flat(flat(x), before, tag .. ' scatter_add_ left x as it was')
+      -- a transposed index (rows checked one by one): index (i, j) is idx[j][i], so [391,300] is named
+      local ok2, err2 = pcall(mf.gather, x, idx:t(), dim)
+      T.eq(ok2, false, tag .. ' gather with a transposed index fails')
+      T.eq(tostring(err2):find('index ' .. (n + 1) .. ' at position [7,390]', 1, true) ~= nil, true,
+        tag .. ' transposed index names [7,390]: ' .. tostring(err2))
+    end
   end
 end)
 

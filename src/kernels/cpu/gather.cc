@@ -2,6 +2,7 @@
 // Gathers and scatters along one dim by 1-based int64 indices: index_select row by row (a row: the
 // run of x's dims after dim) when the layout allows, else slice by slice through the strided copy
 // and add routines (each slice is itself parallel when large); one_hot one output row at a time.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -161,10 +162,14 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels) {
   MF_DISPATCH(out.dtype_id, T, {
     T* o = (T*)out.ptr;
     parallel_for(labels.count, classes, [&](int64_t lo, int64_t hi) {
+      // locals, not the captured references: a store through row (an int64 output) may alias a
+      // captured int64_t, which kept the zeroing a scalar loop reloading classes every element
+      const int64_t nc = classes;
+      const int64_t* h = hot.data();
       for (int64_t i = lo; i < hi; ++i) {
-        T* row = o + i * classes;
-        for (int64_t j = 0; j < classes; ++j) row[j] = T(0);
-        row[hot[size_t(i)]] = T(1);
+        T* row = o + i * nc;
+        std::fill_n(row, nc, T(0));
+        row[h[i]] = T(1);
       }
     });
   });

@@ -1,12 +1,17 @@
 // -- gather / scatter / index_add / masked_select / nonzero --------------------------------------
 // Element-wise indexing by 1-based int64 indices (PyTorch's semantics, Torch7's 1-based numbers).
-// Every routine checks all of its indices before it writes anything (masked_select and nonzero stop
-// at their output's length), so a bad index is an error naming it, never a write out of bounds. The
-// loops run in the row-major order of the index (of src for index_add), split across threads only
-// where no two threads share a destination (rows_parallel): repeated destinations are written in that
-// order, whatever the thread count, so scatter's last write wins and accumulation is reproducible.
+// A bad index is an error naming it, never a read or write out of bounds: routines that write x
+// itself (the in-place forms) check all of their indices before any write; gather and the scatters
+// into a fresh output check each run of the index just before using it (one pass over the index,
+// while its run is in L1, instead of a separate pass over all of it first), so an error may leave
+// that output partly written, which the caller then discards. The loops run in the row-major order
+// of the index (of src for index_add), split across threads only where no two threads share a
+// destination (rows_parallel): repeated destinations are written in that order, whatever the thread
+// count, so scatter's last write wins and accumulation is reproducible.
 #include <algorithm>
+#include <atomic>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../../core/error.h"
@@ -58,15 +63,55 @@ struct Walk {
 
 int64_t index_at(const mf_tensor& idx, const Walk& w) { return ((const int64_t*)idx.ptr)[w.offset(idx.strides)]; }
 
-// Calls f() with w at the start of each row (the run along the last dim) of its shape, in row-major
-// order; an empty shape has none. Offsets are then computed once per row, not per element: the
-// per-element odometer and offset sums dominated gather and scatter (issue 12).
-template <typename F>
-void each_row(Walk& w, F&& f) {
-  for (int d = 0; d < w.ndim; ++d)
-    if (w.shape[d] == 0) return;
-  do f();
-  while (w.next_row());
+// The walk over shape's rows, at the start of row r (row-major number).
+Walk at_row(const Walk& shape, int64_t r) {
+  Walk w = shape;
+  for (int d = w.ndim - 2; d >= 0; --d) {
+    w.at[d] = r % w.shape[d];
+    r /= w.shape[d];
+  }
+  return w;
+}
+
+using One = std::integral_constant<int64_t, 1>;  // a unit stride known when the loop compiles
+
+// Four elements a turn in the loops of indexed reads and writes: one element a turn ran at the
+// taken-branch rate (about one a cycle), below what the loads and stores allow.
+#define MF_UNROLL4 _Pragma("GCC unroll 4")
+
+// Whether the len indices at row (stride s) all lie in 1..n: v - 1 as unsigned is >= n for v < 1
+// too, so the run's largest such value tells (a max reduction vectorizes, a chain of compares did
+// not). 32 running maxima (4 vectors) side by side, not one chain of dependent maxima.
+template <typename S>
+bool run_in_range(const int64_t* row, int64_t len, S s, uint64_t n) {
+  constexpr int W = 32;
+  uint64_t m[W] = {};
+  int64_t j = 0;
+  for (; j + W <= len; j += W)
+    for (int k = 0; k < W; ++k) m[k] = std::max(m[k], uint64_t(row[(j + k) * s] - 1));
+  uint64_t r = 0;
+  for (; j < len; ++j) r = std::max(r, uint64_t(row[j * s] - 1));
+  for (int k = 0; k < W; ++k) r = std::max(r, m[k]);
+  return r < n;
+}
+bool run_in_range(const int64_t* row, int64_t len, int64_t s, uint64_t n) {
+  return s == 1 ? run_in_range(row, len, One{}, n) : run_in_range<int64_t>(row, len, s, n);
+}
+
+// The index elements checked at a time before their rows are used (rows_parallel): 16 KB of int64,
+// still in L1 when the rows read them again.
+constexpr int64_t kCheckBlock = 2048;
+
+// Rows rb..re (w at rb's start) of idx, columns [jb, je): all in 1..n? Adjacent whole rows of a
+// contiguous index are one run.
+bool rows_in_range(const mf_tensor& idx, Walk w, int64_t rb, int64_t re, int64_t jb, int64_t je, uint64_t n) {
+  const int L = idx.ndim - 1;
+  const int64_t* ip = (const int64_t*)idx.ptr;
+  const int64_t len = idx.shape[L], is = idx.strides[L];
+  if (jb == 0 && je == len && is_contiguous(idx)) return run_in_range(ip + w.offset(idx.strides), (re - rb) * len, One{}, n);
+  for (int64_t r = rb; r < re; ++r, w.next_row())
+    if (!run_in_range(ip + w.offset(idx.strides) + jb * is, je - jb, is, n)) return false;
+  return true;
 }
 
 // Calls f(w, r, jb, je) for every row r of w's shape (w at its start) over the columns [jb, je) of
@@ -75,28 +120,44 @@ void each_row(Walk& w, F&& f) {
 // share every coordinate but `dim` with the element read. So rows are split when dim is the last
 // dim (rows then differ off dim), and otherwise the last dim's columns (which then differ off dim):
 // the results are those of the serial loop, whatever the thread count.
+// With idx (the index, of shape's shape), each block of rows (their columns [jb, je)) is checked to
+// lie in 1..n just before f runs on it; a block that does not is skipped, and the call returns false
+// (the caller then names the first bad index). Without idx (checked before), it returns true.
 template <typename F>
-void rows_parallel(const Walk& shape, int dim, F&& f) {
+bool rows_parallel(const Walk& shape, int dim, F&& f, const mf_tensor* idx = nullptr, int64_t n = 0) {
   const int L = shape.ndim - 1;
   int64_t len = shape.shape[L], rows = 1;
   for (int d = 0; d < L; ++d) rows *= shape.shape[d];
-  if (len == 0 || rows == 0) return;
+  if (len == 0 || rows == 0) return true;
+  std::atomic<int> bad{0};
   if (dim == L) {
     parallel_for(rows, len, [&](int64_t rb, int64_t re) {
-      Walk w = shape;
-      int64_t rem = rb;  // row rb's coordinates
-      for (int d = L - 1; d >= 0; --d) {
-        w.at[d] = rem % w.shape[d];
-        rem /= w.shape[d];
+      Walk w = at_row(shape, rb);
+      const int64_t B = std::max<int64_t>(1, kCheckBlock / len);
+      for (int64_t b = rb; b < re; b += B) {
+        const int64_t be = std::min(re, b + B);
+        if (idx && !rows_in_range(*idx, w, b, be, 0, len, uint64_t(n))) {
+          bad.store(1, std::memory_order_relaxed);
+          return;
+        }
+        for (int64_t r = b; r < be; ++r, w.next_row()) f(w, r, int64_t(0), len);
       }
-      for (int64_t r = rb; r < re; ++r, w.next_row()) f(w, r, int64_t(0), len);
     });
   } else {
     parallel_for(len, rows, [&](int64_t jb, int64_t je) {
       Walk w = shape;
-      for (int64_t r = 0; r < rows; ++r, w.next_row()) f(w, r, jb, je);
+      const int64_t B = std::max<int64_t>(1, kCheckBlock / (je - jb));
+      for (int64_t b = 0; b < rows; b += B) {
+        const int64_t be = std::min(rows, b + B);
+        if (idx && !rows_in_range(*idx, w, b, be, jb, je, uint64_t(n))) {
+          bad.store(1, std::memory_order_relaxed);
+          return;
+        }
+        for (int64_t r = b; r < be; ++r, w.next_row()) f(w, r, jb, je);
+      }
     });
   }
+  return bad.load() == 0;
 }
 
 // gather's source and scatter's destination: the element offset, in a tensor of these strides and
@@ -112,28 +173,29 @@ void index_dtype(const char* op, const mf_tensor& idx) {
   if (idx.dtype_id != MF_INT64) fail(op, ": index is ", dtype_name(idx.dtype_id), "; expected int64 (1-based)");
 }
 
-// Every index of idx lies in 1..n (n = x's size along dim), checked before any write.
+// Raises the error of the first index of idx (row-major) outside 1..n, if there is one.
+void raise_first_bad(const char* op, const mf_tensor& idx, int dim, int64_t n, const mf_tensor& x);
+
+// Every index of idx lies in 1..n (n = x's size along dim), checked before any write: a pass by rows,
+// split across threads, then the walk that names the first bad index when there is one.
 void check_range(const char* op, const mf_tensor& idx, int dim, int64_t n, const mf_tensor& x) {
-  if (idx.ndim > 0) {  // fast pass by rows; a bad index is then located by the walk below
-    Walk r(idx);
-    const int64_t* ip = (const int64_t*)idx.ptr;
-    const int64_t len = idx.shape[idx.ndim - 1], is = idx.strides[idx.ndim - 1];
-    const uint64_t un = uint64_t(n);
-    bool bad = false;
-    each_row(r, [&] {
-      const int64_t* row = ip + r.offset(idx.strides);
-      // v - 1 as unsigned is >= n for v < 1 too: the row's largest such value tells (a max reduction
-      // vectorizes, a chain of compares did not)
-      uint64_t m = 0;
-      if (is == 1) {
-        for (int64_t j = 0; j < len; ++j) m = std::max(m, uint64_t(row[j] - 1));
-      } else {
-        for (int64_t j = 0; j < len; ++j) m = std::max(m, uint64_t(row[j * is] - 1));
-      }
-      bad |= m >= un;
+  if (idx.ndim > 0) {
+    Walk shape(idx);
+    const int L = idx.ndim - 1;
+    int64_t rows = 1;
+    for (int d = 0; d < L; ++d) rows *= idx.shape[d];
+    if (idx.shape[L] == 0 || rows == 0) return;
+    std::atomic<int> bad{0};
+    parallel_for(rows, idx.shape[L], [&](int64_t rb, int64_t re) {
+      if (!rows_in_range(idx, at_row(shape, rb), rb, re, 0, idx.shape[L], uint64_t(n)))
+        bad.store(1, std::memory_order_relaxed);
     });
-    if (!bad) return;
+    if (!bad.load()) return;
   }
+  raise_first_bad(op, idx, dim, n, x);
+}
+
+void raise_first_bad(const char* op, const mf_tensor& idx, int dim, int64_t n, const mf_tensor& x) {
   Walk w(idx);
   for (int64_t i = 0; i < idx.count; ++i, w.next()) {
     int64_t v = index_at(idx, w);
@@ -193,32 +255,36 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
   kcheck::contiguous("gather", "output", out);
   kcheck::dtype("gather", "output", out, x.dtype_id, " (x's dtype)");
   int64_t n = x.ndim ? x.shape[dim] : 1;
-  check_range("gather", idx, dim, n, x);
   MF_DISPATCH(x.dtype_id, T, {
     const T* xp = (const T*)x.ptr;
     T* o = (T*)out.ptr;
     Walk w(idx);
     if (idx.ndim == 0) {
+      check_range("gather", idx, dim, n, x);
       if (idx.count) o[0] = xp[indexed_offset(w, idx, x.strides, x.ndim, dim)];
     } else {  // row by row of the index: out's rows are contiguous
       const int L = idx.ndim - 1;
       const int64_t* ip = (const int64_t*)idx.ptr;
       const int64_t len = idx.shape[L], is = idx.strides[L], xl = x.strides[L], xd = x.strides[dim];
-      rows_parallel(w, dim, [&](const Walk& v, int64_t r, int64_t jb, int64_t je) {
+      // each block of the index checked as it is used; a bad block is skipped, then named below
+      bool ok = rows_parallel(w, dim, [&](const Walk& v, int64_t r, int64_t jb, int64_t je) {
         const int64_t* ir = ip + v.offset(idx.strides);
         const T* xb = xp + v.offset(x.strides) - v.at[dim] * xd;  // x's row with dim's coordinate at 0
         T* q = o + r * len;
-        // the loops again with unit strides as constants, the common layout, so they compile tight
-        auto run = [&](int64_t s_i, int64_t s_x) {
+        // the loops again with unit strides as constants, the common layouts, so they compile tight
+        // (no multiply per element for a unit stride along dim)
+        auto run = [&](auto s_i, auto s_x, auto s_d) {
           if (dim == L) {
-            for (int64_t j = jb; j < je; ++j) q[j] = xb[(ir[j * s_i] - 1) * xd];
+            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) q[j] = xb[(ir[j * s_i] - 1) * s_d];
           } else {
-            for (int64_t j = jb; j < je; ++j) q[j] = xb[j * s_x + (ir[j * s_i] - 1) * xd];
+            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) q[j] = xb[j * s_x + (ir[j * s_i] - 1) * s_d];
           }
         };
-        if (is == 1 && xl == 1) run(1, 1);
-        else run(is, xl);
-      });
+        if (is == 1 && dim == L && xd == 1) run(One{}, One{}, One{});
+        else if (is == 1 && xl == 1) run(One{}, One{}, xd);
+        else run(is, xl, xd);
+      }, &idx, n);
+      if (!ok) raise_first_bad("gather", idx, dim, n, x);
     }
   });
 }
@@ -240,7 +306,10 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
   std::vector<char> ibuf, sbuf;
   mf_tensor idx = detached(index, out, ibuf), src = detached(source, out, sbuf);
   int64_t n = x.ndim ? x.shape[dim] : 1;
-  check_range(op, idx, dim, n, x);
+  // into x itself (the in-place forms): every index checked before any write; into a fresh output,
+  // each run of the index as it is used (the output is x's copy first)
+  const bool in_place = same_view(out, x) || memory_overlaps(out, x);
+  if (in_place || idx.ndim == 0) check_range(op, idx, dim, n, x);
   if (!same_view(out, x)) copy_cpu(out, x);
   bool scalar = src.ndim == 0;
   MF_DISPATCH(x.dtype_id, T, {
@@ -257,24 +326,37 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
       const int64_t* ip = (const int64_t*)idx.ptr;
       const int64_t is = idx.strides[L], ol = out.strides[L], od = out.strides[dim];
       const int64_t sl = scalar ? 0 : src.strides[L];
-      const int64_t step = dim == L ? 0 : ol;
-      rows_parallel(w, dim, [&](const Walk& v, int64_t, int64_t jb, int64_t je) {
+      // into a fresh output each block of the index is checked as it is used (rows_parallel); a bad
+      // block is skipped, then named below
+      bool ok = rows_parallel(w, dim, [&](const Walk& v, int64_t, int64_t jb, int64_t je) {
         const int64_t* ir = ip + v.offset(idx.strides);
         const T* sr = scalar ? sp : sp + v.offset(src.strides);
         T* ob = o + v.offset(out.strides) - v.at[dim] * od;  // out's row with dim's coordinate at 0
-        auto run = [&](int64_t s_i, int64_t s_s) {  // unit strides as constants below
-          if (add) {
-            for (int64_t j = jb; j < je; ++j) {
-              T& d = ob[j * step + (ir[j * s_i] - 1) * od];
+        // unit strides as constants below (no multiply per element for a unit stride along dim)
+        auto run = [&](auto s_i, auto s_s, auto s_l, auto s_d) {
+          if (dim == L) {
+            if (add) {
+              MF_UNROLL4 for (int64_t j = jb; j < je; ++j) {
+                T& d = ob[(ir[j * s_i] - 1) * s_d];
+                d = T(d + sr[j * s_s]);
+              }
+            } else {
+              MF_UNROLL4 for (int64_t j = jb; j < je; ++j) ob[(ir[j * s_i] - 1) * s_d] = sr[j * s_s];
+            }
+          } else if (add) {
+            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) {
+              T& d = ob[j * s_l + (ir[j * s_i] - 1) * s_d];
               d = T(d + sr[j * s_s]);
             }
           } else {
-            for (int64_t j = jb; j < je; ++j) ob[j * step + (ir[j * s_i] - 1) * od] = sr[j * s_s];
+            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) ob[j * s_l + (ir[j * s_i] - 1) * s_d] = sr[j * s_s];
           }
         };
-        if (is == 1 && sl == 1) run(1, 1);
-        else run(is, sl);
-      });
+        if (is == 1 && sl == 1 && dim == L && od == 1) run(One{}, One{}, One{}, One{});
+        else if (is == 1 && sl == 1 && ol == 1) run(One{}, One{}, One{}, od);
+        else run(is, sl, ol, od);
+      }, in_place ? nullptr : &idx, n);
+      if (!ok) raise_first_bad(op, idx, dim, n, x);
     }
   });
 }
