@@ -22,6 +22,7 @@ return function(mf)
     devices = "mf.devices(): the names of the registered devices, the CPU ('cpu') first; t:to(name) moves a tensor to one.",
     set_num_threads = 'mf.set_num_threads(n): threads for OpenMP kernels and OpenBLAS (also MF_NUM_THREADS).',
     get_num_threads = 'mf.get_num_threads(): the current thread count.',
+    blas_info = "mf.blas_info(): the OpenBLAS moonflow loaded: {core (openblas_get_corename(): 'SkylakeX', 'Haswell', ...), chosen (true: moonflow picked the AVX-512 kernels, OPENBLAS_CORETYPE=SKYLAKEX, because the CPU has AVX-512 F/BW/DQ/VL/CD and OPENBLAS_CORETYPE was unset), user_coretype (OPENBLAS_CORETYPE was set: it won), preloaded (the process had an OpenBLAS already: its choice held), library (the file), config (version and build), parallel ('openmp', 'pthreads', 'sequential'), loaded, error}.",
     clock = 'mf.clock(): seconds on a monotonic wall clock, for timing.',
     placeholder = 'mf.placeholder(dtype, shape, name): a graph input fed at run time; nil or -1 in shape means any size.',
     Variable = 'mf.Variable(tensor[, name][, {trainable = false}]): graph state kept by each session across runs.',

@@ -738,6 +738,16 @@ return function(mf)
     K.check(C.mf_set_num_threads(n))
   end
   function mf.get_num_threads() return C.mf_get_num_threads() end
+  -- the OpenBLAS libmoonflow loaded and the kernels it runs (src/kernels/cpu/blas.h)
+  local PARALLEL = {[0] = 'sequential', [1] = 'pthreads', [2] = 'openmp'}
+  function mf.blas_info()
+    local b = ffi.new('mf_blas_info')
+    K.check(C.mf_blas_info_get(b))
+    return {loaded = b.loaded ~= 0, core = ffi.string(b.core), chosen = b.chosen ~= 0,
+            user_coretype = b.user_coretype ~= 0, preloaded = b.preloaded ~= 0,
+            library = ffi.string(b.library), config = ffi.string(b.config),
+            parallel = PARALLEL[b.parallel] or 'unknown', error = ffi.string(b.error)}
+  end
   function mf.clock() return C.mf_clock() end
 
   -- the state's generator --------------------------------------------------------------------

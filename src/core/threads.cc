@@ -6,18 +6,24 @@
 #include <atomic>
 #include <cstdlib>
 
-extern "C" void openblas_set_num_threads(int);
-
 namespace mf {
 
 // 0 until MF_NUM_THREADS or set_num_threads gives a count; OpenMP's default holds until then.
 static std::atomic<int> g_num_threads{0};
+// openblas_set_num_threads once OpenBLAS is loaded (core sits below the kernels: it is handed in)
+static std::atomic<void (*)(int)> g_blas_threads{nullptr};
 
 void set_num_threads(int n) {
   if (n < 1) n = 1;
   g_num_threads.store(n, std::memory_order_relaxed);
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  if (auto fn = g_blas_threads.load(std::memory_order_acquire)) fn(n);
+}
+
+void set_blas_threads_hook(void (*fn)(int)) {
+  g_blas_threads.store(fn, std::memory_order_release);
+  int n = g_num_threads.load(std::memory_order_relaxed);
+  if (fn && n > 0) fn(n);
 }
 
 void adopt_num_threads() {

@@ -9,6 +9,9 @@ constexpr int64_t kGrain = 131072;
 
 // Sets the process-wide count (also OpenBLAS's), effective at once on the calling thread.
 void set_num_threads(int n);
+// The BLAS loader (src/kernels/cpu/blas.cc) hands in openblas_set_num_threads once OpenBLAS is
+// loaded; set_num_threads calls it from then on (a count set before is applied at once).
+void set_blas_threads_hook(void (*fn)(int));
 int get_num_threads();
 // Reads MF_NUM_THREADS once at start-up, if set.
 void init_threads_from_env();

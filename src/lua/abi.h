@@ -68,6 +68,22 @@ int mf_memory_empty_cache(int32_t device);
 /* threads: one OpenMP pool shared with OpenBLAS */
 int mf_set_num_threads(int n);
 int mf_get_num_threads(void);
+/* the BLAS library libmoonflow loaded when it loaded (src/kernels/cpu/blas.h): strings owned by the
+   library, valid for the process's life; loaded 0: error says why (every other field but the
+   flags is ""); parallel: 0 sequential, 1 pthreads, 2 OpenMP, -1 unknown. Fails only when out
+   is NULL. */
+typedef struct mf_blas_info {
+  int32_t loaded;
+  int32_t chosen;        /* moonflow set OPENBLAS_CORETYPE for the load (an AVX-512 CPU) */
+  int32_t user_coretype; /* OPENBLAS_CORETYPE was set: the user's choice won */
+  int32_t preloaded;     /* an OpenBLAS was in the process already: its choice held */
+  int32_t parallel;
+  const char *library;   /* the file the routines come from */
+  const char *core;      /* openblas_get_corename(): "SkylakeX", "Haswell", ... */
+  const char *config;    /* openblas_get_config(): version and build options */
+  const char *error;
+} mf_blas_info;
+int mf_blas_info_get(mf_blas_info *out);
 
 /* operator registry */
 int mf_op_count(void);

@@ -14,6 +14,7 @@
 #include "../core/tensor.h"
 #include "../core/threads.h"
 #include "../core/writes.h"
+#include "../kernels/cpu/blas.h"
 #include "../kernels/cpu/kernels.h"
 #include "../op/registry.h"
 #include "guard.h"
@@ -178,6 +179,14 @@ int mf_set_num_threads(int n) {
   });
 }
 int mf_get_num_threads(void) { return get_num_threads(); }
+int mf_blas_info_get(mf_blas_info* out) {
+  return guard(__func__, [&] {
+    if (!out) fail("blas_info: the output struct is null");
+    const BlasInfo& b = blas_info();
+    *out = mf_blas_info{b.loaded, b.chosen, b.user_coretype, b.preloaded, b.parallel,
+                        b.library, b.core, b.config, b.error};
+  });
+}
 
 // -- registry --------------------------------------------------------------------------------
 int mf_op_count(void) { return guard_value(__func__, -1, [&] { return Registry::get().size(); }); }

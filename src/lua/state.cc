@@ -6,6 +6,7 @@
 
 #include "../core/error.h"
 #include "../core/threads.h"
+#include "../kernels/cpu/blas.h"
 #include "../op/registry.h"
 #include "embedded.h"
 
@@ -58,6 +59,7 @@ bool pcall_traceback(lua_State* L, int nargs, int nresults, std::string* err) {
 }
 
 lua_State* new_lua_state() {
+  (void)blas();  // OpenBLAS failed to load with libmoonflow (blas.cc): every engine start says why
   register_builtin_ops();
   static bool threads_done = (init_threads_from_env(), true);
   (void)threads_done;

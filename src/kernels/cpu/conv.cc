@@ -1,7 +1,6 @@
 // -- conv2d ------------------------------------------------------------------------------------------
 // 2-D convolution (NCHW) as im2col + GEMM and its two gradients (GEMM + col2im, GEMM against the
 // columns). Pooling lives in pool.cc.
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "../../core/error.h"
 #include "../../core/nchw.h"
 #include "../../core/threads.h"
+#include "blas.h"
 #include "kernels.h"
 
 namespace mf {
@@ -35,11 +35,11 @@ inline void valid_range(int64_t off, int64_t s, int64_t n, int64_t outs, int64_t
 
 inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  blas().sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 inline void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
                  const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
+  blas().dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
 
 // Scratch memory carved from the bind-time workspace, 64-byte aligned pieces; when the workspace

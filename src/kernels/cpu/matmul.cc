@@ -1,8 +1,6 @@
 // -- matmul ------------------------------------------------------------------------------------
 // GEMM through OpenBLAS: strided operands are passed with a transpose flag and leading dimension
 // instead of being copied; only layouts BLAS cannot describe are packed first.
-#include <cblas.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -10,6 +8,7 @@
 #include "../../core/error.h"
 #include "../../core/gemm_plan.h"
 #include "../../core/threads.h"
+#include "blas.h"
 #include "checks.h"
 #include "kernels.h"
 
@@ -133,11 +132,11 @@ bool gemv(int32_t dtype, const GemmOperand& A, const GemmOperand& B, int64_t m, 
     }
   }
   if (dtype == MF_FLOAT32) {
-    cblas_sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, (const float*)M->base + om, int(M->ld),
-                (const float*)V->base + ov, int(incx), 0.0f, (float*)y, 1);
+    blas().sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, (const float*)M->base + om, int(M->ld),
+                 (const float*)V->base + ov, int(incx), 0.0f, (float*)y, 1);
   } else if (dtype == MF_FLOAT64) {
-    cblas_dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, (const double*)M->base + om, int(M->ld),
-                (const double*)V->base + ov, int(incx), 0.0, (double*)y, 1);
+    blas().dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, (const double*)M->base + om, int(M->ld),
+                 (const double*)V->base + ov, int(incx), 0.0, (double*)y, 1);
   } else {
     return false;
   }
@@ -166,11 +165,11 @@ void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans
     if (k == 0) continue;
     if ((n == 1 || m == 1) && gemv(a.dtype_id, A, B, m, n, k, oa, ob, (char*)c.ptr + oc * es)) continue;
     if (a.dtype_id == MF_FLOAT32) {
-      cblas_sgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0f, (const float*)A.base + oa, int(A.ld),
-                  (const float*)B.base + ob, int(B.ld), 0.0f, (float*)c.ptr + oc, int(n));
+      blas().sgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0f, (const float*)A.base + oa,
+                   int(A.ld), (const float*)B.base + ob, int(B.ld), 0.0f, (float*)c.ptr + oc, int(n));
     } else if (a.dtype_id == MF_FLOAT64) {
-      cblas_dgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0, (const double*)A.base + oa, int(A.ld),
-                  (const double*)B.base + ob, int(B.ld), 0.0, (double*)c.ptr + oc, int(n));
+      blas().dgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0, (const double*)A.base + oa,
+                   int(A.ld), (const double*)B.base + ob, int(B.ld), 0.0, (double*)c.ptr + oc, int(n));
     }
   }
   if (k == 0) fill_cpu(c, 0);
