@@ -160,6 +160,39 @@ T.test('linspace, logspace: PyTorch numbers', function()
   T.tensor_eq(mf.logspace{start = -1, stop = 3, steps = 5, base = 2}, {0.5, 1, 2, 4, 8})
 end)
 
+T.test('linspace by halves, large: exact ends, symmetric, within 1 ulp of float64, any thread count', function()
+  -- the first half steps up from start, the second down from stop (PyTorch's rule); 300001 values
+  -- run on two threads, whose boundary falls away from the middle
+  local n, a, b = 300001, -3.7, 11.1
+  local step = (b - a) / (n - 1)
+  local old = mf.get_num_threads()
+  local got = {}
+  for k, nt in ipairs{1, 2} do
+    mf.set_num_threads(nt)
+    got[k] = {mf.linspace(a, b, n, {dtype = 'float64'}), mf.linspace(a, b, n), mf.linspace(a, b, n, {dtype = 'int32'})}
+  end
+  mf.set_num_threads(old)
+  local d64, d32, i32 = got[1][1]:data(), got[1][2]:data(), got[1][3]:data()
+  T.eq(d64[0], a, 'first')
+  T.eq(d64[n - 1], b, 'last')
+  local ulp = 2 ^ -49  -- of values below 16
+  for i = 0, n - 1 do
+    local want = i < (n - 1) / 2 and a + i * step or b - (n - 1 - i) * step  -- float64, unfused
+    if math.abs(d64[i] - want) > ulp then error(('float64 [%d]: %.17g, want %.17g'):format(i, d64[i], want)) end
+    -- float32 is the float64 value rounded; int32 the float64 value truncated
+    if math.abs(d32[i] - d64[i]) > 2 ^ -20 then error(('float32 [%d]: %.9g, want %.17g'):format(i, d32[i], d64[i])) end
+    local tr = d64[i] < 0 and math.ceil(d64[i]) or math.floor(d64[i])
+    if i32[i] ~= tr then error(('int32 [%d]: %d, want %d'):format(i, i32[i], tr)) end
+    -- 1 and 2 threads: the same bits
+    for j = 1, 3 do
+      if got[1][j]:data()[i] ~= got[2][j]:data()[i] then error(('dtype %d [%d]: 1 and 2 threads differ'):format(j, i)) end
+    end
+  end
+  -- symmetric about the middle: start and stop swapped give the values reversed
+  local r = mf.linspace(b, a, n, {dtype = 'float64'}):data()
+  for i = 0, n - 1, 997 do T.eq(r[i], d64[n - 1 - i], 'reversed ' .. i) end
+end)
+
 T.test('graphs: each op as an intermediate, fed views, sizes unknown where they may be', function()
   mf.reset_default_graph()
   local a = mf.placeholder('float64', {nil, 4}, 'a')
