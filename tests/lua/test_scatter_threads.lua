@@ -10,8 +10,9 @@ local T = require 'testlib'
 local mf = require 'moonflow'
 local ffi = require 'ffi'
 
-local SIZE = {float32 = 4, float64 = 8, int64 = 8, uint8 = 1}
-local CT = {float32 = 'const float *', float64 = 'const double *', int64 = 'const int64_t *', uint8 = 'const uint8_t *'}
+local SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
+local CT = {float32 = 'const float *', float64 = 'const double *', int32 = 'const int32_t *', int64 = 'const int64_t *',
+            uint8 = 'const uint8_t *'}
 
 local function bytes(t)
   local c = t:contiguous()
@@ -228,6 +229,49 @@ T.test('masked_select and nonzero, flat paths (contiguous x and mask): plain-Lua
     same_flat(flat(mf.nonzero(mm)), nz, 'nonzero ' .. tag)
   end
   T.eq(mf.masked_select(x, mf.zeros(3, 50, 70):type('uint8')):numel(), 0, 'masked_select of an empty mask')
+end)
+
+-- masked_select's flat path takes 16 (4-byte dtypes) or 8 (8-byte) elements a turn while a whole
+-- vector fits the output, then one at a time: every dtype, and sizes short of the count, exact, past it
+T.test('masked_select flat path: every dtype, sizes below and past the count', function()
+  local x0 = mf.arange(1, 1001):reshape(10, 100)
+  local m = mf.randint(0, 2, {10, 100}):type('uint8')
+  local fm = flat(m)
+  for _, dt in ipairs{'float32', 'float64', 'int32', 'int64', 'uint8'} do
+    local x = dt == 'uint8' and mf.arange(1, 1001):reshape(10, 100):div(4):floor():type(dt) or x0:type(dt)
+    local fx, want = flat(x), {}
+    for i = 1, #fx do if fm[i] ~= 0 then want[#want + 1] = fx[i] end end
+    for _, size in ipairs{#want, 0, 5, 17, #want - 3, #want + 7} do
+      local exp = {}
+      for r = 1, size do exp[r] = want[r] or 9 end
+      same_flat(flat(mf.masked_select(x, m, size, 9)), exp, ('masked_select %s, size %d'):format(dt, size))
+    end
+  end
+end)
+
+-- nonzero row by row of the last dim: ranks 1 to 4, a transposed x (strided rows), and output sizes
+-- short of the count (stops mid-row), exact and past it (padding rows of fill_value)
+T.test('nonzero by rows: ranks 1-4, transposed, sizes below and past the count', function()
+  for _, s in ipairs{{7}, {5, 9}, {3, 4, 5}, {2, 3, 2, 4}, {40, 33}} do
+    for _, transposed in ipairs{false, true} do
+      local x = mf.randint(0, 3, s):float()
+      if transposed and #s >= 2 then x = x:transpose(1, #s) end
+      local xs, fx, want = x:size(), flat(x), {}
+      local shape = {}
+      for d = 1, x:dim() do shape[d] = xs[d] end
+      for i = 1, #fx do
+        if fx[i] ~= 0 then want[#want + 1] = coords(i, shape) end
+      end
+      for _, size in ipairs{#want, 0, 3, #want + 4} do
+        local exp = {}
+        for r = 1, size do
+          for d = 1, #shape do exp[#exp + 1] = want[r] and want[r][d] or -1 end
+        end
+        same_flat(flat(mf.nonzero(x, size, -1)), exp,
+          ('nonzero %s%s, size %d'):format(table.concat(s, 'x'), transposed and ' transposed' or '', size))
+      end
+    end
+  end
 end)
 
 T.finish()

@@ -10,9 +10,12 @@
 // count, so scatter's last write wins and accumulation is reproducible.
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <immintrin.h>
 
 #include "../../core/error.h"
 #include "../../core/threads.h"
@@ -431,8 +434,31 @@ void masked_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& mask
     T* o = (T*)out.ptr;
     int64_t k = 0;
     if (x.count == n && mask.count == n && is_contiguous(x) && is_contiguous(mask)) {  // flat
+      int64_t i = 0;
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+      // 16 (4-byte) or 8 (8-byte) elements a turn: the mask bytes' nonzero lanes select x's, which a
+      // compress moves to the front of a vector stored whole at o + k while a whole one fits (the
+      // lanes past the kept ones are written over next turn, or by the padding)
+      if constexpr (sizeof(T) == 4) {
+        for (; i + 16 <= n && k + 16 <= size; i += 16) {
+          const __m128i mb = _mm_loadu_si128((const __m128i*)(mp + i));
+          const __mmask16 m = _mm_test_epi8_mask(mb, mb);
+          _mm512_storeu_si512((void*)(o + k), _mm512_maskz_compress_epi32(m, _mm512_loadu_si512((const void*)(xp + i))));
+          k += __builtin_popcount(m);
+        }
+      } else if constexpr (sizeof(T) == 8) {
+        for (; i + 8 <= n && k + 8 <= size; i += 8) {
+          uint64_t bytes;
+          std::memcpy(&bytes, mp + i, 8);
+          const __m128i mb = _mm_cvtsi64_si128((long long)bytes);
+          const __mmask8 m = __mmask8(_mm_test_epi8_mask(mb, mb));
+          _mm512_storeu_si512((void*)(o + k), _mm512_maskz_compress_epi64(m, _mm512_loadu_si512((const void*)(xp + i))));
+          k += __builtin_popcount(m);
+        }
+      }
+#endif
       // branch-free: o[k] written always, kept (k advanced) only when selected; k < size throughout
-      for (int64_t i = 0; i < n && k < size; ++i) {
+      for (; i < n && k < size; ++i) {
         o[k] = xp[i];
         k += mp[i] != 0;
       }
@@ -457,15 +483,48 @@ void nonzero_cpu(mf_tensor& out, const mf_tensor& x, int64_t fill) {
   int64_t k = 0;
   MF_DISPATCH(x.dtype_id, T, {
     const T* xp = (const T*)x.ptr;
-    Walk w(x);
-    const bool flat = is_contiguous(x);  // the element's offset is then its row-major number
-    // branch-free: every position's coordinates are written, kept (o advanced) only when nonzero;
-    // row k < size throughout (a random mask mispredicted the branch)
-    for (int64_t i = 0; i < x.count && k < size; ++i, w.next()) {
-      int64_t keep = xp[flat ? i : w.offset(x.strides)] != T(0);
-      for (int d = 0; d < x.ndim; ++d) o[d] = w.at[d] + 1;
-      o += keep * x.ndim;
-      k += keep;
+    if (x.ndim == 0) {  // one element, rows of no coordinates
+      if (x.count && size > 0 && xp[0] != T(0)) k = 1;
+    } else if (x.count > 0) {
+      // Row by row of the last dim. Branch-free: every position's coordinates are written, kept (o
+      // advanced) only when nonzero (a random mask mispredicted a branch); the row's leading
+      // coordinates sit in a local array (stores through o cannot change them, so they stay in
+      // registers), and where the output has room for a whole row no bound is checked per element.
+      const int nd = x.ndim, L = nd - 1;
+      const int64_t len = x.shape[L], ls = x.strides[L];
+      Walk w(x);
+      do {
+        const T* xr = xp + w.offset(x.strides);
+        int64_t pre[kMaxDims];
+        for (int d = 0; d < L; ++d) pre[d] = w.at[d] + 1;
+        const bool room = size - k >= len;
+        int64_t* o0 = o;
+        auto run = [&](auto s, auto ndc) {  // ndc: the dim count when known at compile time, else 0
+          const int n = ndc ? int(ndc) : nd;
+          auto put = [&](int64_t j) {
+            if (ndc == 2) {
+              o[0] = pre[0];
+            } else {
+              for (int d = 0; d < n - 1; ++d) o[d] = pre[d];
+            }
+            o[n - 1] = j + 1;
+            o += n * int64_t(xr[j * s] != T(0));
+          };
+          if (room) {
+            for (int64_t j = 0; j < len; ++j) put(j);
+          } else {
+            for (int64_t j = 0; j < len && o < o0 + (size - k) * n; ++j) put(j);
+          }
+        };
+        using C1 = std::integral_constant<int, 1>;
+        using C2 = std::integral_constant<int, 2>;
+        using C0 = std::integral_constant<int, 0>;
+        if (ls == 1 && nd == 1) run(One{}, C1{});
+        else if (ls == 1 && nd == 2) run(One{}, C2{});
+        else if (ls == 1) run(One{}, C0{});
+        else run(ls, C0{});
+        k += (o - o0) / nd;
+      } while (k < size && w.next_row());
     }
   });
   for (int64_t e = (size - k) * x.ndim; e > 0; --e) *o++ = fill;  // rows of padding
