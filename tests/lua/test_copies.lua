@@ -415,6 +415,63 @@ T.test('flip, roll, repeat by runs; tril, triu by ranges: views, dtypes, large',
   same(read(x:t():triu(1)), want, 'triu of a transposed view')
 end)
 
+T.test('repeat, roll and flip with merged trailing dims: tiles, leading dims, views, 3 and 4 dims', function()
+  -- the reference maps each output index to x's: (i - shift) mod n along each dim of x, reversed
+  -- where flipped; out's extra leading dims are ignored
+  local function ref(x, oshape, shifts, flips)
+    local xs, vals, lead = x:size(), read(x), #oshape - x:dim()
+    local st = strides_of(xs)
+    local out, idx, n = {}, {}, 1
+    for d = 1, #oshape do idx[d] = 0; n = n * oshape[d] end
+    for _ = 1, n do
+      local lin = 0
+      for d = lead + 1, #oshape do
+        local nx, i = xs[d - lead], idx[d]
+        if flips[d] then i = oshape[d] - 1 - i end
+        lin = lin + ((i - (shifts[d] or 0)) % nx) * st[d - lead]
+      end
+      out[#out + 1] = vals[lin + 1]
+      for d = #oshape, 1, -1 do
+        idx[d] = idx[d] + 1
+        if idx[d] < oshape[d] then break end
+        idx[d] = 0
+      end
+    end
+    return out
+  end
+  for _, dtype in ipairs{'float32', 'int64', 'uint8'} do
+    local x = pattern({3, 4, 5}, dtype)
+    local nar = x:narrow(2, 2, 2)  -- 3 x 2 x 5, rows 5 apart but slabs 20 apart: no tile merge
+    local cases = {
+      {'repeat 2, 1, 1', mf['repeat'](x, {2, 1, 1}), x, {6, 4, 5}, {}, {}},
+      {'repeat 2, 3, 1, 1', mf['repeat'](x, {2, 3, 1, 1}), x, {2, 9, 4, 5}, {}, {}},
+      {'repeat 1, 1, 1', mf['repeat'](x, {1, 1, 1}), x, {3, 4, 5}, {}, {}},
+      {'repeat 1, 2, 1', mf['repeat'](x, {1, 2, 1}), x, {3, 8, 5}, {}, {}},
+      {'repeat 2, 2, 1', mf['repeat'](x, {2, 2, 1}), x, {6, 8, 5}, {}, {}},
+      {'repeat 3, 1, 1 of a narrow', mf['repeat'](nar, {3, 1, 1}), nar, {9, 2, 5}, {}, {}},
+      {'repeat 2, 1, 1 of a transpose', mf['repeat'](x:transpose(2, 3), {2, 1, 1}), x:transpose(2, 3), {6, 5, 4}, {}, {}},
+      {'roll 1 along 1', x:roll(1, 1), x, {3, 4, 5}, {1}, {}},
+      {'roll 4 along 2 (a whole turn), 2 along 1', x:roll({4, 2}, {2, 1}), x, {3, 4, 5}, {2, 4}, {}},
+      {'roll 2 along 3', x:roll(2, 3), x, {3, 4, 5}, {nil, nil, 2}, {}},
+      {'flip 1', x:flip({1}), x, {3, 4, 5}, {}, {true}},
+      {'flip 2', x:flip({2}), x, {3, 4, 5}, {}, {nil, true}},
+      {'flip 1 of a narrow', nar:flip({1}), nar, {3, 2, 5}, {}, {true}},
+    }
+    for _, k in ipairs(cases) do
+      same(read(k[2]), ref(k[3], k[4], k[5], k[6]), dtype .. ' ' .. k[1])
+    end
+  end
+  -- large: the merged rows split across two threads
+  local old = mf.get_num_threads()
+  local big = pattern({2, 300, 517}, 'float32')
+  for _, nt in ipairs{1, 2} do
+    mf.set_num_threads(nt)
+    same(read(mf['repeat'](big, {3, 1, 1})), ref(big, {6, 300, 517}, {}, {}), 'large repeat, ' .. nt .. ' thread(s)')
+    same(read(big:roll(1, 1)), ref(big, {2, 300, 517}, {1}, {}), 'large roll, ' .. nt .. ' thread(s)')
+  end
+  mf.set_num_threads(old)
+end)
+
 T.test('where and masked_fill on unit-stride rows: broadcast values, NaN, integers, large', function()
   local R, C = 400, 333
   for _, dtype in ipairs{'float32', 'int64', 'uint8'} do

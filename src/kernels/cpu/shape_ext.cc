@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../../core/error.h"
+#include "../../core/shape.h"
 #include "../../core/threads.h"
 #include "checks.h"
 #include "copy.h"
@@ -68,31 +69,96 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
   int64_t last = out.shape[nd - 1], rows = out.count / last;
   int64_t nruns = runs.empty() ? 1 : int64_t(runs.size());
   parallel_for(rows * nruns, last / nruns + 8, [&](int64_t lo, int64_t hi) {
+    // the row's index over the dims before the last, and its source offset, found by division
+    // once per thread and then stepped like an odometer (issue 12: the divisions per item were
+    // a third of a small repeat's time)
+    int64_t idx[kMaxDims], r = lo / nruns, k = lo % nruns, base = 0, q = r;
+    for (int d = nd - 2; d >= 0; --d) {
+      idx[d] = q % out.shape[d];
+      q /= out.shape[d];
+      base += tab[size_t(d)][size_t(idx[d])];
+    }
     for (int64_t item = lo; item < hi; ++item) {
-      int64_t r = item / nruns, base = 0, q = r;
-      for (int d = nd - 2; d >= 0; --d) {
-        base += tab[size_t(d)][size_t(q % out.shape[d])];
-        q /= out.shape[d];
+      if (k == nruns) {  // the next row
+        k = 0;
+        ++r;
+        for (int d = nd - 2; d >= 0; --d) {
+          const std::vector<int64_t>& t = tab[size_t(d)];
+          base -= t[size_t(idx[d])];
+          if (++idx[d] < out.shape[d]) {
+            base += t[size_t(idx[d])];
+            break;
+          }
+          idx[d] = 0;
+          base += t[0];
+        }
       }
+      const int64_t j = k++;
       W* o = dst + r * last;
       if (runs.empty()) {
-        for (int64_t j = 0; j < last; ++j) o[j] = src[base + inner[size_t(j)]];
+        for (int64_t c = 0; c < last; ++c) o[c] = src[base + inner[size_t(c)]];
         continue;
       }
-      const Run& u = runs[size_t(item % nruns)];
+      const Run& u = runs[size_t(j)];
       W* d = o + u.at;
       const W* s = src + base + u.from;
       if (u.step == 1 && u.len * int64_t(sizeof(W)) >= 128) {
         copy_run(d, s, size_t(u.len) * sizeof(W));
       } else if (u.step == 1) {
-        for (int64_t k = 0; k < u.len; ++k) d[k] = s[k];
+        for (int64_t c = 0; c < u.len; ++c) d[c] = s[c];
       } else if (u.step == -1) {
-        for (int64_t k = 0; k < u.len; ++k) d[k] = s[-k];
+        for (int64_t c = 0; c < u.len; ++c) d[c] = s[-c];
       } else {
-        for (int64_t k = 0; k < u.len; ++k) d[k] = s[k * u.step];
+        for (int64_t c = 0; c < u.len; ++c) d[c] = s[c * u.step];
       }
     }
   });
+}
+
+// periodic_copy with fewer, longer rows: the trailing dims that out and x share unshifted and
+// unflipped, x row-major across them, merged into one last dim of L elements; and when the dim
+// before them only tiles x (a repeat) and x is row-major across it too, that dim's x slab of nx * L
+// elements becomes the row, tiled along a size-1 dim of x (repeat {2, 1} of 128 x 128: 2 runs of
+// 64 KB instead of 256 rows of 512 bytes). Fills o2, x2, shift2 (0 for the new dims) and flip2
+// and returns true when anything merged; the caller has checked that x's dims divide out's.
+bool merge_trailing(const mf_tensor& out, const mf_tensor& x, const int64_t* shift, uint32_t flip, mf_tensor& o2,
+                    mf_tensor& x2, int64_t* shift2, uint32_t& flip2) {
+  const int lead = out.ndim - x.ndim;
+  auto plain = [&](int d) {  // dim d of out reads x's dim unshifted and unflipped
+    int64_t nx = x.shape[d - lead];
+    return !((flip >> d) & 1u) && (!shift || shift[d] % nx == 0);
+  };
+  int s = out.ndim;
+  int64_t L = 1;
+  while (s > lead && out.shape[s - 1] == x.shape[s - 1 - lead] && plain(s - 1) &&
+         (x.strides[s - 1 - lead] == L || x.shape[s - 1 - lead] == 1)) {
+    L *= out.shape[s - 1];
+    --s;
+  }
+  bool tile = s > lead && s < out.ndim && plain(s - 1) && x.strides[s - 1 - lead] == L;
+  if (s >= out.ndim - 1 && !tile) return false;  // nothing merges
+  int keep = tile ? s - 1 : s;                   // out's dims kept as they are
+  o2 = out;
+  x2 = x;
+  o2.ndim = keep + (tile ? 2 : 1);
+  x2.ndim = o2.ndim - lead;  // keep >= lead: every dim merged is one of x's
+  for (int d = 0; d < keep; ++d) shift2[d] = shift ? shift[d] : 0;
+  flip2 = flip & ((1u << keep) - 1u);
+  if (tile) {
+    int64_t nx = x.shape[keep - lead];
+    o2.shape[keep] = out.shape[keep] / nx;
+    o2.strides[keep] = nx * L;
+    x2.shape[keep - lead] = 1;
+    x2.strides[keep - lead] = 0;
+    shift2[keep] = 0;
+    L *= nx;
+  }
+  o2.shape[o2.ndim - 1] = L;
+  o2.strides[o2.ndim - 1] = 1;
+  x2.shape[x2.ndim - 1] = L;
+  x2.strides[x2.ndim - 1] = 1;
+  shift2[o2.ndim - 1] = 0;
+  return true;
 }
 
 }  // namespace
@@ -106,15 +172,23 @@ void periodic_copy_cpu(mf_tensor& out, const mf_tensor& x, const int64_t* shift,
   if (x.ndim > out.ndim)
     fail(op, ": x is ", shape_str(x), ", out ", shape_str(out), "; expected out to have at least x's dims");
   int lead = out.ndim - x.ndim;
+  for (int d = 0; d < out.ndim; ++d) {
+    int64_t nx = d >= lead ? x.shape[d - lead] : 1, no = out.shape[d];
+    if (nx == 0 ? no != 0 : no % nx != 0)
+      fail(op, ": out is ", shape_str(out), ", x ", shape_str(x), "; out's dim ", d + 1, " must be a multiple of x's");
+  }
+  if (out.count == 0) return;
+  mf_tensor o2, x2;
+  int64_t shift2[kMaxDims];
+  uint32_t flip2 = 0;
+  if (merge_trailing(out, x, shift, flip_mask, o2, x2, shift2, flip2))
+    return periodic_copy_cpu(o2, x2, shift2, flip2);  // ends: a merge leaves fewer dims or a stride-0 tile
   std::vector<std::vector<int64_t>> tab(size_t(out.ndim));
   std::vector<Run> runs;
   std::vector<int64_t> inner;
   for (int d = 0; d < out.ndim; ++d) {
     int xd = d - lead;
     int64_t nx = xd >= 0 ? x.shape[xd] : 1, sx = xd >= 0 ? x.strides[xd] : 0, no = out.shape[d];
-    if (nx == 0 ? no != 0 : no % nx != 0)
-      fail(op, ": out is ", shape_str(out), ", x ", shape_str(x), "; out's dim ", d + 1, " must be a multiple of x's");
-    if (out.count == 0) continue;
     int64_t s = shift ? shift[d] % nx : 0;
     bool flip = (flip_mask >> d) & 1u;
     if (d == out.ndim - 1) {
@@ -130,7 +204,6 @@ void periodic_copy_cpu(mf_tensor& out, const mf_tensor& x, const int64_t* shift,
       t[size_t(i)] = j * sx;
     }
   }
-  if (out.count == 0) return;
   switch (dtype_size(x.dtype_id)) {
     case 1: gather_rows<uint8_t>(out, x, tab, runs, inner); break;
     case 4: gather_rows<uint32_t>(out, x, tab, runs, inner); break;
