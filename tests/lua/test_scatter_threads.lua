@@ -231,6 +231,21 @@ T.test('masked_select and nonzero, flat paths (contiguous x and mask): plain-Lua
   T.eq(mf.masked_select(x, mf.zeros(3, 50, 70):type('uint8')):numel(), 0, 'masked_select of an empty mask')
 end)
 
+-- Along the last dim with an index row for every row of x, for fewer rows, and x with strided rows,
+-- by hand: x is 3x4 of 1..12.
+T.test('scatter along the last dim: an index row per row of x or fewer, x kept elsewhere', function()
+  local x = mf.arange(1, 13):reshape(3, 4):float()
+  local src = mf.tensor{{10, 20}, {30, 40}, {50, 60}}
+  local full = mf.tensor({{4, 1}, {2, 2}, {3, 4}}, 'int64')
+  T.tensor_eq(mf.scatter(x, full, src, 2), {{20, 2, 3, 10}, {5, 40, 7, 8}, {9, 10, 50, 60}}, nil, 'one index row per row')
+  T.tensor_eq(mf.scatter_add(x, full, src, 2), {{21, 2, 3, 14}, {5, 76, 7, 8}, {9, 10, 61, 72}}, nil, 'scatter_add, same')
+  T.tensor_eq(mf.scatter(x:t():contiguous():t(), full, src, 2), {{20, 2, 3, 10}, {5, 40, 7, 8}, {9, 10, 50, 60}}, nil,
+    'x with strided rows')
+  local short = mf.tensor({{4, 1}}, 'int64')  -- one index row: rows 2 and 3 are x's
+  T.tensor_eq(mf.scatter(x, short, src, 2), {{20, 2, 3, 10}, {5, 6, 7, 8}, {9, 10, 11, 12}}, nil, 'fewer index rows')
+  T.tensor_eq(x, {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}, nil, 'x unchanged')
+end)
+
 -- masked_select's flat path takes 16 (4-byte dtypes) or 8 (8-byte) elements a turn while a whole
 -- vector fits the output, then one at a time: every dtype, and sizes short of the count, exact, past it
 T.test('masked_select flat path: every dtype, sizes below and past the count', function()

@@ -142,8 +142,8 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels) {
   int64_t classes = out.shape[out.ndim - 1];
   if (labels.dtype_id != MF_INT64 && labels.dtype_id != MF_INT32 && labels.dtype_id != MF_UINT8)
     fail("one_hot: labels are ", dtype_name(labels.dtype_id), "; expected an integer dtype");
-  // every label read (through the strides) and checked before any write; then each output row is
-  // written once, its zeros and its one together, rows split across threads
+  // every label read (through the strides) and checked before any write; then each thread's rows
+  // are zeroed by one memset and get their ones, rows split across threads
   std::vector<int64_t> hot(size_t(labels.count));
   MF_DISPATCH(labels.dtype_id, L, {
     const L* lp = (const L*)labels.ptr;
@@ -162,15 +162,14 @@ void one_hot_cpu(mf_tensor& out, const mf_tensor& labels) {
   MF_DISPATCH(out.dtype_id, T, {
     T* o = (T*)out.ptr;
     parallel_for(labels.count, classes, [&](int64_t lo, int64_t hi) {
-      // locals, not the captured references: a store through row (an int64 output) may alias a
-      // captured int64_t, which kept the zeroing a scalar loop reloading classes every element
+      // one memset over the rows, not a loop per row: an eager output is usually cold in cache, and
+      // memset's string stores over a long span write whole lines without reading them first (128
+      // labels x 128 classes int64, eager, 1 thread: 5.5 -> 2-3.5 us). Locals, not the captured
+      // references: a store through the int64 output may alias a captured int64_t
       const int64_t nc = classes;
       const int64_t* h = hot.data();
-      for (int64_t i = lo; i < hi; ++i) {
-        T* row = o + i * nc;
-        std::fill_n(row, nc, T(0));
-        row[h[i]] = T(1);
-      }
+      std::memset(o + lo * nc, 0, size_t((hi - lo) * nc) * sizeof(T));
+      for (int64_t i = lo; i < hi; ++i) o[i * nc + h[i]] = T(1);
     });
   });
 }
