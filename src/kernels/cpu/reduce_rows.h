@@ -11,6 +11,10 @@
 #include "../../core/threads.h"
 #include "../../core/vecmath.h"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 namespace mf {
 namespace rr {
 
@@ -56,6 +60,19 @@ inline V8<T> load8(const T* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
+// 8 values as doubles (exact). float: AVX-512's one 8-wide conversion where the build has it; the
+// generic __builtin_convertvector compiled to two 4-wide ones (GCC 12, -march=native on Zen 4), which
+// held a float32 sum at half the speed of reading its input (issue 12: 16 MB summed in 310 us on one
+// thread, 172 with this, as fast as float32 adds). The same values and the same adds: same bits.
+inline V8d to_v8d(V8d v) { return v; }
+inline V8d to_v8d(V8<float> v) {
+#if defined(__AVX512F__)
+  return (V8d)_mm512_maskz_cvtps_pd(0xFF, (__m256)v);  // (the unmasked form warns: GCC 12 undefined passthrough)
+#else
+  return __builtin_convertvector(v, V8d);
+#endif
+}
+
 inline double hsum(V8d v) {  // pairwise: (0+4, 1+5, 2+6, 3+7), then (0+2, 1+3), then the last two
   double a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
   return (a0 + a2) + (a1 + a3);
@@ -81,12 +98,12 @@ inline double sum_map(const T* p, int64_t n, F f) {
   V8d s0 = {}, s1 = {}, s2 = {}, s3 = {};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    s0 += f(__builtin_convertvector(load8(p + i), V8d));
-    s1 += f(__builtin_convertvector(load8(p + i + 8), V8d));
-    s2 += f(__builtin_convertvector(load8(p + i + 16), V8d));
-    s3 += f(__builtin_convertvector(load8(p + i + 24), V8d));
+    s0 += f(to_v8d(load8(p + i)));
+    s1 += f(to_v8d(load8(p + i + 8)));
+    s2 += f(to_v8d(load8(p + i + 16)));
+    s3 += f(to_v8d(load8(p + i + 24)));
   }
-  for (; i + 8 <= n; i += 8) s0 += f(__builtin_convertvector(load8(p + i), V8d));
+  for (; i + 8 <= n; i += 8) s0 += f(to_v8d(load8(p + i)));
   double t = 0;
   for (; i < n; ++i) t += f(double(p[i]));
   return hsum((s0 + s1) + (s2 + s3)) + t;
@@ -111,7 +128,7 @@ inline Acc<T> sum(const T* p, int64_t n) {
 template <typename T>
 inline double dot_shifted(const T* a, const T* b, int64_t n, T m) {
   auto term = [&](int64_t i) {
-    return __builtin_convertvector(load8(a + i), V8d) * __builtin_convertvector(load8(b + i) - m, V8d);
+    return to_v8d(load8(a + i)) * to_v8d(load8(b + i) - m);
   };
   V8d s0 = {}, s1 = {}, s2 = {}, s3 = {};
   int64_t i = 0;
@@ -134,12 +151,12 @@ inline Acc<T> prod(const T* p, int64_t n) {
     V8d s0 = {1, 1, 1, 1, 1, 1, 1, 1}, s1 = s0, s2 = s0, s3 = s0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-      s0 *= __builtin_convertvector(load8(p + i), V8d);
-      s1 *= __builtin_convertvector(load8(p + i + 8), V8d);
-      s2 *= __builtin_convertvector(load8(p + i + 16), V8d);
-      s3 *= __builtin_convertvector(load8(p + i + 24), V8d);
+      s0 *= to_v8d(load8(p + i));
+      s1 *= to_v8d(load8(p + i + 8));
+      s2 *= to_v8d(load8(p + i + 16));
+      s3 *= to_v8d(load8(p + i + 24));
     }
-    for (; i + 8 <= n; i += 8) s0 *= __builtin_convertvector(load8(p + i), V8d);
+    for (; i + 8 <= n; i += 8) s0 *= to_v8d(load8(p + i));
     V8d v = (s0 * s1) * (s2 * s3);
     double r = ((v[0] * v[4]) * (v[2] * v[6])) * ((v[1] * v[5]) * (v[3] * v[7]));
     for (; i < n; ++i) r *= double(p[i]);
