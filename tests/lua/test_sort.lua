@@ -158,6 +158,62 @@ T.test('topk: largest, smallest, sorted or by position (PyTorch where it is not 
   check(v, {3, 3, 2, 1, 1, 0})
 end)
 
+T.test('topk of a few (k up to 16, one pass) and of more: ties, NaN, views, ints, against a Lua sort', function()
+  -- the reference sorts each line's positions by the total order: NaN above every number, equal
+  -- values by position; largest takes the top of that order, smallest the bottom
+  local function ref(vals, k, largest, sorted)
+    local pos = {}
+    for j = 1, #vals do pos[j] = j end
+    table.sort(pos, function(a, b)
+      local x, y = vals[a], vals[b]
+      local nx, ny = x ~= x, y ~= y
+      if nx or ny then
+        if nx == ny then return a < b end
+        if largest then return nx end
+        return ny
+      end
+      if x ~= y then if largest then return x > y end return x < y end
+      return a < b
+    end)
+    local top = {}
+    for j = 1, k do top[j] = pos[j] end
+    if not sorted then table.sort(top) end
+    return top
+  end
+  mf.manual_seed(11)
+  for _, dt in ipairs{'float32', 'float64', 'int32', 'uint8'} do
+    local x = mf.randn(23, 61):mul(2):floor()  -- many ties
+    if dt == 'uint8' then x = x:abs() end
+    x = x:cast(dt)
+    if dt == 'float32' or dt == 'float64' then
+      x = mf.where(mf.rand(23, 61):lt(0.05), mf.full({23, 61}, nan, {dtype = dt}), x)
+    end
+    for _, view in ipairs{'rows', 'columns'} do
+      local src = view == 'rows' and x or x:t()  -- columns: lines of stride 61
+      local lines, n = src:size(1), src:size(2)
+      local tab = src:contiguous():totable()
+      for _, k in ipairs{1, 3, 8, 16, 17, n - 1} do
+        for _, largest in ipairs{true, false} do
+          for _, sorted in ipairs{true, false} do
+            local v, ix = src:topk(k, 2, largest, sorted)
+            local vt, it = v:totable(), ix:totable()
+            for l = 1, lines do
+              local want = ref(tab[l], k, largest, sorted)
+              for j = 1, k do
+                local w = tab[l][want[j]]
+                if it[l][j] ~= want[j] or not (vt[l][j] == w or (w ~= w and vt[l][j] ~= vt[l][j])) then
+                  error(('%s %s k=%d largest=%s sorted=%s line %d item %d: got %s at %d, want %s at %d'):format(
+                    dt, view, k, tostring(largest), tostring(sorted), l, j, tostring(vt[l][j]), it[l][j], tostring(w), want[j]))
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+end)
+
 T.test('kthvalue (PyTorch where it is not a tie choice)', function()
   -- PyTorch: X.kthvalue(2, 1) -> values [2, 3, 2], indices [2, 1, 0]
   local v, i = mf.tensor(X):kthvalue(2, 2)
