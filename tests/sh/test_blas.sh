@@ -43,8 +43,10 @@ check "a user's OPENBLAS_CORETYPE wins and stays set" "$out" \
 
 # an OpenBLAS in the process before libmoonflow (LD_PRELOAD here; a host that links it alike)
 lib=$(env -u OPENBLAS_CORETYPE "$MF" -e 'print(mf.blas_info().library)' 2>/dev/null)
+# (a sanitizer build's runtime must come first among the preloads)
+san=$(ldd "$MF" 2>/dev/null | awk '/lib(a|t)san\.so/ {print $3}' | head -1)
 if [ -f "$lib" ]; then
-  out=$(env -u OPENBLAS_CORETYPE LD_PRELOAD="$lib" "$MF" "$tmp/info.lua" 2>&1)
+  out=$(env -u OPENBLAS_CORETYPE LD_PRELOAD="${san:+$san }$lib" "$MF" "$tmp/info.lua" 2>&1)
   check 'a preloaded OpenBLAS is used as it is' "$out" 'chosen=false user=false preloaded=true loaded=true'
   if grep -q 'core=unknown' <<<"$out"; then echo "FAIL: preloaded core read too early: $out"; fail=1; fi
 else

@@ -58,7 +58,8 @@ void load(Loaded& l) {
   in.user_coretype = !user.empty();
   const char* own = std::getenv("MF_BLAS_LIBRARY");
   // An OpenBLAS already in the process's global scope (a host linked it, LD_PRELOAD): use it, as
-  // the linker would have; its constructor has run, so no choice of kernels applies any more.
+  // the linker would have. Its own constructor picks its kernels (it may run after this one:
+  // nothing orders two libraries that do not depend on each other), so no choice applies.
   in.preloaded = !(own && *own) && dlsym(RTLD_DEFAULT, "openblas_get_corename") != nullptr;
   in.chosen = !in.user_coretype && !in.preloaded && cpu_has_avx512();
 
