@@ -38,14 +38,30 @@ return function(mf)
   end
 
   -- GC nudging: Lua sees a 200-byte struct, not the storage behind it, so count native bytes and
-  -- run a collector cycle when they outgrow what was live after the last one. The cycle runs as
-  -- incremental steps to its end (collectgarbage('step', 0) until one reports the cycle finished),
-  -- not as collectgarbage('collect'), which first sweeps the whole heap to abandon the cycle in
-  -- progress and then runs one of its own (mark and sweep again). Finishing the cycle in progress
-  -- frees the same garbage (but for what died after its mark phase ended: the next cycle takes that)
-  -- in about 0.65 of the time: empty(2048, 2048) 0.65x, zeros 0.8x at 1 thread (2026-11-27). The
-  -- nudge comes before the allocation, so the blocks a cycle frees can serve the request.
-  local pending, threshold = 0, 64 * 2 ^ 20
+  -- run a collector cycle when the bytes allocated since the last one pass an allowance. The cycle
+  -- runs as incremental steps to its end (collectgarbage('step', 0) until one reports the cycle
+  -- finished), not as collectgarbage('collect'), which first sweeps the whole heap to abandon the
+  -- cycle in progress and then runs one of its own (mark and sweep again). Finishing the cycle in
+  -- progress frees the same garbage (but for what died after its mark phase ended: the next cycle
+  -- takes that) in about 0.65 of the time: empty(2048, 2048) 0.65x, zeros 0.8x at 1 thread
+  -- (2026-11-27). The nudge comes before the allocation, so the blocks a cycle frees can serve the
+  -- request.
+  -- The allowance is GARBAGE bytes, or HEAP_FACTOR times the Lua heap left after the last cycle when
+  -- that is more; it no longer grows with the native bytes live (it was max(64 MiB, in use)). What a
+  -- cycle costs is the Lua heap's to mark and sweep (about 100 us per MB of it: 140 us with the
+  -- library's own 1.5 MB), not the native bytes', so HEAP_FACTOR keeps the collector's time under
+  -- about 6 us per MB allocated (0.4 us per 64 KB result, a fifth of writing it into cold memory)
+  -- for a program with a large heap of its own, the floor keeps 64 MiB (2-3 us per MB) for the
+  -- library's heap and an eager training step's (3.5 MB). The native bytes live say nothing about
+  -- that cost, and each byte of allowance is a byte of reuse distance: with 1 GB of weights live,
+  -- every eager result waited for a block last written 1 GB of allocations before (a DRAM miss on
+  -- every line) and the garbage doubled the peak. Smaller allowances, so that the blocks reused are
+  -- still in the 32 MB L3, did not pay on the 2-core EPYC: a cycle costs about what writing 8 MB into
+  -- cold memory costs (1 thread, CPU time, load 8-13, 2026-11-27, allowance 64 / 16 / 32 MiB: zeros
+  -- 64 KB 3.26 / 3.34 / 3.49 us, abs 3.36 / 3.31 / 3.75; zeros 16 MB 577 / 670 / 670 us, abs 894 /
+  -- 1202 / 1028; empty 16 MB 45 / 212 / 105).
+  local GARBAGE, HEAP_FACTOR = 64 * 2 ^ 20, 16
+  local pending, threshold = 0, GARBAGE
   -- A collector cycle starts when the heap reaches pause% of what was live after the last one
   -- (LuaJIT's default 200). Results that die young (1-element tensors in an eager loop) are freed
   -- only by a cycle, so the default let thousands pile up per cycle, more as the library's own heap
@@ -54,7 +70,6 @@ return function(mf)
   -- (eager and graph) and graph binding measured the same at 150 and 200 (2026-11-25). A program
   -- may set its own: collectgarbage('setpause', n).
   collectgarbage('setpause', 150)
-  local stats_buf = ffi.new('mf_memory_stats')
   local gc = collectgarbage
   -- before a tensor of count elements of dtype is allocated (an estimate: the allocation checks the
   -- real size; no loop over the dims on this path of every eager result)
@@ -63,8 +78,7 @@ return function(mf)
     if pending > threshold then
       pending = 0
       repeat until gc('step', 0)
-      C.mf_memory_stats_get(HOST, stats_buf)
-      threshold = math.max(64 * 2 ^ 20, tonumber(stats_buf.in_use))
+      threshold = math.max(GARBAGE, HEAP_FACTOR * 1024 * gc('count'))
     end
   end
 

@@ -60,4 +60,48 @@ T.test('the nudge collects before it allocates: 16 MiB results peak at 64 MiB of
   T.eq(mf.memory_stats().in_use, live, 'bytes in use after the loop')
 end)
 
+-- The allowance of garbage between cycles is 64 MiB whatever the bytes live (it was max(64 MiB, in
+-- use): with 256 MiB of tensors live, 16 MiB results piled up to 256 MiB of garbage, doubling the
+-- peak, and each was written into a block last used 256 MiB of allocations before).
+T.test('the garbage allowed does not grow with the bytes live: 256 MiB live, 16 MiB results', function()
+  local keep = {}
+  for i = 1, 16 do keep[i] = mf.empty(2048, 2048) end  -- 16 x 16 MiB live
+  local a = mf.randn(2048, 2048)
+  collectgarbage(); collectgarbage()
+  local live = mf.memory_stats().in_use
+  assert(live >= 272 * 2 ^ 20, ('expected 272 MiB live, have %.1f MiB'):format(live / 2 ^ 20))
+  local peak = 0
+  for _ = 1, 40 do
+    local _ = a:neg()
+    peak = math.max(peak, mf.memory_stats().in_use)
+  end
+  print(('live %d MiB, peak in use during the loop %.1f MiB'):format(live / 2 ^ 20, peak / 2 ^ 20))
+  assert(peak - live <= 64 * 2 ^ 20 + 2 ^ 20, ('garbage peaked at %.1f MiB'):format((peak - live) / 2 ^ 20))
+  keep = nil
+  collectgarbage(); collectgarbage()
+end)
+
+-- ... but it grows with the Lua heap (16 times the heap left after a cycle), what a cycle costs:
+-- a program with a large heap of its own does not pay a full mark and sweep every 64 MiB.
+T.test('the garbage allowed grows with the Lua heap: 16x a heap of 6 MiB or more', function()
+  local big = {}
+  for i = 1, 2 ^ 16 do big[i] = {i} end  -- 64K small tables: about 6 MiB of Lua heap with the library's
+  local a = mf.randn(2048, 2048)
+  collectgarbage(); collectgarbage()
+  local heap, live = collectgarbage('count') * 1024, mf.memory_stats().in_use
+  assert(heap >= 6 * 2 ^ 20, ('expected a Lua heap of 6 MiB or more, have %.1f MiB'):format(heap / 2 ^ 20))
+  local peak = 0
+  for _ = 1, 2 * math.ceil(16 * heap / 2 ^ 24) + 8 do  -- room for two allowances of 16 MiB results
+    local _ = a:neg()
+    peak = math.max(peak, mf.memory_stats().in_use)
+  end
+  local garbage = peak - live
+  print(('Lua heap %.1f MiB, garbage peaked at %.1f MiB'):format(heap / 2 ^ 20, garbage / 2 ^ 20))
+  assert(garbage > 64 * 2 ^ 20 + 2 ^ 24, ('garbage peaked at %.1f MiB: the allowance did not grow'):format(garbage / 2 ^ 20))
+  -- the heap grows a little between cycles (the results' headers): allow 1 MiB of it, times 16
+  assert(garbage <= 16 * (heap + 2 ^ 20) + 2 ^ 24, ('garbage peaked at %.1f MiB'):format(garbage / 2 ^ 20))
+  big = nil
+  collectgarbage(); collectgarbage()
+end)
+
 T.finish()
