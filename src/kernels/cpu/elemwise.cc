@@ -2,6 +2,8 @@
 // copy, fill and the generators.
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "../../core/error.h"
 #include "../../core/pointwise.h"
@@ -233,6 +235,48 @@ void copy_cpu(mf_tensor& dst, const mf_tensor& src) {
 // -- fill, arange, eye, rand ---------------------------------------------------------------
 // Dense tensors take one flat loop (as fast as before); views are written through their strides
 // after the write rule's checks (an expanded view is refused, not written past its storage).
+//
+// A dense span of 4 KiB or more is written by string stores (memset where every byte of the value is
+// the same, rep stosl / stosq for the other 4- and 8-byte values on x86-64): an eager result is
+// usually a block last written 64 MiB of allocations before (tensor.lua's collector allowance), gone
+// from the caches, and string stores over a long span write whole lines without reading them from
+// DRAM first, where vector stores fetch every line before overwriting it (read for ownership).
+// Eager, 1 thread, CPU time, medians of 4 interleaved runs, load 13 (2026-11-27), string / loop:
+// zeros 64 KB 2.87 / 3.52 us, 16 MB 447 / 572; zeros_like 16 MB 413 / 595; eye 2048 420 / 610;
+// ones and full (rep stosl) 0.87-0.89x at 64 KB, 0.95x at 16 MB; t:fill in place (warm) 64 KB the
+// same, 16 MB 134 / 163. memset reaches rep stosb through glibc, which this Zen 5 runs fastest.
+template <typename T>
+static void fill_span(T* p, int64_t n, T v) {
+  constexpr int64_t kStringBytes = 4096;  // below: rep's start-up costs more than it saves
+  if (n * int64_t(sizeof(T)) >= kStringBytes) {
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &v, sizeof(T));
+    bool uniform = true;
+    for (size_t k = 1; k < sizeof(T); ++k) uniform = uniform && bytes[k] == bytes[0];
+    if (uniform) {
+      std::memset(p, bytes[0], size_t(n) * sizeof(T));
+      return;
+    }
+#if defined(__x86_64__)
+    void* d = p;
+    if constexpr (sizeof(T) == 4) {
+      uint32_t w;
+      std::memcpy(&w, &v, 4);
+      size_t c = size_t(n);
+      __asm__ volatile("rep stosl" : "+D"(d), "+c"(c) : "a"(w) : "memory");
+      return;
+    } else if constexpr (sizeof(T) == 8) {
+      uint64_t w;
+      std::memcpy(&w, &v, 8);
+      size_t c = size_t(n);
+      __asm__ volatile("rep stosq" : "+D"(d), "+c"(c) : "a"(w) : "memory");
+      return;
+    }
+#endif
+  }
+  for (int64_t i = 0; i < n; ++i) p[i] = v;
+}
+
 void fill_cpu(mf_tensor& t, double value) {
   check_meta(t, "fill", "tensor");
   check_value_fits(value, t.dtype_id, "fill");
@@ -240,9 +284,7 @@ void fill_cpu(mf_tensor& t, double value) {
     MF_DISPATCH(t.dtype_id, T, {
       T v = T(value);
       T* p = (T*)t.ptr;
-      parallel_for(t.count, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) p[i] = v;
-      });
+      parallel_for(t.count, 1, [&](int64_t b, int64_t e) { fill_span(p + b, e - b, v); });
     });
     return;
   }
