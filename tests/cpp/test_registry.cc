@@ -181,7 +181,7 @@ TEST_CASE("registry: a few ops as the foundation issue describes them", "[regist
   CHECK(Registry::get().find("where")->inputs_.size() == 3);
 }
 
-TEST_CASE("registry: lends_shape and in_place_of are checked against the op when it is added", "[registry]") {
+TEST_CASE("registry: lends_shape, in_place_of and dim_first are checked against the op when it is added", "[registry]") {
   mf::register_builtin_ops();
   // built-in blocks: every input lends its shape -> the registry's empty rule; an in-place op's twin exists
   const OpDef* zl = Registry::get().find("zeros_like");
@@ -220,5 +220,19 @@ TEST_CASE("registry: lends_shape and in_place_of are checked against the op when
   CHECK_THROWS_WITH(Registry::get().add(twin), Catch::Contains("on an op that writes nothing"));
   twin.writes().in_place_of("test_attr_no_such_op");
   CHECK_THROWS_WITH(Registry::get().add(twin), Catch::Contains("'test_attr_no_such_op'), an unknown op"));
+  // dim_first(): a first param and two or three inputs (the dispatcher moves the param after them)
+  for (const char* name : {"gather", "scatter", "scatter_add_", "index_add", "index_select"}) {
+    INFO(name);
+    const OpDef* op = Registry::get().find(name);
+    REQUIRE(op != nullptr);
+    CHECK((op->flags_ & MF_OPF_DIM_FIRST) != 0);
+    CHECK(op->params_.at(0).name == "dim");
+  }
+  OpDef one = op_with("test_attr_dim_first_one", {"x"});
+  one.param(mf::Field::integer("dim", 1, "d")).dim_first();
+  CHECK_THROWS_WITH(Registry::get().add(one), Catch::Contains("test_attr_dim_first_one: dim_first() needs"));
+  OpDef nop = op_with("test_attr_dim_first_noparam", {"x", "i"});
+  nop.dim_first();
+  CHECK_THROWS_WITH(Registry::get().add(nop), Catch::Contains("a first param (dim)"));
   CHECK(Registry::get().size() == n);  // nothing added
 }
