@@ -181,7 +181,7 @@ TEST_CASE("registry: a few ops as the foundation issue describes them", "[regist
   CHECK(Registry::get().find("where")->inputs_.size() == 3);
 }
 
-TEST_CASE("registry: lends_shape, in_place_of and dim_first are checked against the op when it is added", "[registry]") {
+TEST_CASE("registry: lends_shape in_place_of and dim_first are checked against the op when it is added", "[registry]") {
   mf::register_builtin_ops();
   // built-in blocks: every input lends its shape -> the registry's empty rule; an in-place op's twin exists
   const OpDef* zl = Registry::get().find("zeros_like");
