@@ -78,10 +78,6 @@ Walk at_row(const Walk& shape, int64_t r) {
 
 using One = std::integral_constant<int64_t, 1>;  // a unit stride known when the loop compiles
 
-// Four elements a turn in the loops of indexed reads and writes: one element a turn ran at the
-// taken-branch rate (about one a cycle), below what the loads and stores allow.
-#define MF_UNROLL4 _Pragma("GCC unroll 4")
-
 // Whether the len indices at row (stride s) all lie in 1..n: v - 1 as unsigned is >= n for v < 1
 // too, so the run's largest such value tells (a max reduction vectorizes, a chain of compares did
 // not). 32 running maxima (4 vectors) side by side, not one chain of dependent maxima.
@@ -278,9 +274,9 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
         // (no multiply per element for a unit stride along dim)
         auto run = [&](auto s_i, auto s_x, auto s_d) {
           if (dim == L) {
-            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) q[j] = xb[(ir[j * s_i] - 1) * s_d];
+            for (int64_t j = jb; j < je; ++j) q[j] = xb[(ir[j * s_i] - 1) * s_d];
           } else {
-            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) q[j] = xb[j * s_x + (ir[j * s_i] - 1) * s_d];
+            for (int64_t j = jb; j < je; ++j) q[j] = xb[j * s_x + (ir[j * s_i] - 1) * s_d];
           }
         };
         if (is == 1 && dim == L && xd == 1) run(One{}, One{}, One{});
@@ -339,20 +335,20 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
         auto run = [&](auto s_i, auto s_s, auto s_l, auto s_d) {
           if (dim == L) {
             if (add) {
-              MF_UNROLL4 for (int64_t j = jb; j < je; ++j) {
+              for (int64_t j = jb; j < je; ++j) {
                 T& d = ob[(ir[j * s_i] - 1) * s_d];
                 d = T(d + sr[j * s_s]);
               }
             } else {
-              MF_UNROLL4 for (int64_t j = jb; j < je; ++j) ob[(ir[j * s_i] - 1) * s_d] = sr[j * s_s];
+              for (int64_t j = jb; j < je; ++j) ob[(ir[j * s_i] - 1) * s_d] = sr[j * s_s];
             }
           } else if (add) {
-            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) {
+            for (int64_t j = jb; j < je; ++j) {
               T& d = ob[j * s_l + (ir[j * s_i] - 1) * s_d];
               d = T(d + sr[j * s_s]);
             }
           } else {
-            MF_UNROLL4 for (int64_t j = jb; j < je; ++j) ob[j * s_l + (ir[j * s_i] - 1) * s_d] = sr[j * s_s];
+            for (int64_t j = jb; j < je; ++j) ob[j * s_l + (ir[j * s_i] - 1) * s_d] = sr[j * s_s];
           }
         };
         if (is == 1 && sl == 1 && dim == L && od == 1) run(One{}, One{}, One{}, One{});
