@@ -244,7 +244,9 @@ void copy_cpu(mf_tensor& dst, const mf_tensor& src) {
 // Eager, 1 thread, CPU time, medians of 4 interleaved runs, load 13 (2026-11-27), string / loop:
 // zeros 64 KB 2.87 / 3.52 us, 16 MB 447 / 572; zeros_like 16 MB 413 / 595; eye 2048 420 / 610;
 // ones and full (rep stosl) 0.87-0.89x at 64 KB, 0.95x at 16 MB; t:fill in place (warm) 64 KB the
-// same, 16 MB 134 / 163. memset reaches rep stosb through glibc, which this Zen 5 runs fastest.
+// same, 16 MB 134 / 163. memset reaches rep stosb through glibc, which this Zen 5 runs fastest. The
+// cost: at 16 MB a read right after finds part of the lines outside the cache (zeros then sum: the
+// sum 1.17x slower), zeros + sum 0.90x in all; at 64 KB the read costs the same.
 template <typename T>
 static void fill_span(T* p, int64_t n, T v) {
   constexpr int64_t kStringBytes = 4096;  // below: rep's start-up costs more than it saves
