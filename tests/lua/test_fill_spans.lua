@@ -87,7 +87,9 @@ T.test('zeros_like, ones_like, full_like and eye at the string-store sizes', fun
   for i = 0, 69 do
     for j = 0, 89 do
       local want = i == j and 1 or 0
-      if p[i * 90 + j] ~= want then error(('eye: (%d, %d) is %g, want %g'):format(i + 1, j + 1, p[i * 90 + j], want)) end
+      if p[i * 90 + j] ~= want then
+        error(('eye: (%d, %d) is %g, want %g'):format(i + 1, j + 1, p[i * 90 + j], want))
+      end
     end
   end
 end)

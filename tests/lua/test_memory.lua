@@ -97,7 +97,8 @@ T.test('the garbage allowed grows with the Lua heap: 16x a heap of 6 MiB or more
   end
   local garbage = peak - live
   print(('Lua heap %.1f MiB, garbage peaked at %.1f MiB'):format(heap / 2 ^ 20, garbage / 2 ^ 20))
-  assert(garbage > 64 * 2 ^ 20 + 2 ^ 24, ('garbage peaked at %.1f MiB: the allowance did not grow'):format(garbage / 2 ^ 20))
+  assert(garbage > 64 * 2 ^ 20 + 2 ^ 24,
+    ('garbage peaked at %.1f MiB: the allowance did not grow'):format(garbage / 2 ^ 20))
   -- the heap grows a little between cycles (the results' headers): allow 1 MiB of it, times 16
   assert(garbage <= 16 * (heap + 2 ^ 20) + 2 ^ 24, ('garbage peaked at %.1f MiB'):format(garbage / 2 ^ 20))
   big = nil
