@@ -269,6 +269,62 @@ return function(mf)
     return t
   end
 
+  -- A cache miss of Session:run: binds the executor of the fetches list (targets, their nodes) with
+  -- the feeds feed_of, fuses, plans, makes the closures and caches the executor under key.
+  local function bind_executor(self, g, list, targets, feed_of, key)
+    local ex, pentries = self:bind(targets, feed_of)
+    -- fetched op outputs get a fresh tensor every run instead of a planned slot
+    ex.fetch = {}
+    for i, f in ipairs(list) do
+      if is_symbol(f) then
+        local node, index = resolve(g, f.node, f.index - 1)
+        local e = ex.ent[node][index + 1]
+        if e.step and not e.alias_of and not e.external then e.external, e.per_run = true, true end
+        -- a fetched view is copied out after the last step: its base's slot must live that long
+        if e.alias_of then e.last_use = 2 ^ 30 end
+        if e.var and not ex.written[e.var] then ex.needs_init[e.var] = true end
+        ex.fetch[i] = e
+      end
+    end
+    ex.fused = self.fuse and mf._fuse(ex, pentries) or 0
+    plan(ex, pentries, self.device_id)
+    for _, e in ipairs(pentries) do
+      if e.per_run then
+        local t = mf._new_like_meta(e.s, 'Session.run')
+        e.s.ptr, e.s.store = t.ptr, t.store
+        e.fresh = t
+      end
+    end
+    ex.closures = {}
+    for i, st in ipairs(ex.steps) do
+      local in_structs, out_structs = st.ins, {}
+      if not in_structs then
+        in_structs = {}
+        for k, e in ipairs(st.in_entries) do in_structs[k] = e.s end
+      end
+      for k, e in ipairs(st.outs) do out_structs[k] = e.s end
+      local Kd = self.K
+      local ok, f = pcall(mf._factory(st.op, Kd.strings), in_structs, out_structs, st.rec.p, Kd)
+      if not ok then raise(('Session.run: node %s: kernel factory failed: %s'):format(st.name, tostring(f))) end
+      ex.closures[i] = f
+    end
+    -- what a run needs is in place (closures, feeds, fetches, writes, ex.pool); the per-node
+    -- records of binding would only make every later collection traverse them. A fetch keeps a
+    -- record of its own (an entry reaches every other through its producer), one per entry.
+    ex.steps, ex.ent, ex.written = nil, nil, nil
+    local slim = {}
+    for i, e in pairs(ex.fetch) do
+      slim[e] = slim[e] or {s = e.s, per_run = e.per_run, fresh = e.fresh}
+      ex.fetch[i] = slim[e]
+    end
+    if self.ncache >= 64 then self.cache, self.ncache = {}, 0 end
+    self.cache[key] = ex
+    self.ncache = self.ncache + 1
+    self.counters.binds = self.counters.binds + 1
+    self.plan = ex.plan
+    return ex
+  end
+
   function Session:run(fetches, feeds)
     check_open(self, 'run')
     local list = {}
@@ -304,57 +360,24 @@ return function(mf)
     if ex then
       self.counters.cache_hits = self.counters.cache_hits + 1
     else
-      local pentries
-      ex, pentries = self:bind(targets, feed_of)
-      -- fetched op outputs get a fresh tensor every run instead of a planned slot
-      ex.fetch = {}
-      for i, f in ipairs(list) do
-        if is_symbol(f) then
-          local node, index = resolve(g, f.node, f.index - 1)
-          local e = ex.ent[node][index + 1]
-          if e.step and not e.alias_of and not e.external then e.external, e.per_run = true, true end
-          -- a fetched view is copied out after the last step: its base's slot must live that long
-          if e.alias_of then e.last_use = 2 ^ 30 end
-          if e.var and not ex.written[e.var] then ex.needs_init[e.var] = true end
-          ex.fetch[i] = e
-        end
+      -- The collector pauses while binding: nearly all a bind allocates (its per-node records,
+      -- headers and closures) stays live until it ends, so a cycle run meanwhile only marks them
+      -- and the graph again. Such a cycle costs time in proportion to the whole heap (the graph and
+      -- everything else alive), one more reason bind time grew faster than the graph; a cycle after
+      -- the bind frees its records in one pass. First run of 10k / 80k-node graphs
+      -- (scripts/bench/graph_build.lua's shapes), 1 thread, CPU time, best of 3, load 3-8, two runs
+      -- (2026-11-27): chain 40-41 -> 33-36 / 352-386 -> 283-294 ms, ladder 53-63 -> 35-39 /
+      -- 568-604 -> 361-372, train 35-39 -> 28-29 / 676-706 -> 348-527; the bind and the two collector
+      -- cycles after it 0.67-0.91x. A program that stopped the collector itself keeps it stopped.
+      if collectgarbage('isrunning') then
+        collectgarbage('stop')
+        local ok, res = pcall(bind_executor, self, g, list, targets, feed_of, key)
+        collectgarbage('restart')
+        if not ok then error(res, 0) end
+        ex = res
+      else
+        ex = bind_executor(self, g, list, targets, feed_of, key)
       end
-      ex.fused = self.fuse and mf._fuse(ex, pentries) or 0
-      plan(ex, pentries, self.device_id)
-      for _, e in ipairs(pentries) do
-        if e.per_run then
-          local t = mf._new_like_meta(e.s, 'Session.run')
-          e.s.ptr, e.s.store = t.ptr, t.store
-          e.fresh = t
-        end
-      end
-      ex.closures = {}
-      for i, st in ipairs(ex.steps) do
-        local in_structs, out_structs = st.ins, {}
-        if not in_structs then
-          in_structs = {}
-          for k, e in ipairs(st.in_entries) do in_structs[k] = e.s end
-        end
-        for k, e in ipairs(st.outs) do out_structs[k] = e.s end
-        local Kd = self.K
-        local ok, f = pcall(mf._factory(st.op, Kd.strings), in_structs, out_structs, st.rec.p, Kd)
-        if not ok then raise(('Session.run: node %s: kernel factory failed: %s'):format(st.name, tostring(f))) end
-        ex.closures[i] = f
-      end
-      -- what a run needs is in place (closures, feeds, fetches, writes, ex.pool); the per-node
-      -- records of binding would only make every later collection traverse them. A fetch keeps a
-      -- record of its own (an entry reaches every other through its producer), one per entry.
-      ex.steps, ex.ent, ex.written = nil, nil, nil
-      local slim = {}
-      for i, e in pairs(ex.fetch) do
-        slim[e] = slim[e] or {s = e.s, per_run = e.per_run, fresh = e.fresh}
-        ex.fetch[i] = slim[e]
-      end
-      if self.ncache >= 64 then self.cache, self.ncache = {}, 0 end
-      self.cache[key] = ex
-      self.ncache = self.ncache + 1
-      self.counters.binds = self.counters.binds + 1
-      self.plan = ex.plan
     end
     -- run
     for var in pairs(ex.needs_init) do

@@ -136,4 +136,42 @@ T.test('gradients: a tensor a Lua-registered rule returns is never freed by the 
   end
 end)
 
+-- A binary op's fast path reuses one inputs list per op (ops.lua) and clears it after the call: it
+-- keeps no tensor alive. (Holding them weakly instead, to save the clearing stores, is wrong: in a
+-- compiled trace an operand dead after the call has no stack slot, and the collector freed tensors a
+-- call was still reading: tried for issue 20.)
+T.test('a binary op call keeps none of its operands alive', function()
+  collectgarbage(); collectgarbage()
+  local before = mf.memory_stats().in_use
+  do
+    local p, q = mf.ones(512, 512), mf.ones(512, 512)  -- 1 MB each
+    local r = p + q
+    T.eq(r[{512, 512}], 2, 'sum')
+    mf.fill(p, 3)
+    T.eq(p[{1, 1}], 3, 'fill')
+  end
+  collectgarbage(); collectgarbage()
+  T.eq(mf.memory_stats().in_use - before, 0, 'bytes still in use after the operands are dropped')
+end)
+
+-- fill's value operand is one scratch tensor per (device, dtype), rewritten per call (tensor.lua):
+-- each value lands, as the dtype holds it, after the same value and after another, and another
+-- dtype has a scratch of its own.
+T.test('fill after fill: each value as the dtype holds it', function()
+  local a, b, c = mf.zeros(3), mf.zeros(2, {dtype = 'float64'}), mf.zeros(2, {dtype = 'int32'})
+  for _, v in ipairs{1.5, 1.5, 0.1, 0.1, -2, 1.5} do
+    a:fill(v)
+    b:fill(v * 2)
+    T.tensor_eq(a, {v, v, v}, 1e-7, 'float32 fill ' .. v)  -- 0.1 as float32: within 1.5e-9 of 0.1
+    T.eq(b[{2}], v * 2, 'float64 fill ' .. v * 2)
+  end
+  c:fill(7)
+  a:fill(0.25)
+  T.eq(c[{1}], 7, 'int32 fill')
+  T.eq(a[{3}], 0.25, 'float32 fill 0.25')
+  a:fill(0.1)
+  local f32 = require('ffi').new('float[1]', 0.1)[0]
+  T.eq(a[{2}], f32, 'float32 fill 0.1 is 0.1 rounded to float32')
+end)
+
 T.finish()

@@ -39,4 +39,39 @@ T.test('gradients through a 10k-step chain that reads one variable at every step
   T.eq(sess:run(W):item(), 1 - 0.5 * 2, 'then W takes the new value')
 end)
 
+-- Session.run pauses the collector while it binds (session.lua): nearly all a bind allocates stays
+-- live until it ends. A Lua-registered op's shape rule runs during the bind and notes the state.
+T.test('binding pauses the collector, and restarts it after a bind, a failed one too; one the program stopped stays stopped', function()
+  local seen, fail = nil, false
+  mf.register_op{name = 'gc_probe', num_inputs = 1, doc = 'x; notes whether the collector runs when its shape is inferred',
+    infer_shape = function(s)
+      seen = collectgarbage('isrunning')
+      if fail then error('asked to fail') end
+      return {s[1]}
+    end,
+    lua_compute = [[ function(ins, outs, p)
+      return function()
+        local n, xp, yp = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+        for i = 0, n - 1 do yp[i] = xp[i] end
+      end end ]]}
+  mf.reset_default_graph()
+  local x = mf.placeholder('float64', {2}, 'x')
+  local y = mf.gc_probe(x) * 2
+  local feed = {[x] = mf.tensor({1, 2}, 'float64')}
+  T.eq(collectgarbage('isrunning'), true, 'the collector runs before')
+  seen = nil
+  T.tensor_eq(mf.Session():run(y, feed), {2, 4})
+  T.eq(seen, false, 'it is paused while the shape rule runs in the bind')
+  T.eq(collectgarbage('isrunning'), true, 'and runs again after the bind')
+  fail = true
+  T.errors(function() return mf.Session():run(y, feed) end, 'gc_probe', 'asked to fail')
+  T.eq(collectgarbage('isrunning'), true, 'a failed bind restarts it too')
+  fail = false
+  collectgarbage('stop')
+  T.tensor_eq(mf.Session():run(y, feed), {2, 4})
+  local stopped = not collectgarbage('isrunning')
+  collectgarbage('restart')
+  T.eq(stopped, true, 'a collector the program stopped stays stopped after a bind')
+end)
+
 T.finish()
