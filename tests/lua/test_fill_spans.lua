@@ -1,7 +1,7 @@
 -- Dense fills (fill, zeros, ones, full, eye, the *_like factories) write spans of 4 KiB or more by
--- string stores (memset for values whose bytes are all alike, rep stosl / stosq for the other 4- and
--- 8-byte values; src/kernels/cpu/elemwise.cc): every element of every dtype, on both sides of the
--- 4 KiB threshold and of each thread's share, holds the value's exact bits, and the elements just
+-- memset for values whose bytes are all alike, spans of 1 MiB or more by rep stosl / stosq for the
+-- other 4- and 8-byte values (src/kernels/cpu/elemwise.cc): every element of every dtype, on both
+-- sides of the 4 KiB and 1 MiB thresholds and of each thread's share, holds the value's exact bits, and the elements just
 -- outside a filled span keep theirs. The references are the values themselves, read back one by
 -- one through the element pointer.
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
@@ -9,11 +9,11 @@ local T = require 'testlib'
 local ffi = require 'ffi'
 
 local DTYPES = {'float32', 'float64', 'int32', 'int64', 'uint8'}
--- element counts around the threshold for each element size (4096 bytes = 1024 float32), odd
--- lengths that leave a remainder for rep stosq, and a span large enough to be split between threads
+-- element counts around the thresholds for each element size (4096 bytes = 1024 float32; 1 MiB),
+-- odd lengths that leave a remainder for rep stosq, and spans large enough to be split between threads
 local function counts(esize)
-  local k = 4096 / esize
-  return {1, 7, k - 1, k, k + 1, 2 * k + 3, 100003}
+  local k, m = 4096 / esize, 2 ^ 20 / esize
+  return {1, 7, k - 1, k, k + 1, 2 * k + 3, 100003, m - 1, m, m + 1, 2 * m + 5}
 end
 local ESIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
 -- values per dtype: zero, one, values whose bytes differ (the stos path), -0.0 (one byte set), NaN
@@ -63,7 +63,7 @@ end
 T.test('a filled span inside a tensor leaves its neighbours alone', function()
   for _, dtype in ipairs(DTYPES) do
     local k = 4096 / ESIZE[dtype]
-    for _, n in ipairs{k - 1, k, 3 * k + 1} do
+    for _, n in ipairs{k - 1, k, 3 * k + 1, 2 ^ 20 / ESIZE[dtype] + 1} do
       for _, first in ipairs{1, 3} do  -- 0-based offset of the span: elements before it stay
         local base = mf.full({n + first + 2}, 7, {dtype = dtype})
         local span = base:narrow(1, first + 1, n)

@@ -236,21 +236,26 @@ void copy_cpu(mf_tensor& dst, const mf_tensor& src) {
 // Dense tensors take one flat loop (as fast as before); views are written through their strides
 // after the write rule's checks (an expanded view is refused, not written past its storage).
 //
-// A dense span of 4 KiB or more is written by string stores (memset where every byte of the value is
-// the same, rep stosl / stosq for the other 4- and 8-byte values on x86-64): an eager result is
+// A dense span of 4 KiB or more is written by string stores where every byte of the value is the same
+// (memset), a span of 1 MiB or more by rep stosl / stosq for the other 4- and 8-byte values on x86-64: an eager result is
 // usually a block last written 64 MiB of allocations before (tensor.lua's collector allowance), gone
 // from the caches, and string stores over a long span write whole lines without reading them from
 // DRAM first, where vector stores fetch every line before overwriting it (read for ownership).
 // Eager, 1 thread, CPU time, medians of 4 interleaved runs, load 13 (2026-11-27), string / loop:
 // zeros 64 KB 2.87 / 3.52 us, 16 MB 447 / 572; zeros_like 16 MB 413 / 595; eye 2048 420 / 610;
-// ones and full (rep stosl) 0.87-0.89x at 64 KB, 0.95x at 16 MB; t:fill in place (warm) 64 KB the
+// ones and full (rep stosl) 0.87-0.89x at 64 KB (given back: a warm t:fill at 64 KB lost 12%), 0.95x at 16 MB; t:fill in place (warm) 64 KB the
 // same, 16 MB 134 / 163. memset reaches rep stosb through glibc, which this Zen 5 runs fastest. The
 // cost: at 16 MB a read right after finds part of the lines outside the cache (zeros then sum: the
 // sum 1.17x slower), zeros + sum 0.90x in all; at 64 KB the read costs the same.
 template <typename T>
 static void fill_span(T* p, int64_t n, T v) {
   constexpr int64_t kStringBytes = 4096;  // below: rep's start-up costs more than it saves
-  if (n * int64_t(sizeof(T)) >= kStringBytes) {
+  // rep stosl / stosq only past L2's size: on a warm 64 KB span they lose to the vector loop
+  // (t:fill(1.5), 1 thread, CPU time: 0.38-0.39 us against 0.34), where glibc's memset picks its
+  // own method by size
+  constexpr int64_t kRepBytes = int64_t(1) << 20;
+  const int64_t bytes_n = n * int64_t(sizeof(T));
+  if (bytes_n >= kStringBytes) {
     unsigned char bytes[sizeof(T)];
     std::memcpy(bytes, &v, sizeof(T));
     bool uniform = true;
@@ -259,6 +264,8 @@ static void fill_span(T* p, int64_t n, T v) {
       std::memset(p, bytes[0], size_t(n) * sizeof(T));
       return;
     }
+  }
+  if (bytes_n >= kRepBytes) {
 #if defined(__x86_64__)
     void* d = p;
     if constexpr (sizeof(T) == 4) {
