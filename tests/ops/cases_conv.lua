@@ -115,6 +115,7 @@ local CONVS = {
   {'_batch_threads', {5, 3, 10, 9}, {4, 3, 3, 3}, {padding = 1}},    -- the batch split over threads
   {'_one_image', {1, 4, 12, 11}, {3, 4, 3, 2}, {stride = {1, 2}}},  -- threads on channels and GEMM
   {'_chunks', {40, 3, 6, 6}, {4, 3, 3, 3}, {}},                    -- several images per GEMM, several GEMMs per thread
+  {'_rows_17', {2, 2, 5, 17}, {3, 2, 3, 3}, {padding = 1}},        -- rows of 17, 16 and 15: conv.cc's masked row moves
   -- column matrices past the tile size (conv.cc kTileBytes): images in tiles of output rows, the
   -- last one shorter; with the batch split over threads, and a single image (threads on channels)
   {'_tiles', {3, 16, 40, 40}, {2, 16, 3, 3}, {padding = 1}},

@@ -2,6 +2,9 @@
 // 2-D convolution (NCHW) as im2col + GEMM and its two gradients (GEMM + col2im, GEMM against the
 // columns). Pooling lives in pool.cc.
 #include <omp.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -101,6 +104,62 @@ void for_images(int64_t n, int nt, F&& f) {
     f(t, b, e);
   }
 }
+
+// -- row moves --------------------------------------------------------------------------------------
+// Output rows are short (8 to 56 elements, often 15 or 16 after the padding is cut off), so a loop
+// per row with a runtime length spends most of its time in scalar tails. These move `rows` rows
+// (d advancing by dstep, s by sstep) in 16-float masked vectors where AVX-512 is compiled in, the
+// masks computed once when a row fits one vector: pad_rows writes d[0, n) = s over [lo, hi), 0
+// elsewhere (im2col's padded row); add_rows adds d[0, n) += s[0, n) (col2im's row). Plain loops
+// otherwise, and for double.
+template <typename T>
+inline void pad_rows(T* d, int64_t dstep, const T* s, int64_t sstep, int64_t rows, int64_t lo, int64_t hi, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep) {
+    for (int64_t i = 0; i < lo; ++i) d[i] = T(0);
+    for (int64_t i = lo; i < hi; ++i) d[i] = s[i];
+    for (int64_t i = hi; i < n; ++i) d[i] = T(0);
+  }
+}
+template <typename T>
+inline void add_rows(T* d, int64_t dstep, const T* s, int64_t sstep, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+}
+#if defined(__AVX512F__)
+// lanes [a, b) of a 16-lane vector, clipped to [0, 16)
+inline __mmask16 lanes(int64_t a, int64_t b) {
+  a = std::max<int64_t>(a, 0);
+  b = std::min<int64_t>(b, 16);
+  return a >= b ? __mmask16(0) : __mmask16(((1u << (b - a)) - 1u) << a);
+}
+template <>
+inline void pad_rows<float>(float* d, int64_t dstep, const float* s, int64_t sstep, int64_t rows, int64_t lo,
+                            int64_t hi, int64_t n) {
+  if (n <= 16) {  // lanes outside [lo, hi) are neither read nor kept
+    const __mmask16 in = lanes(lo, hi), out = lanes(0, n);
+    for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
+      _mm512_mask_storeu_ps(d, out, _mm512_maskz_loadu_ps(in, s));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
+    for (int64_t k = 0; k < n; k += 16)
+      _mm512_mask_storeu_ps(d + k, lanes(0, n - k), _mm512_maskz_loadu_ps(lanes(lo - k, hi - k), s + k));
+}
+template <>
+inline void add_rows<float>(float* d, int64_t dstep, const float* s, int64_t sstep, int64_t rows, int64_t n) {
+  if (n <= 16) {
+    const __mmask16 m = lanes(0, n);
+    for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
+      _mm512_mask_storeu_ps(d, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d), _mm512_maskz_loadu_ps(m, s)));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
+    for (int64_t k = 0; k < n; k += 16) {
+      const __mmask16 m = lanes(0, n - k);
+      _mm512_mask_storeu_ps(d + k, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d + k), _mm512_maskz_loadu_ps(m, s + k)));
+    }
+}
+#endif
 
 // -- convolution geometry ----------------------------------------------------------------------------
 struct Conv {
@@ -214,11 +273,12 @@ void im2col(const T* x, T* col, int64_t ld, const Conv& g, bool par, int64_t oa,
           std::fill(dst + ohh * Wo, dst + ob * Wo, T(0));
           const T* src = x + (c * g.H + ohl * g.sh + hoff) * g.W + woff;  // at ow = 0
           const int64_t step = g.sh * g.W;
-          if (g.sw == 1 && lo == 0 && hi == Wo) {
-            for (int64_t oh = ohl; oh < ohh; ++oh, src += step) {
-              T* d = dst + oh * Wo;
-              for (int64_t ow = 0; ow < Wo; ++ow) d[ow] = src[ow];
-            }
+          if (g.sw == 1 && lo == 0 && hi == Wo && step == Wo) {  // the rows lie end to end on both sides
+            std::memcpy(dst + ohl * Wo, src, size_t(std::max<int64_t>(ohh - ohl, 0) * Wo) * sizeof(T));
+            continue;
+          }
+          if (g.sw == 1) {
+            pad_rows(dst + ohl * Wo, Wo, src, step, ohh - ohl, lo, hi, Wo);
             continue;
           }
           for (int64_t oh = ohl; oh < ohh; ++oh, src += step) {
@@ -252,10 +312,7 @@ void col2im(const T* col, int64_t ld, T* gx, const Conv& g, bool par, int64_t oa
           T* dst = gx + (c * g.H + ohl * g.sh + hoff) * g.W + woff;  // at ow = 0
           const int64_t step = g.sh * g.W;
           if (g.sw == 1) {
-            for (int64_t oh = ohl; oh < ohh; ++oh, dst += step) {
-              const T* s = src + oh * Wo;
-              for (int64_t ow = lo; ow < hi; ++ow) dst[ow] += s[ow];
-            }
+            add_rows(dst + lo, step, src + ohl * Wo + lo, Wo, ohh - ohl, hi - lo);
           } else {
             for (int64_t oh = ohl; oh < ohh; ++oh, dst += step) {
               const T* s = src + oh * Wo;
