@@ -65,7 +65,7 @@ local function shape_of(S, key)
   local shapes = {
     M = {S.r, S.c}, V = {S.n}, ROW = {1, S.c}, COL = {S.r, 1}, R = {S.r}, C = {S.c},
     M3 = {S.r, S.c, 1}, IMG = i, POOL = {i[1], i[2], i[3] / 2, i[4] / 2}, POOL1 = {i[1], i[2], 1, 1},
-    W = {i[2], i[2], 3, 3}, CH = {i[2]}, B3 = S.b3, ONE = {1}, U = {8, S.n / 8},
+    W = {i[2], i[2], 3, 3}, CH = {i[2]}, B3 = S.b3, ONE = {1}, U = {8, S.n / 8}, N4 = {S.r / 4, S.c, 4},
   }
   return assert(shapes[key], 'ops.lua: unknown shape key ' .. key)
 end
@@ -151,6 +151,8 @@ local function red(op, pt, dim, extra)  -- a reduction over dim (nil: all)
 end
 local REDUCE = {
   red('sum', 'torch.sum(a)'), red('sum', 'torch.sum(a, 0)', 1), red('sum', 'torch.sum(a, 1)', 2),
+  -- a middle dim over narrow rows: (r/4, c, 4) summed over dim 2 (the column path's narrow blocks)
+  red('sum', 'torch.sum(a, 1)', 2, {name = 'sum_mid_narrow', ins = {'n:N4'}}),
   red('mean', 'torch.mean(a)'), red('mean', 'torch.mean(a, 1)', 2),
   red('max', 'torch.max(a)'), red('max', 'torch.max(a, 0)', 1), red('max', 'torch.max(a, 1)', 2),
   red('min', 'torch.min(a, 1)', 2),
