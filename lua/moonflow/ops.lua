@@ -133,7 +133,7 @@ return function(mf)
   -- param left out: NONE; a list: LIST, its length, its items) whose leaves are the records the
   -- text path gave for those values, so both paths share records. Only values that went through
   -- the text path once (and were accepted) are ever found here.
-  local NONE, LIST = {}, {}
+  local NONE, LIST, REC = {}, {}, {}  -- REC: make_function's op.ppos keeps a record under it
   local function fast_key(v)  -- v as a tree key, or nil when only the text path may take it
     if v == nil then return NONE end
     local tv = type(v)
@@ -181,6 +181,31 @@ return function(mf)
     for _ in pairs(ptable) do found = found - 1 end  -- a key that is no param: the text path says so
     if found ~= 0 or not parent then return nil end
     return parent, key
+  end
+
+  -- make_function's positional path: one step down op.ppos for the value v, node[k] (make: grown).
+  -- A number, boolean or string is one key (fast_key); a plain list of numbers (or a Size) is LIST,
+  -- its length, its items, as in fast_walk (no loop over the table's keys: pairs here made every
+  -- caller's trace abort). false: a value only the general path takes (checked with node nil too).
+  local function ppos_key(node, k, make)
+    local nxt = node[k]
+    if nxt == nil and make then nxt = {}; node[k] = nxt end
+    return nxt
+  end
+  local function ppos_step(node, v, make)
+    local k = fast_key(v)
+    if k ~= nil then return node and ppos_key(node, k, make) end
+    if type(v) ~= 'table' or (getmetatable(v) ~= nil and not mf.is_size(v)) then return false end
+    local n = #v
+    if next(v, n > 0 and n or nil) ~= nil then return false end  -- a hole, or a named key
+    node = node and ppos_key(node, LIST, make)
+    node = node and ppos_key(node, n, make)
+    for j = 1, n do
+      local kj = v[j]
+      if type(kj) ~= 'number' or kj ~= kj then return false end
+      node = node and ppos_key(node, kj, make)
+    end
+    return node
   end
 
   local function params_record(op, ptable)
@@ -921,15 +946,17 @@ return function(mf)
     -- Calls with tensor inputs and params given positionally (mf.matmul(a, b, false, true), mf.sum(x, 2, true))
     -- or as one trailing table ({momentum = 0.9}): no varargs and no tables made (the general path builds
     -- three per call, and its adapter's loop kept LuaJIT compiling side traces without end in a training step).
-    -- op.ppos finds the record from the positional values, a tree as fast_walk's (nil: NONE), grown from the
-    -- general path's record for those values, so both paths share records and the first call validates.
-    -- Anything else (numbers or holders as inputs, lists, a table after positional params, requires_grad or
-    -- device in the table, too many arguments) takes the general path. A dim_first op's PyTorch order
+    -- op.ppos finds the record from the positional values, a tree as fast_walk's (nil: NONE, a list of numbers:
+    -- LIST, its length, its items; the record under REC), grown from the general path's record for those values,
+    -- so both paths share records and the first call validates. A list_args op's list comes as one table or as
+    -- numbers (x:permute{2, 1}, x:expand(4, 3)): both find one branch, op.ppos[1]. Anything else (numbers or
+    -- holders as inputs, a table after positional params, requires_grad or device in the table, too many
+    -- arguments, a list_args op's named params) takes the general path. A dim_first op's PyTorch order
     -- (x:scatter(dim, index, src): a number second, then exactly the other inputs) is moved into the
     -- default order here (dim_first_adapter's rule).
     local npar = #op.param_list
-    local dim_first = adapter == dim_first_adapter
-    if f == general and not op.variadic and (adapter == default_adapter or (dim_first and nin_fixed <= 3))
+    local dim_first, list_args = adapter == dim_first_adapter, adapter == list_adapter
+    if f == general and not op.variadic and (adapter == default_adapter or list_args or (dim_first and nin_fixed <= 3))
         and nin_fixed >= 1 and nin_fixed <= 4 and npar >= 1 and nin_fixed + npar <= 8 then
       local A, pins, names = {}, {}, op.param_list
       op.ppos, op.nppos = {}, 0
@@ -956,30 +983,59 @@ return function(mf)
         for i = 1, nin_fixed do
           if not is_tensor(A[i]) then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
         end
-        local last = 8
-        while last > nin_fixed and A[last] == nil do last = last - 1 end
+        -- the last argument given (inputs are tensors, so at least nin_fixed): no while loop, which would be an
+        -- inner loop in the caller's trace (LuaJIT aborts that trace on every call)
+        local last = a8 ~= nil and 8 or a7 ~= nil and 7 or a6 ~= nil and 6 or a5 ~= nil and 5 or a4 ~= nil and 4
+          or a3 ~= nil and 3 or a2 ~= nil and 2 or 1
         local rec
-        if last == nin_fixed then
+        if list_args then  -- x:permute{2, 1} or x:reshape(4, 8): the first param's list, nothing else
+          local v, root, node = A[nin_fixed + 1], op.ppos[1], nil
+          if last == nin_fixed then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+          if type(v) == 'number' then  -- the list given as numbers: the same branch as the table
+            node = root and root[LIST]
+            node = node and node[last - nin_fixed]
+            for j = nin_fixed + 1, last do
+              local kj = A[j]
+              if type(kj) ~= 'number' or kj ~= kj then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+              node = node and node[kj]
+            end
+          else
+            if last ~= nin_fixed + 1 then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+            node = ppos_step(root, v, false)
+            if node == false then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+          end
+          rec = node and node[REC]
+          if not rec then
+            if type(v) == 'number' then
+              v = {}
+              for j = nin_fixed + 1, last do v[j - nin_fixed] = A[j] end
+            end
+            rec = params_record(op, {[names[1]] = v})  -- validates, and raises naming the op
+            if op.nppos < 256 then
+              op.ppos[1] = root or {}
+              ppos_step(op.ppos[1], v, true)[REC], op.nppos = rec, op.nppos + 1
+            end
+          end
+        elseif last == nin_fixed then
           rec = op.default
           if not rec then rec = params_record(op, nil); op.default = rec end
         elseif last > nin_fixed + npar then
           return slow(a1, a2, a3, a4, a5, a6, a7, a8)
         else
           local v = A[last]
-          if type(v) == 'table' then  -- one trailing table of named params, nothing positional before it
-            if last ~= nin_fixed + 1 or getmetatable(v) ~= nil or type(next(v)) ~= 'string'
-                or v.requires_grad ~= nil or v.device ~= nil then
+          if type(v) == 'table' and type(next(v)) == 'string' then  -- one trailing table of named params, nothing
+            -- positional before it (a list is a positional param, below)
+            if last ~= nin_fixed + 1 or getmetatable(v) ~= nil or v.requires_grad ~= nil or v.device ~= nil then
               return slow(a1, a2, a3, a4, a5, a6, a7, a8)
             end
             rec = params_record(op, v)
           else
             local node = op.ppos[last - nin_fixed]
             for j = nin_fixed + 1, last do
-              local k = fast_key(A[j])  -- nil for lists, tensors, NaN, -0: the general path's
-              if k == nil then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
-              if node then node = node[k] end
+              node = ppos_step(node, A[j], false)  -- false for tensors, NaN, -0, named tables: the general path's
+              if node == false then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
             end
-            rec = node
+            rec = node and node[REC]
             if not rec then
               local pt = {}
               for j = nin_fixed + 1, last do pt[names[j - nin_fixed]] = A[j] end
@@ -988,13 +1044,8 @@ return function(mf)
                 local n = last - nin_fixed
                 local t = op.ppos[n] or {}
                 op.ppos[n] = t
-                for j = nin_fixed + 1, last - 1 do
-                  local k = fast_key(A[j])
-                  t[k] = t[k] or {}
-                  t = t[k]
-                end
-                t[fast_key(A[last])] = rec
-                op.nppos = op.nppos + 1
+                for j = nin_fixed + 1, last do t = ppos_step(t, A[j], true) end
+                t[REC], op.nppos = rec, op.nppos + 1
               end
             end
           end
