@@ -77,7 +77,9 @@ return function(mf)
     pending = pending + math.max(count * C.mf_dtype_size(dtype), 256) + 64
     if pending > threshold then
       pending = 0
-      repeat until gc('step', 0)
+      -- a stopped collector stays stopped (the program's collectgarbage('stop'), or Session.run's
+      -- pause while it binds): in LuaJIT a 'step' restarts it
+      if gc('isrunning') then repeat until gc('step', 0) end
       threshold = math.max(GARBAGE, HEAP_FACTOR * 1024 * gc('count'))
     end
   end
