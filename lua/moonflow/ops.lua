@@ -142,8 +142,9 @@ return function(mf)
     if tv == 'boolean' or tv == 'string' then return v end
     return nil
   end
-  -- walks (or with make, grows) the tree for ptable; returns the leaf's parent and key
-  local function fast_walk(op, ptable, make)
+  -- walks (or with make, grows) the tree for ptable; returns the leaf's parent and key. exact: ptable
+  -- holds declared param names only (an adapter or make_function built it from positional values)
+  local function fast_walk(op, ptable, make, exact)
     local names, node, found = op.param_list, op.pfast, 0
     local parent, key
     for i = 1, #names do
@@ -178,8 +179,13 @@ return function(mf)
         node = nxt
       end
     end
-    for _ in pairs(ptable) do found = found - 1 end  -- a key that is no param: the text path says so
-    if found ~= 0 or not parent then return nil end
+    -- a key that is no param: the text path says so. An exact table skips this loop over its keys, an inner
+    -- loop in the caller's trace (LuaJIT aborted that trace on every call: mf.concat({a, b}, 2))
+    if not exact then
+      for _ in pairs(ptable) do found = found - 1 end
+      if found ~= 0 then return nil end
+    end
+    if not parent then return nil end
     return parent, key
   end
 
@@ -208,9 +214,9 @@ return function(mf)
     return node
   end
 
-  local function params_record(op, ptable)
+  local function params_record(op, ptable, exact)
     if ptable then
-      local parent, key = fast_walk(op, ptable, false)
+      local parent, key = fast_walk(op, ptable, false, exact)
       local rec = parent and parent[key]
       if rec then return rec end
     end
@@ -226,7 +232,7 @@ return function(mf)
     end
     local rec = params_record_text(op, text)
     if ptable and op.nfast < 256 then
-      local parent, key = fast_walk(op, ptable, true)
+      local parent, key = fast_walk(op, ptable, true, exact)
       if parent then parent[key], op.nfast = rec, op.nfast + 1 end
     end
     return rec
@@ -590,9 +596,9 @@ return function(mf)
   local interrupt = C.mf_interrupt_flag()
   local function tape_call(...) return mf._tape_call(...) end
   local call_rec
-  local function call(op, ins, nin, ptable)
+  local function call(op, ins, nin, ptable, exact)
     local rec = op.default
-    if ptable then rec = params_record(op, ptable) elseif not rec then rec = params_record(op, nil); op.default = rec end
+    if ptable then rec = params_record(op, ptable, exact) elseif not rec then rec = params_record(op, nil); op.default = rec end
     return call_rec(op, rec, ins, nin)
   end
   -- the same with the params record found (make_function's positional path)
@@ -740,7 +746,8 @@ return function(mf)
   mf._number_operands = number_operands  -- graph mode (graph.lua) converts numbers the same way
 
   -- Default adapter: inputs first, then params positionally in declared order, then an optional
-  -- table of named params.
+  -- table of named params. Each adapter returns the inputs, the params table and whether that table
+  -- holds declared param names only (no named table given: fast_walk's exact).
   local function default_adapter(op, ...)
     local n = select('#', ...)
     local args = {...}
@@ -760,12 +767,12 @@ return function(mf)
     else
       for i = 1, nin do ins[i] = args[i] end
     end
-    local ptable
+    local ptable, named
     local pi = 1
     for i = nin + 1, n do
       local v = args[i]
       if i == n and is_options(v) and type(next(v)) == 'string' then  -- trailing {name = value} params
-        ptable = ptable or {}
+        ptable, named = ptable or {}, true
         for k, x in pairs(v) do ptable[k] = x end
       elseif v ~= nil then
         local name = op.param_list[pi]
@@ -780,7 +787,7 @@ return function(mf)
         pi = pi + 1
       end
     end
-    return ins, ptable
+    return ins, ptable, not named
   end
 
   -- MF_OPF_LIST_ARGS: the leading integer-list param may also be given as separate numbers after
@@ -791,7 +798,7 @@ return function(mf)
     local ninputs, field = #op.inputs, op.param_list[1]
     local ins = {}
     for i = 1, ninputs do ins[i] = args[i] end
-    local list, ptable = {}, {}
+    local list, ptable, named = {}, {}, false
     local i = ninputs + 1
     if is_options(args[i]) and args[i][1] ~= nil or (is_options(args[i]) and next(args[i]) == nil) then
       list = args[i]
@@ -804,7 +811,9 @@ return function(mf)
     end
     ptable[field] = list
     for j = i, n do
-      if is_options(args[j]) then for k, v in pairs(args[j]) do ptable[k] = v end
+      if is_options(args[j]) then
+        named = true
+        for k, v in pairs(args[j]) do ptable[k] = v end
       elseif args[j] == nil then  -- zeros(2, nil, 3): a hole, not the end of the sizes (a trailing nil is)
         for k = j + 1, n do
           if args[k] ~= nil then
@@ -815,7 +824,7 @@ return function(mf)
         raise(('%s: unexpected argument %d (%s); pass other params in a table, e.g. {dtype = "float64"}'):format(op.name, j, tostring(args[j])))
       end
     end
-    return ins, ptable
+    return ins, ptable, not named
   end
 
   -- MF_OPF_DIM_FIRST (the block's dim_first()): PyTorch's order x:gather(dim, index), x:scatter(dim,
@@ -909,7 +918,7 @@ return function(mf)
     local general
     if not f or fast2 then
       general = function(...)
-        local ins, ptable = adapter(op, ...)
+        local ins, ptable, exact = adapter(op, ...)
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
         for i = 1, nin do
@@ -938,7 +947,7 @@ return function(mf)
           if dev ~= nil then r = mf.no_grad(methods.to, r, dev) end
           return rg ~= nil and methods.requires_grad_(r, rg) or r
         end
-        return call(op, ins, nin, ptable)
+        return call(op, ins, nin, ptable, exact)
       end
       op.general = general  -- fast2's path for calls that give params
       f = f or general
@@ -1010,7 +1019,7 @@ return function(mf)
               v = {}
               for j = nin_fixed + 1, last do v[j - nin_fixed] = A[j] end
             end
-            rec = params_record(op, {[names[1]] = v})  -- validates, and raises naming the op
+            rec = params_record(op, {[names[1]] = v}, true)  -- validates, and raises naming the op
             if op.nppos < 256 then
               op.ppos[1] = root or {}
               ppos_step(op.ppos[1], v, true)[REC], op.nppos = rec, op.nppos + 1
@@ -1039,7 +1048,7 @@ return function(mf)
             if not rec then
               local pt = {}
               for j = nin_fixed + 1, last do pt[names[j - nin_fixed]] = A[j] end
-              rec = params_record(op, pt)  -- validates, and raises naming the op
+              rec = params_record(op, pt, true)  -- validates, and raises naming the op
               if op.nppos < 256 then
                 local n = last - nin_fixed
                 local t = op.ppos[n] or {}

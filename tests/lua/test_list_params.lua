@@ -72,4 +72,17 @@ T.test('list params: refusals still name the op once the tree holds other values
   T.tensor_eq(mf.roll(a, {1}, {2}), {{3, 1, 2}, {6, 4, 5}})
 end)
 
+T.test('list params: a named table with a key that is no param is refused once the tree holds its values', function()
+  for _ = 1, 2 do  -- the general path's tables of positional values skip fast_walk's key count
+    T.tensor_eq(mf.concat({a, a}, 2), {{1, 2, 3, 1, 2, 3}, {4, 5, 6, 4, 5, 6}})
+    T.tensor_eq(mf.sum(a, 1), {5, 7, 9})
+    T.tensor_eq(a:permute{2, 1}, {{1, 4}, {2, 5}, {3, 6}})
+  end
+  T.errors(function() return mf.concat({a, a}, 2, {bogus = 1}) end, 'concat', 'bogus')
+  T.errors(function() return mf.concat({a, a}, {dim = 2, bogus = 1}) end, 'concat', 'bogus')
+  T.errors(function() return mf.sum(a, 1, {bogus = true}) end, 'sum', 'bogus')
+  T.errors(function() return a:permute({2, 1}, {bogus = 1}) end, 'permute', 'bogus')
+  T.errors(function() return a:permute(2, 1, {bogus = 1}) end, 'permute', 'bogus')
+end)
+
 T.finish()
