@@ -118,7 +118,8 @@ local CONVS = {
   {'_rows_17', {2, 2, 5, 17}, {3, 2, 3, 3}, {padding = 1}},        -- rows of 17, 16 and 15: conv.cc's masked row moves
   -- column matrices past the tile size (conv.cc kTileBytes): images in tiles of output rows, the
   -- last one shorter; with the batch split over threads, and a single image (threads on channels)
-  {'_tiles', {3, 16, 40, 40}, {2, 16, 3, 3}, {padding = 1}},
+  {'_tiles', {3, 16, 48, 48}, {2, 16, 3, 3}, {padding = 1}},     -- 1.3 MB a image, 37 + 11 rows
+  -- 1.3 MB, 20 + 6 rows
   {'_tiles_stride_dilation', {1, 32, 50, 44}, {2, 32, 3, 3}, {stride = {2, 1}, padding = {3, 2}, dilation = 2}},
 }
 for _, v in ipairs(CONVS) do
