@@ -60,7 +60,11 @@ return function(mf)
   -- cold memory costs (1 thread, CPU time, load 8-13, 2026-11-27, allowance 64 / 16 / 32 MiB: zeros
   -- 64 KB 3.26 / 3.34 / 3.49 us, abs 3.36 / 3.31 / 3.75; zeros 16 MB 577 / 670 / 670 us, abs 894 /
   -- 1202 / 1028; empty 16 MB 45 / 212 / 105).
-  local GARBAGE, HEAP_FACTOR = 64 * 2 ^ 20, 16
+  -- GARBAGE_CAP bounds the heap's share: a program holding a large heap of its own (a data set read
+  -- into Lua tables, 570 MB of them) was otherwise allowed 16x that, 9 GB of dead tensors, before a
+  -- cycle (16 MB results with 16 MB live peaked at 2.4 GB of garbage in 150 steps): an OOM, where a
+  -- cycle per GiB costs it about 60 us per MB allocated.
+  local GARBAGE, HEAP_FACTOR, GARBAGE_CAP = 64 * 2 ^ 20, 16, 2 ^ 30
   local pending, threshold = 0, GARBAGE
   -- A collector cycle starts when the heap reaches pause% of what was live after the last one
   -- (LuaJIT's default 200). Results that die young (1-element tensors in an eager loop) are freed
@@ -80,7 +84,7 @@ return function(mf)
       -- a stopped collector stays stopped (the program's collectgarbage('stop'), or Session.run's
       -- pause while it binds): in LuaJIT a 'step' restarts it
       if gc('isrunning') then repeat until gc('step', 0) end
-      threshold = math.max(GARBAGE, HEAP_FACTOR * 1024 * gc('count'))
+      threshold = math.max(GARBAGE, math.min(HEAP_FACTOR * 1024 * gc('count'), GARBAGE_CAP))
     end
   end
 

@@ -48,4 +48,25 @@ T.test('a stopped collector stays stopped through a Session bind that allocates 
   T.eq(running, false, 'collector running after Session runs with it stopped')
 end)
 
+-- The allowance grows with the Lua heap (16x it) but not past 1 GiB: a program holding 100 MB of Lua
+-- tables was allowed 1.6 GB of dead tensors between cycles (16x a 570 MB heap: 9 GB, an OOM).
+T.test('the garbage allowed stops at 1 GiB however large the Lua heap', function()
+  local big = {}
+  for i = 1, 1100000 do big[i] = {i} end  -- about 100 MB of Lua heap
+  local a = mf.randn(1024, 1024)  -- 4 MiB
+  collectgarbage(); collectgarbage()
+  local heap, live = collectgarbage('count') * 1024, mf.memory_stats().in_use
+  assert(16 * heap > 1.3 * 2 ^ 30, ('expected a Lua heap over 87 MB, have %.1f MB'):format(heap / 2 ^ 20))
+  local peak = 0
+  for _ = 1, 340 do  -- 1.33 GiB of 4 MiB results
+    local _ = a:neg()
+    peak = math.max(peak, mf.memory_stats().in_use)
+  end
+  local garbage = peak - live
+  big = nil
+  collectgarbage(); collectgarbage()
+  assert(garbage > 512 * 2 ^ 20, ('garbage peaked at %.1f MiB: the allowance did not grow with the heap'):format(garbage / 2 ^ 20))
+  assert(garbage <= 2 ^ 30 + 2 ^ 23, ('garbage peaked at %.1f MiB, past the 1 GiB cap'):format(garbage / 2 ^ 20))
+end)
+
 T.finish()
