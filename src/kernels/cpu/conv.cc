@@ -135,6 +135,11 @@ inline __mmask16 lanes(int64_t a, int64_t b) {
 template <>
 inline void pad_rows<float>(float* d, int64_t dstep, const float* s, int64_t sstep, int64_t rows, int64_t lo,
                             int64_t hi, int64_t n) {
+  if (lo == 0 && hi == n && n % 8 == 0) {  // whole 8-float vectors, unmasked (masked ones cost more here)
+    for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
+      for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(d + i, _mm256_loadu_ps(s + i));
+    return;
+  }
   if (n <= 16) {  // lanes outside [lo, hi) are neither read nor kept
     const __mmask16 in = lanes(lo, hi), out = lanes(0, n);
     for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
@@ -147,6 +152,11 @@ inline void pad_rows<float>(float* d, int64_t dstep, const float* s, int64_t sst
 }
 template <>
 inline void add_rows<float>(float* d, int64_t dstep, const float* s, int64_t sstep, int64_t rows, int64_t n) {
+  if (n % 8 == 0) {  // whole 8-float vectors, unmasked (masked ones cost more here)
+    for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
+      for (int64_t i = 0; i < n; i += 8) _mm256_storeu_ps(d + i, _mm256_add_ps(_mm256_loadu_ps(d + i), _mm256_loadu_ps(s + i)));
+    return;
+  }
   if (n <= 16) {
     const __mmask16 m = lanes(0, n);
     for (int64_t r = 0; r < rows; ++r, d += dstep, s += sstep)
