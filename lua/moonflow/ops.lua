@@ -981,8 +981,11 @@ return function(mf)
         for i = 1, nin_fixed do pins[i] = nil end
         return ...
       end
-      f = function(a1, a2, a3, a4, a5, a6, a7, a8, a9)
-        if a9 ~= nil then return general(a1, a2, a3, a4, a5, a6, a7, a8, a9) end
+      -- a10: no call of ten arguments is valid (at most 8 dims in a list, nin_fixed + npar <= 8 and a
+      -- table), so general's error names it; without it x:reshape(1, 1, 1, 1, 1, 1, 1, 2, 1) went on
+      -- with its ninth size dropped, an 8-dim result where 9 dims are refused
+      f = function(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
+        if a9 ~= nil or a10 ~= nil then return general(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) end
         A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = a1, a2, a3, a4, a5, a6, a7, a8
         if dim_first and type(a2) == 'number' then  -- straight-line moves (ops of 2 or 3 inputs)
           if nin_fixed == 2 and a4 == nil then A[2], A[3] = a3, a2
