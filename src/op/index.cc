@@ -149,8 +149,9 @@ void masked_fill_inplace_shape(InferCtx& c) {
 
 void nonzero_shape(InferCtx& c) { c.set_out(0, {given_size(c), c.input(0).ndim}); }
 
-// Gradient w.r.t. src of scatter and scatter_add: the gradient gathered at the index, placed at
-// the start of each dim of src (src may be larger than the index); summed for a 0-dim src.
+// Gradient w.r.t. src of scatter and scatter_add: the gradient gathered at the index (scatter's:
+// zero where a later write to the same destination overwrote it), placed at the start of each dim
+// of src (src may be larger than the index); summed for a 0-dim src.
 const char* const kScatterGradient = R"lua(
 (function()
   local function pad_to(g, idx, src)
@@ -165,8 +166,19 @@ const char* const kScatterGradient = R"lua(
     end
     return g
   end
+  -- scatter's repeats: only the write that won (the last in the index's row-major order) reaches
+  -- the output, so a 1 where element i of the index wrote last: positions 1..n scattered (the last
+  -- wins there too) and gathered back equal their own
+  local function winners(idx, y, dim)
+    local n = 1
+    for d = 1, idx:dim() do n = n * idx:size(d) end
+    local pos = mf.arange(1, n + 1, 1, {dtype = 'float64'}):reshape(idx:size())
+    local won = mf.scatter(mf.cast(mf.zeros_like(y), 'float64'), idx, pos, dim)
+    return mf.eq(mf.gather(won, idx, dim), pos)
+  end
   return function(x, idx, src, y, gy, p, add)
     local gs = mf.gather(gy, idx, p.dim)
+    if not add then gs = mf.where(winners(idx, y, p.dim), gs, 0) end
     gs = src:dim() == 0 and mf.sum(gs) or pad_to(gs, idx, src)
     return {add and gy or mf.scatter(gy, idx, 0, p.dim), nil, gs}
   end
@@ -281,7 +293,8 @@ end)lua")
       {"scatter",
        "A copy of x with src written at the 1-based int64 index along dim: out[index[i][j]][j] = src[i][j] along dim "
        "1. src is a tensor no smaller than the index, or a number. Where the index repeats a destination the last "
-       "write in the index's row-major order wins (PyTorch leaves it unspecified). Spellings: x:scatter(dim, index, "
+       "write in the index's row-major order wins (PyTorch leaves it unspecified), and only its src element gets a "
+       "gradient. Spellings: x:scatter(dim, index, "
        "src), mf.scatter(x, index, src, dim).",
        "scatter written into x in place; returns x. Spellings: x:scatter_(dim, index, src), "
        "mf.scatter_(x, index, src, dim). Not differentiable: it writes x (scatter is).",

@@ -1,6 +1,6 @@
 -- Gradient cases of the indexing ops (loaded by test_gradients.lua). Index tensors and masks are
--- constants; scatter's src indices hold no repeated destination (with repeats only the last write
--- reaches the output, and its src gradient, as PyTorch's, still gathers to every writer).
+-- constants. With repeated destinations only scatter's last write reaches the output, so the other
+-- writers' src elements get a zero gradient (PyTorch's gathers to every writer).
 return function(case)
   local I = function(t) return mf.tensor(t, 'int64') end
   case('gather', 'gather', {{{4, 3}}}, function(x) return mf.gather(x, I{{2, 4, 1}, {4, 4, 3}}, 1) end)
@@ -11,6 +11,10 @@ return function(case)
   case('scatter src larger than the index', 'scatter', {{{3, 4}}, {{3, 5}}},
     function(x, s) return mf.scatter(x, 2, I{{4, 1, 2}, {1, 2, 3}}, s) end)
   case('scatter number', 'scatter', {{{3, 4}}}, function(x) return mf.scatter(x, I{{1, 3, 2, 1}}, 0.5, 1) end)
+  case('scatter repeated (the last write wins)', 'scatter', {{{3, 4}}, {{3, 4}}},
+    function(x, s) return mf.scatter(x, I{{1, 1, 2, 3}, {1, 3, 2, 3}, {2, 1, 2, 1}}, s, 1) end)
+  case('scatter repeated, 0-dim src', 'scatter', {{{3, 4}}, {{}}},
+    function(x, s) return mf.scatter(x, I{{1, 4, 4}, {2, 2, 1}}, s, 2) end)
   case('scatter_add repeated', 'scatter_add', {{{3, 4}}, {{2, 4}}},
     function(x, s) return mf.scatter_add(x, I{{1, 1, 2, 1}, {1, 3, 2, 3}}, s, 1) end)
   case('scatter_add 0-dim src', 'scatter_add', {{{3, 4}}, {{}}},
