@@ -64,7 +64,7 @@ static void sort_typed(mf_tensor& values, mf_tensor& indices, const mf_tensor& x
       const T* p = xp + lx.offset(l);
       // output line l: row-major over the other dims, so (outer, inner) split around dim
       int64_t o = (l / inner) * olen * inner + l % inner;
-      if (!kth && k <= kSmallK && k < n) {
+      if (!kth && k >= 1 && k <= kSmallK && k < n) {  // (k = 0 would write bp[-1])
         // a few of many (topk(x, 8) of 2048): one pass keeping the k best in order, each element
         // tested against the k-th best and only a better one inserted, instead of partial_sort's
         // heap over every position (issue 12: 128 rows of 128 took 51 us, PyTorch 27). The order is
