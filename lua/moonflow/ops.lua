@@ -203,7 +203,8 @@ return function(mf)
     if k ~= nil then return node and ppos_key(node, k, make) end
     if type(v) ~= 'table' or (getmetatable(v) ~= nil and not mf.is_size(v)) then return false end
     local n = #v
-    if next(v, n > 0 and n or nil) ~= nil then return false end  -- a hole, or a named key
+    -- a hole or a named key; [0] too, which LuaJIT keeps in the array part, before 1, where next does not see it
+    if next(v, n > 0 and n or nil) ~= nil or v[0] ~= nil then return false end
     node = node and ppos_key(node, LIST, make)
     node = node and ppos_key(node, n, make)
     for j = 1, n do
@@ -803,6 +804,12 @@ return function(mf)
     if is_options(args[i]) and args[i][1] ~= nil or (is_options(args[i]) and next(args[i]) == nil) then
       list = args[i]
       i = i + 1
+      for k in pairs(list) do  -- x:permute{2, 1, foo = 1}: the key was ignored (a hole: checked below)
+        if type(k) ~= 'number' or k < 1 or k ~= math.floor(k) then
+          raise(("%s: the list of %s has the key '%s'; expected a plain list of numbers (named params go in a table after it)")
+            :format(op.name, field, tostring(k)))
+        end
+      end
     else
       while type(args[i]) == 'number' do
         list[#list + 1] = args[i]

@@ -85,4 +85,15 @@ T.test('list params: a named table with a key that is no param is refused once t
   T.errors(function() return a:permute(2, 1, {bogus = 1}) end, 'permute', 'bogus')
 end)
 
+T.test('a list with a named key is refused, not read as the list alone', function()
+  local x = mf.randn(2, 3)
+  for _ = 1, 2 do  -- the second call finds the first's records
+    T.errors(function() return x:permute{2, 1, foo = 1} end,
+      "permute: the list of dims has the key 'foo'; expected a plain list of numbers")
+    T.errors(function() return x:reshape{3, 2, foo = 1} end, "reshape: the list of shape has the key 'foo'")
+    T.errors(function() return x:permute{2, 1, [0] = 5} end, "permute: the list of dims has the key '0'")
+  end
+  T.eq(x:permute{2, 1}:size(1), 3, 'a plain list still works')
+end)
+
 T.finish()
