@@ -64,7 +64,14 @@ return function(mf)
   -- into Lua tables, 570 MB of them) was otherwise allowed 16x that, 9 GB of dead tensors, before a
   -- cycle (16 MB results with 16 MB live peaked at 2.4 GB of garbage in 150 steps): an OOM, where a
   -- cycle per GiB costs it about 60 us per MB allocated.
-  local GARBAGE, HEAP_FACTOR, GARBAGE_CAP = 64 * 2 ^ 20, 16, 2 ^ 30
+  -- LIVE_SHARE: and at least a quarter of the native bytes live. A cycle also marks and sweeps every
+  -- live tensor's header (and runs the finalizers of the dead ones), so its cost grows with the
+  -- tensors a program holds: the per-op bench holds 1.8 GB of inputs, and with a fixed 64 MiB a 16 MB
+  -- abs, relu or add took 1.4-1.9x the time of the rule before (a cycle every 4 results; 2 threads,
+  -- 2026-11-27 11:48 against 10:03). A quarter keeps that cost per byte allocated bounded while the
+  -- garbage stays under 25% of what is live (the rule before allowed 100%).
+  local GARBAGE, HEAP_FACTOR, GARBAGE_CAP, LIVE_SHARE = 64 * 2 ^ 20, 16, 2 ^ 30, 0.25
+  local stats_buf = ffi.new('mf_memory_stats')
   local pending, threshold = 0, GARBAGE
   -- A collector cycle starts when the heap reaches pause% of what was live after the last one
   -- (LuaJIT's default 200). Results that die young (1-element tensors in an eager loop) are freed
@@ -84,7 +91,9 @@ return function(mf)
       -- a stopped collector stays stopped (the program's collectgarbage('stop'), or Session.run's
       -- pause while it binds): in LuaJIT a 'step' restarts it
       if gc('isrunning') then repeat until gc('step', 0) end
-      threshold = math.max(GARBAGE, math.min(HEAP_FACTOR * 1024 * gc('count'), GARBAGE_CAP))
+      C.mf_memory_stats_get(HOST, stats_buf)
+      threshold = math.max(GARBAGE, math.min(HEAP_FACTOR * 1024 * gc('count'), GARBAGE_CAP),
+                           LIVE_SHARE * tonumber(stats_buf.in_use))
     end
   end
 
