@@ -82,10 +82,10 @@ return function(mf)
           raise(('%s returned a %s for input %d (%s); expected a symbol of its shape and dtype, or nil')
             :format(where, type(gk), k, op.inputs[k] or op.inputs[1] or '?'))
         end
-        if not shapes_agree(gk.shape, s.shape) or gk.dtype_id ~= s.dtype_id then
+        if not shapes_agree(gk._shape, s._shape) or gk._dtype_id ~= s._dtype_id then
           raise(('%s returned a gradient of %s for input %d (%s), which is %s; each gradient must have its '
-            .. "input's shape and dtype"):format(where, describe(gk.shape, gk.dtype_id), k,
-            op.inputs[k] or op.inputs[1] or '?', describe(s.shape, s.dtype_id)))
+            .. "input's shape and dtype"):format(where, describe(gk._shape, gk._dtype_id), k,
+            op.inputs[k] or op.inputs[1] or '?', describe(s._shape, s._dtype_id)))
         end
         res[k] = gk
       end
@@ -147,7 +147,7 @@ return function(mf)
     for id = maxid, 0, -1 do
       local gl = grads[id]
       local info = nodes[id]
-      local int_out = info.out_syms and info.out_syms[1] and not IS_FLOAT[info.out_syms[1].dtype_id]
+      local int_out = info.out_syms and info.out_syms[1] and not IS_FLOAT[info.out_syms[1]._dtype_id]
       if gl and depends[id] and info.kind == NODE_OP and not is_x[id] and not int_out then
         local op = info.op
         local rule = rule_of(op)

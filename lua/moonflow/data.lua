@@ -50,7 +50,7 @@ return function(mf)
       end
       if total > 2 ^ 34 then error(("read_idx: '%s' declares %d elements"):format(path, total), 0) end
       local t = mf._new_tensor(shape, UINT8)
-      local got, p = 0, ffi.cast('uint8_t *', t.ptr)
+      local got, p = 0, ffi.cast('uint8_t *', t._ptr)
       while got < total do
         local chunk = math.min(total - got, 2 ^ 30)
         local r = z().gzread(f, p + got, chunk)
@@ -236,7 +236,7 @@ return function(mf)
   function Loader:_order(epoch)
     local n = self._n
     local order = mf._new_tensor({n}, INT64)
-    local p = ffi.cast('int64_t *', order.ptr)
+    local p = ffi.cast('int64_t *', order._ptr)
     for i = 0, n - 1 do p[i] = i + 1 end
     if self.shuffle then
       local state = mix64(mix64(0ULL + self.seed + GOLDEN) + epoch)

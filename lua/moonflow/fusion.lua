@@ -29,9 +29,9 @@ return function(mf)
   end
 
   local function same_shape(a, b)
-    if a.ndim ~= b.ndim then return false end
-    for d = 0, a.ndim - 1 do
-      if a.shape[d] ~= b.shape[d] then return false end
+    if a._ndim ~= b._ndim then return false end
+    for d = 0, a._ndim - 1 do
+      if a._shape[d] ~= b._shape[d] then return false end
     end
     return true
   end
@@ -43,10 +43,10 @@ return function(mf)
     -- add and sub with alpha ~= 1 (a + alpha * b) are not the plain step a program holds
     local alpha = st.rec and st.rec.p.alpha
     if alpha and alpha ~= 1 then return nil end
-    local dt = st.outs[1].s.dtype_id
+    local dt = st.outs[1].s._dtype_id
     if dt ~= C.MF_FLOAT32 and dt ~= C.MF_FLOAT64 then return nil end
     for _, e in ipairs(st.in_entries) do
-      if e.s.dtype_id ~= dt then return nil end
+      if e.s._dtype_id ~= dt then return nil end
     end
     return c
   end
@@ -148,13 +148,13 @@ return function(mf)
     local a = out.nuses == 1 and out.reader
     if not (a and a.op.overwrites and a.in_entries[2] == out and not out.external) then return nil end
     local v = a.in_entries[1]
-    if not (v.var and v.s.is_contig == 1 and v.s.dtype_id == out.s.dtype_id and same_shape(v.s, out.s)
+    if not (v.var and v.s._is_contig == 1 and v.s._dtype_id == out.s._dtype_id and same_shape(v.s, out.s)
             and cx.writers_between(g.first, a.pos) == 0) then
       return nil
     end
     for _, e in ipairs(g.inputs) do
       local b = base_of(e)
-      if e ~= v and (b == v or (b.s.store ~= nil and b.s.store == v.s.store)) then return nil end
+      if e ~= v and (b == v or (b.s._store ~= nil and b.s._store == v.s._store)) then return nil end
     end
     return v, a
   end
@@ -182,8 +182,8 @@ return function(mf)
   local function pick_inplace(out, ins)
     out.inplace_of = nil
     for _, x in ipairs(ins) do
-      if not x.external and not x.alias_of and x.s.dtype_id == out.s.dtype_id and x.s.count == out.s.count
-         and x.s.ndim == out.s.ndim and x.s.is_contig == 1 then
+      if not x.external and not x.alias_of and x.s._dtype_id == out.s._dtype_id and x.s._count == out.s._count
+         and x.s._ndim == out.s._ndim and x.s._is_contig == 1 then
         out.inplace_of = x
         return
       end

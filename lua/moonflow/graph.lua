@@ -75,7 +75,10 @@ return function(mf)
   mf.is_symbol = is_symbol
 
   local function new_symbol(g, node, index, shape, dtype)
-    return setmetatable({graph = g, node = node, index = index, shape = shape, dtype_id = dtype}, Symbol)
+    -- _shape: the static sizes (-1 unknown until run; nil: rank unknown too); _dtype_id: the dtype code.
+    -- Private names, as the tensor header's (src/core/types.h): s.shape and s.ndim are the public
+    -- read-only properties below, and code that takes a tensor or a symbol reads x._dtype_id of either.
+    return setmetatable({graph = g, node = node, index = index, _shape = shape, _dtype_id = dtype}, Symbol)
   end
 
   local function shape_text(shape)
@@ -92,20 +95,20 @@ return function(mf)
     local info = s.graph.nodes[s.node]
     return info.op and info.op.name or ({[1] = 'placeholder', [2] = 'variable', [3] = 'constant'})[info.kind]
   end
-  function sym_methods.dim(s) return s.shape and #s.shape or nil end
+  function sym_methods.dim(s) return s._shape and #s._shape or nil end
   function sym_methods.size(s, d)
-    if not s.shape then return nil end
+    if not s._shape then return nil end
     if d then
-      local n = #s.shape
+      local n = #s._shape
       local dd = d < 0 and d + n + 1 or d
-      local v = s.shape[dd]
+      local v = s._shape[dd]
       return v and v >= 0 and v or nil
     end
     local out = {}
-    for i, v in ipairs(s.shape) do out[i] = v >= 0 and v or nil end
+    for i, v in ipairs(s._shape) do out[i] = v >= 0 and v or nil end
     return out
   end
-  function sym_methods.dtype(s) return DTYPE_NAME[s.dtype_id] end
+  function sym_methods.dtype(s) return DTYPE_NAME[s._dtype_id] end
   function sym_methods.t(s) return mf.transpose(s, 1, 2) end
   function sym_methods.view(s, ...) return mf.reshape(s, ...) end
   local function converter(name) return function(s) return mf.cast(s, name) end end
@@ -115,7 +118,11 @@ return function(mf)
   Symbol.__index = function(s, k)
     local m = sym_methods[k]
     if m then return m end
-    if k == 'shape' then return nil end  -- a symbol whose shape is unknown until the graph is bound
+    -- x.shape and x.ndim as on a tensor: x:size() (a fresh list, nil for a size unknown until run)
+    -- and x:dim(); both nil while the rank is unknown
+    if k == 'shape' then return sym_methods.size(s) end
+    if k == 'ndim' then return sym_methods.dim(s) end
+    if k == '_shape' or k == '_dtype_id' then return nil end  -- not known until the graph is bound
     local op = ops[k]
     if op and #op.inputs > 0 then return op.fn end
     local alias = mf._aliases[k]
@@ -126,9 +133,14 @@ return function(mf)
     end
     raise(("symbol has no method '%s'"):format(tostring(k)))
   end
+  -- the properties are read-only, as on a tensor (a symbol's other fields are its own business)
+  Symbol.__newindex = function(s, k, v)
+    if k == 'shape' or k == 'ndim' then mf._readonly_property(k) end
+    rawset(s, k, v)
+  end
   Symbol.__tostring = function(s)
     return ('Symbol %s (%s) %s %s'):format(s:name() .. (s.index > 1 and (':' .. s.index) or ''), s:op_name(),
-      shape_text(s.shape), DTYPE_NAME[s.dtype_id])
+      shape_text(s._shape), DTYPE_NAME[s._dtype_id])
   end
   local function binop(name) return function(a, b) return mf[name](a, b) end end
   Symbol.__add, Symbol.__sub, Symbol.__mul, Symbol.__div, Symbol.__pow =
@@ -170,7 +182,7 @@ return function(mf)
 
   local function static_shape(t)
     local s = {}
-    for i = 1, t.ndim do s[i] = tonumber(t.shape[i - 1]) end
+    for i = 1, t._ndim do s[i] = tonumber(t._shape[i - 1]) end
     return s
   end
 
@@ -185,8 +197,8 @@ return function(mf)
     -- bind = true: the variable's storage is init itself (modules' parameters), always initialized
     local bound = opts and opts.bind and init or nil
     local id = g:add_node(KIND_VARIABLE, nil, '', {}, 1, name,
-      {shape = shape, dtype = init.dtype_id, init = not bound and init:clone() or nil, bound = bound})
-    local s = new_symbol(g, id, 1, shape, init.dtype_id)
+      {shape = shape, dtype = init._dtype_id, init = not bound and init:clone() or nil, bound = bound})
+    local s = new_symbol(g, id, 1, shape, init._dtype_id)
     g.variables[#g.variables + 1] = s
     if not (opts and opts.trainable == false) then g.trainable[#g.trainable + 1] = s end
     return s
@@ -198,8 +210,8 @@ return function(mf)
     local g = default_graph
     name = g:unique_name(name or 'Const')
     local shape = static_shape(value)
-    local id = g:add_node(KIND_CONSTANT, nil, '', {}, 1, name, {shape = shape, dtype = value.dtype_id, value = value})
-    return new_symbol(g, id, 1, shape, value.dtype_id)
+    local id = g:add_node(KIND_CONSTANT, nil, '', {}, 1, name, {shape = shape, dtype = value._dtype_id, value = value})
+    return new_symbol(g, id, 1, shape, value._dtype_id)
   end
 
   function mf.global_variables() return {unpack(default_graph.variables)} end
@@ -228,18 +240,18 @@ return function(mf)
     for i, s in ipairs(ins) do
       local m = into and scratch_ins[i - 1] or T()
       if into then ffi.fill(m, SZ) end
-      m.dtype_id = s.dtype_id
-      m.ndim = #s.shape
+      m._dtype_id = s._dtype_id
+      m._ndim = #s._shape
       local acc = 1  -- strides and count as if unknown sizes were 1: no overflow with many of them
-      for d = #s.shape, 1, -1 do
-        local v = s.shape[d]
-        m.shape[d - 1] = v < 0 and sentinel or v
-        m.strides[d - 1] = acc
+      for d = #s._shape, 1, -1 do
+        local v = s._shape[d]
+        m._shape[d - 1] = v < 0 and sentinel or v
+        m._strides[d - 1] = acc
         acc = acc * math.max(v, 1)
       end
-      m.count = acc
-      for d = 1, #s.shape do if s.shape[d] == 0 then m.count = 0 end end
-      m.is_contig = 1
+      m._count = acc
+      for d = 1, #s._shape do if s._shape[d] == 0 then m._count = 0 end end
+      m._is_contig = 1
       metas[i] = m
     end
     if into then into:rewind() end
@@ -257,8 +269,8 @@ return function(mf)
   local function static_infer(op, rec, ins)
     local has_unknown = false
     for _, s in ipairs(ins) do
-      if not s.shape then return nil end
-      for _, v in ipairs(s.shape) do has_unknown = has_unknown or v < 0 end
+      if not s._shape then return nil end
+      for _, v in ipairs(s._shape) do has_unknown = has_unknown or v < 0 end
     end
     local use_scratch = not scratch_busy
     scratch_busy = true
@@ -279,11 +291,11 @@ return function(mf)
     local res = {}
     for i, m in ipairs(outs) do
       local s = {}
-      for d = 1, m.ndim do
-        local v = tonumber(m.shape[d - 1])
-        s[d] = (outs2 and v ~= tonumber(outs2[i].shape[d - 1])) and -1 or v
+      for d = 1, m._ndim do
+        local v = tonumber(m._shape[d - 1])
+        s[d] = (outs2 and v ~= tonumber(outs2[i]._shape[d - 1])) and -1 or v
       end
-      res[i] = {shape = s, dtype = m.dtype_id}
+      res[i] = {shape = s, dtype = m._dtype_id}
     end
     if use_scratch then scratch_busy = false end
     return res
@@ -292,8 +304,8 @@ return function(mf)
   local check_write_target  -- (below) refuses a write into a placeholder or a constant
 
   local function same_known_shape(a, b)
-    if not a.shape or not b.shape or #a.shape ~= #b.shape then return false end
-    for i = 1, #a.shape do if a.shape[i] < 0 or a.shape[i] ~= b.shape[i] then return false end end
+    if not a._shape or not b._shape or #a._shape ~= #b._shape then return false end
+    for i = 1, #a._shape do if a._shape[i] < 0 or a._shape[i] ~= b._shape[i] then return false end end
     return true
   end
 
@@ -364,7 +376,7 @@ return function(mf)
     local id = g:add_node(KIND_OP, op, text, syms, nout, name, info)
     local res = {}
     for i = 1, nout do
-      res[i] = new_symbol(g, id, i, outs and outs[i].shape or nil, outs and outs[i].dtype or syms[1].dtype_id)
+      res[i] = new_symbol(g, id, i, outs and outs[i].shape or nil, outs and outs[i].dtype or syms[1]._dtype_id)
     end
     g.nodes[id].out_syms = res
     if op.multi then return res end  -- a list, empty too (unbind of an empty dim)
@@ -406,3 +418,4 @@ return function(mf)
     return mf.group(assigns, 'init')
   end
 end
+

@@ -118,7 +118,7 @@ function K.fused_program(nin, list)
 end
 -- a program's device form, made at bind time for an output like out (on cuda: its kernel, generated and
 -- compiled by NVRTC; nothing on the CPU)
-function K.fused_prepare(prog, out) check(C.mf_fused_prepare(prog, out.device_id, out.dtype_id)) end
+function K.fused_prepare(prog, out) check(C.mf_fused_prepare(prog, out._device_id, out._dtype_id)) end
 
 -- The native routines of one device: a wrapper per member of its mf_kernel_table (abi.h), each one
 -- call through the table's function pointer (read once, here) and one status check. Added to Kd.
@@ -245,43 +245,43 @@ end
 -- and strides at offset 0), becomes a borrowed view of x: what K.alias(y, x, 0) does, without the
 -- native call and its bounds check, which a view of x's own layout always passes
 function K.alias_whole(y, x)
-  y.ptr, y.store, y.offset, y.owns = x.ptr, x.store, x.offset, 0
+  y._ptr, y._store, y._offset, y._owns = x._ptr, x._store, x._offset, 0
 end
 
 -- a borrowed header over y's memory with x's shape, contiguous (used to copy x into y row-major)
 function K.header(y, x)
   local h = tensor_ct()
   ffi.copy(h, y, ffi.sizeof(tensor_ct))
-  h.owns = 0
-  h.ndim = x.ndim
+  h._owns = 0
+  h._ndim = x._ndim
   local acc = 1
-  for i = x.ndim - 1, 0, -1 do
-    h.shape[i] = x.shape[i]
-    h.strides[i] = acc
-    acc = acc * x.shape[i]
+  for i = x._ndim - 1, 0, -1 do
+    h._shape[i] = x._shape[i]
+    h._strides[i] = acc
+    acc = acc * x._shape[i]
   end
-  h.count = acc
-  h.is_contig = 1
+  h._count = acc
+  h._is_contig = 1
   return h
 end
 
 -- a borrowed header over t's memory with other sizes and element strides (a vector seen as a 1 x n
--- or n x 1 matrix); bind time only: the closure re-points its .ptr to t.ptr on every run
+-- or n x 1 matrix); bind time only: the closure re-points its .ptr to t._ptr on every run
 function K.header_as(t, sizes, strides)
   local h = tensor_ct()
   ffi.copy(h, t, ffi.sizeof(tensor_ct))
-  h.owns = 0
-  h.ndim = #sizes
+  h._owns = 0
+  h._ndim = #sizes
   local count, contig, want = 1, true, 1
   for i = #sizes, 1, -1 do
-    h.shape[i - 1], h.strides[i - 1] = sizes[i], strides[i]
+    h._shape[i - 1], h._strides[i - 1] = sizes[i], strides[i]
     count = count * sizes[i]
     if sizes[i] ~= 1 then
       contig = contig and strides[i] == want
       want = want * sizes[i]
     end
   end
-  h.count, h.is_contig = count, contig and 1 or 0
+  h._count, h._is_contig = count, contig and 1 or 0
   return h
 end
 

@@ -10,8 +10,8 @@ return function(mf)
   -- x's sizes as a list (-1: unknown until a graph runs)
   local function sizes_of(x, k)
     if mf.is_symbol(x) then
-      if not x.shape then raise(('einsum: operand %d has a shape unknown when the graph is built'):format(k)) end
-      return x.shape
+      if not x._shape then raise(('einsum: operand %d has a shape unknown when the graph is built'):format(k)) end
+      return x._shape
     end
     if not mf.is_tensor(x) then
       raise(('einsum: operand %d is a %s; expected a tensor or symbol'):format(k, type(x)))

@@ -13,7 +13,7 @@ return function(mf)
   -- rebinds: eager code and every graph the holder is bound into then use the new tensor (graph
   -- shapes are fixed when built, so there the new tensor must match the old shape and dtype).
   local function shape_of(x)
-    if is_symbol(x) then return mf._shape_text(x.shape) end
+    if is_symbol(x) then return mf._shape_text(x._shape) end
     if is_tensor(x) then return x:shape_str() end
     return 'a ' .. type(x)
   end
@@ -24,8 +24,8 @@ return function(mf)
     end
     for g, v in pairs(h.vars) do
       local info = g.nodes[v.node]
-      local same = t.ndim == #info.shape and t.dtype_id == info.dtype
-      for d = 1, same and #info.shape or 0 do same = same and tonumber(t.shape[d - 1]) == info.shape[d] end
+      local same = t._ndim == #info.shape and t._dtype_id == info.dtype
+      for d = 1, same and #info.shape or 0 do same = same and tonumber(t._shape[d - 1]) == info.shape[d] end
       if not same then
         raise(('%s.data = t: t is %s %s but the %s is bound into a graph as %s %s (graph shapes are fixed when '
           .. 'the graph is built); copy values with .data:copy(t), or build a new graph'):format(what, t:shape_str(),
@@ -44,12 +44,12 @@ return function(mf)
     -- the gradient as the old one did
     local old = rawget(h, '_data')
     if old ~= nil and old ~= t then
-      if old:requires_grad() and mf._IS_FLOAT[t.dtype_id] then
+      if old:requires_grad() and mf._IS_FLOAT[t._dtype_id] then
         if not t:is_leaf() then t = t:detach() end
         t:requires_grad_()
       end
       local g = old.grad
-      if g ~= nil and t.grad == nil and g:shape_str() == t:shape_str() and g.dtype_id == t.dtype_id then t.grad = g end
+      if g ~= nil and t.grad == nil and g:shape_str() == t:shape_str() and g._dtype_id == t._dtype_id then t.grad = g end
     end
     rawset(h, '_data', t)
   end
@@ -75,6 +75,7 @@ return function(mf)
     mt.__index = function(h, k)
       if k == 'data' then return rawget(h, '_data') end
       if k == 'grad' then return rawget(h, '_data').grad end  -- the tensor's (eager autograd, tape.lua)
+      if k == 'shape' or k == 'ndim' then return operand(h)[k] end  -- the tensor's (or the Variable's) properties
       local m = methods[k]
       if m ~= nil then return m end
       -- a tensor method: called on the tensor (or, while a module builds a graph, the Variable)
@@ -103,6 +104,7 @@ return function(mf)
         rawget(h, '_data').grad = v
         return
       end
+      if k == 'shape' or k == 'ndim' then mf._readonly_property(k) end
       if type(k) ~= 'string' then  -- p[{i, j}] = v writes the tensor, as t[{i, j}] = v
         rawget(h, '_data')[k] = v
         return
@@ -122,7 +124,7 @@ return function(mf)
   function nn.Parameter(t)
     if not is_tensor(t) then raise(('Parameter: expected a tensor, got %s'):format(shape_of(t))) end
     -- a floating parameter is a leaf that requires grad (eager autograd): loss:backward() fills .grad
-    if mf._IS_FLOAT[t.dtype_id] then
+    if mf._IS_FLOAT[t._dtype_id] then
       if not t:is_leaf() then t = t:detach() end
       t:requires_grad_()
     end
@@ -215,7 +217,7 @@ return function(mf)
   end
   local function forward_wrapper(fn)
     return function(self, x, ...)
-      if is_tensor(x) and x.autograd == 0 and mf._IS_FLOAT[x.dtype_id] and mf.is_grad_enabled() then
+      if is_tensor(x) and x._autograd == 0 and mf._IS_FLOAT[x._dtype_id] and mf.is_grad_enabled() then
         return eager_forward(fn, self, x, ...)
       end
       local g = graph_of(x)
@@ -538,7 +540,7 @@ return function(mf)
       for _, kind in ipairs{{'_params', '_param_order'}, {'_buffers', '_buffer_order'}} do
         for _, nh in ipairs(named(self, kind[1], kind[2], false)) do
           local h = nh[2]
-          if mf._IS_FLOAT[h.data.dtype_id] and h.data:dtype() ~= dtype then
+          if mf._IS_FLOAT[h.data._dtype_id] and h.data:dtype() ~= dtype then
             local g = h.grad
             h.data = mf.cast(h.data, dtype)
             if g ~= nil then h.grad = mf.cast(g, dtype) end

@@ -302,7 +302,7 @@ return function(mf)
     for i = 1, nout_buf[0] do
       local m = into and into:meta() or T()
       ffi.copy(m, meta_buf[i - 1], SZ)
-      m.owns, m.autograd = 0, 0  -- no autograd flag copied from an input (tape.lua)
+      m._owns, m._autograd = 0, 0  -- no autograd flag copied from an input (tape.lua)
       metas[i], alias[i] = m, alias_buf[i - 1] ~= 0
     end
     return metas, alias
@@ -317,8 +317,8 @@ return function(mf)
     if type(shapes) ~= 'table' or type(shapes[1]) ~= 'table' then
       raise(op.name .. ': infer_shape must return a list of output shapes, e.g. {{2, 3}}')
     end
-    local dtype = nin > 0 and ins[1].dtype_id or F32
-    local device = nin > 0 and ins[1].device_id or CPU
+    local dtype = nin > 0 and ins[1]._dtype_id or F32
+    local device = nin > 0 and ins[1]._device_id or CPU
     local metas, alias = out_lists(into)
     for i, s in ipairs(shapes) do
       if type(s) ~= 'table' then
@@ -329,19 +329,19 @@ return function(mf)
       end
       -- a complete contiguous header: executors size and plan outputs by count and strides
       local m = into and into:meta() or T()
-      m.ndim, m.dtype_id, m.device_id, m.is_contig, m.offset = #s, dtype, device, 1, 0
+      m._ndim, m._dtype_id, m._device_id, m._is_contig, m._offset = #s, dtype, device, 1, 0
       local acc = 1
       for d = #s, 1, -1 do
         if type(s[d]) ~= 'number' or s[d] < 0 or s[d] ~= math.floor(s[d]) then
           raise(('%s: infer_shape gave output %d size %s at dim %d; expected a non-negative integer'):format(op.name, i, tostring(s[d]), d))
         end
-        m.shape[d - 1], m.strides[d - 1] = s[d], acc
+        m._shape[d - 1], m._strides[d - 1] = s[d], acc
         acc = acc * math.max(s[d], 1)
       end
       local count = 1
       for d = 1, #s do count = count * s[d] end
       if count >= 2 ^ 53 then raise(('%s: infer_shape gave output %d with %.0f elements; too many'):format(op.name, i, count)) end
-      m.count = count
+      m._count = count
       metas[i], alias[i] = m, false
     end
     return metas, alias
@@ -369,8 +369,8 @@ return function(mf)
     local parts = {}
     for i = 1, nin do
       local t = ins[i]
-      local s = {t.dtype_id, t.device_id, t.ndim}
-      for d = 0, t.ndim - 1 do s[#s + 1] = tonumber(t.shape[d]) .. ':' .. tonumber(t.strides[d]) end
+      local s = {t._dtype_id, t._device_id, t._ndim}
+      for d = 0, t._ndim - 1 do s[#s + 1] = tonumber(t._shape[d]) .. ':' .. tonumber(t._strides[d]) end
       parts[i] = table.concat(s, ',')
     end
     return table.concat(parts, '|')
@@ -380,9 +380,9 @@ return function(mf)
   -- says why: short loops that the interpreter runs get blacklisted, and then every trace through
   -- them aborts)
   local function same_slot(s, t)
-    local nd = t.ndim
-    if s.ndim ~= nd or s.dtype_id ~= t.dtype_id or s.device_id ~= t.device_id then return false end
-    local ss, ts, sst, tst = s.shape, t.shape, s.strides, t.strides
+    local nd = t._ndim
+    if s._ndim ~= nd or s._dtype_id ~= t._dtype_id or s._device_id ~= t._device_id then return false end
+    local ss, ts, sst, tst = s._shape, t._shape, s._strides, t._strides
     if nd >= 1 then
       if ss[0] ~= ts[0] or sst[0] ~= tst[0] then return false end
       if nd >= 2 then
@@ -437,9 +437,9 @@ return function(mf)
   -- The device an op's inputs live on (the host for an op without inputs); inputs on two devices
   -- are an error naming both.
   local function device_of(op, ins, nin)
-    local dev = nin > 0 and ins[1].device_id or HOST
+    local dev = nin > 0 and ins[1]._device_id or HOST
     for i = 2, nin do
-      local d = ins[i].device_id
+      local d = ins[i]._device_id
       if d ~= dev then
         local function name(k) return op.variadic and ('input %d'):format(k) or op.inputs[k] end
         local n1, ni = K.device_name(dev), K.device_name(d)
@@ -464,20 +464,20 @@ return function(mf)
     -- updates) returns that tensor itself, as PyTorch's in-place ops return self: no new header
     if bit.band(op.flags, OPF_WRITES) ~= 0 and alias[1] and nin > 0 then
       local m, x = metas[1], ins[1]
-      local same = m.ndim == x.ndim and m.offset == 0 and m.dtype_id == x.dtype_id
-      for d = 0, m.ndim - 1 do
-        if m.shape[d] ~= x.shape[d] or m.strides[d] ~= x.strides[d] then same = false end
+      local same = m._ndim == x._ndim and m._offset == 0 and m._dtype_id == x._dtype_id
+      for d = 0, m._ndim - 1 do
+        if m._shape[d] ~= x._shape[d] or m._strides[d] ~= x._strides[d] then same = false end
       end
       e.self_out = same
     end
     for i = 1, nin do
       local s = T()
       ffi.copy(s, ins[i], SZ)  -- the whole header once; run_entry sets what differs per call
-      s.owns, s.autograd = 0, 0  -- a borrowed header, with no autograd state of its own
+      s._owns, s._autograd = 0, 0  -- a borrowed header, with no autograd state of its own
       e.ins[i] = s
       -- the kernel layout contract: a kernel that does not take strides gets a contiguous copy
       -- of a non-contiguous input (entries are per layout, so this is decided once)
-      if not op.strided and ins[i].is_contig ~= 1 then
+      if not op.strided and ins[i]._is_contig ~= 1 then
         e.copy_in = e.copy_in or {}
         e.held = e.held or {}  -- the copies of one call, kept alive until its kernel has run
         e.copy_in[#e.copy_in + 1] = i
@@ -486,7 +486,7 @@ return function(mf)
     for i = 1, e.nout do
       local s = T()
       ffi.copy(s, metas[i], SZ)
-      s.owns = 0
+      s._owns = 0
       e.outs[i] = s
     end
     return e
@@ -502,16 +502,16 @@ return function(mf)
     -- interpreted: 64 KB fill 0.36 -> 1.0 us, copy 0.57 -> 1.8 us after a dozen other ops had run)
     if nin >= 1 then
       local s, t = slots[1], ins[1]
-      s.ptr, s.offset, s.store = t.ptr, t.offset, t.store
+      s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
       if nin >= 2 then
         s, t = slots[2], ins[2]
-        s.ptr, s.offset, s.store = t.ptr, t.offset, t.store
+        s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
         if nin >= 3 then
           s, t = slots[3], ins[3]
-          s.ptr, s.offset, s.store = t.ptr, t.offset, t.store
+          s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
           for i = 4, nin do
             s, t = slots[i], ins[i]
-            s.ptr, s.offset, s.store = t.ptr, t.offset, t.store
+            s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
           end
         end
       end
@@ -524,7 +524,7 @@ return function(mf)
         local t = mf._new_like_meta(ins[i], op.name)
         e.K.copy(t, ins[i])
         ffi.copy(slots[i], t, SZ)
-        slots[i].owns = 0
+        slots[i]._owns = 0
         held[k] = t
       end
     end
@@ -534,14 +534,14 @@ return function(mf)
       if not e.alias[1] then
         r1 = mf._new_like_meta(e.metas[1], op.name)
         local o = outs[1]  -- bound from metas[1]: a fresh tensor of it differs in its storage only
-        o.ptr, o.store = r1.ptr, r1.store
+        o._ptr, o._store = r1._ptr, r1._store
       end
     else
       for i = 1, nout do
         if not e.alias[i] then
           local t = mf._new_like_meta(e.metas[i], op.name)
           local o = outs[i]
-          o.ptr, o.store = t.ptr, t.store
+          o._ptr, o._store = t._ptr, t._store
           if i == 1 then r1 = t end
           results = results or {}
           results[i] = t
@@ -646,7 +646,7 @@ return function(mf)
       -- a write on plain tensors (copy, fill: two inputs, one written, one output) runs here and counts
       -- its write as tape.lua's write path does (after the kernel: a failed op wrote nothing);
       -- any other write goes through the tape, which also checks what grad mode forbids
-      if nin == 2 and op.num_written == 1 and e.nout == 1 and ins[1].autograd == 0 and ins[2].autograd == 0 then
+      if nin == 2 and op.num_written == 1 and e.nout == 1 and ins[1]._autograd == 0 and ins[2]._autograd == 0 then
         local r = run_entry(op, rec, e, ins, nin)
         C.mf_storage_bump(ins[1], op.index)
         return r
@@ -656,12 +656,12 @@ return function(mf)
     -- one and two inputs unrolled: a loop here would be an inner loop in the caller's trace, and
     -- LuaJIT would leave the trace for it on every call (workload (a) was 1.3x slower)
     if nin == 2 then
-      if ins[1].autograd ~= 0 or ins[2].autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
+      if ins[1]._autograd ~= 0 or ins[2]._autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
     elseif nin == 1 then
-      if ins[1].autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
+      if ins[1]._autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
     else
       for i = 1, nin do
-        if ins[i].autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
+        if ins[i]._autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
       end
     end
     return run_entry(op, rec, e, ins, nin)
@@ -703,7 +703,7 @@ return function(mf)
   -- tensors there
   local function operands_device(ins, nin)
     for i = 1, nin do
-      if is_tensor(ins[i]) then return ins[i].device_id end
+      if is_tensor(ins[i]) then return ins[i]._device_id end
     end
     return HOST
   end
@@ -722,7 +722,7 @@ return function(mf)
       if type(x) == 'number' then
         if x % 1 ~= 0 then frac = true end  -- NaN and inf too: x % 1 is NaN
       elseif like == nil and i ~= op.mask_input and (is_tensor(x) or is_sym(x)) then
-        like = x.dtype_id
+        like = x._dtype_id
       end
     end
     like = like or F32
@@ -732,7 +732,7 @@ return function(mf)
       like = F32
       for i = 1, nin do
         local x = ins[i]
-        if i ~= op.mask_input and (is_tensor(x) or is_sym(x)) and INT_RANGE[x.dtype_id] then
+        if i ~= op.mask_input and (is_tensor(x) or is_sym(x)) and INT_RANGE[x._dtype_id] then
           ins[i] = mf.cast(x, 'float32')
         end
       end
@@ -889,10 +889,10 @@ return function(mf)
           ta, tb = is_tensor(a), is_tensor(b)
         end
         if (not ta and is_sym(a)) or (not tb and is_sym(b)) then return mf._graph_call(op, {a, b}, 2, nil) end
-        if not tb and ta and not INT_RANGE[a.dtype_id] then  -- float tensor and number: its dtype
-          b = as_tensor(b, a.dtype_id, op, 2, a.device_id)
-        elseif not ta and tb and not INT_RANGE[b.dtype_id] then
-          a = as_tensor(a, b.dtype_id, op, 1, b.device_id)
+        if not tb and ta and not INT_RANGE[a._dtype_id] then  -- float tensor and number: its dtype
+          b = as_tensor(b, a._dtype_id, op, 2, a._device_id)
+        elseif not ta and tb and not INT_RANGE[b._dtype_id] then
+          a = as_tensor(a, b._dtype_id, op, 1, b._device_id)
         elseif not (ta and tb) then
           pair[1], pair[2] = a, b
           number_operands(op, pair, 2)

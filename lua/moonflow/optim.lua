@@ -6,8 +6,8 @@ return function(mf)
   local raise, is_tensor, nn = mf._raise, mf.is_tensor, mf.nn
   -- same sizes and dtype, compared without building strings (step() checks every slot, every step)
   local function same_meta(a, b)
-    if a.ndim ~= b.ndim or a.dtype_id ~= b.dtype_id or a.device_id ~= b.device_id then return false end
-    for d = 0, a.ndim - 1 do if a.shape[d] ~= b.shape[d] then return false end end
+    if a._ndim ~= b._ndim or a._dtype_id ~= b._dtype_id or a._device_id ~= b._device_id then return false end
+    for d = 0, a._ndim - 1 do if a._shape[d] ~= b._shape[d] then return false end end
     return true
   end
   local O = require 'moonflow.options'
@@ -119,14 +119,14 @@ return function(mf)
   -- there once when the parameters move, so a step neither copies them nor reads them on the host.
   local function place_state(self, d)
     for _, h in ipairs({self.lr_t, self.step_t}) do
-      if h.data.device_id ~= d.device_id then h.data = h.data:to(d:device()) end
+      if h.data._device_id ~= d._device_id then h.data = h.data:to(d:device()) end
     end
   end
   local eager_step
   function Optimizer:step() return mf.no_grad(eager_step, self) end
   function eager_step(self)
     local first = self.params[1].data
-    if self.lr_t.data.device_id ~= first.device_id then place_state(self, first) end
+    if self.lr_t.data._device_id ~= first._device_id then place_state(self, first) end
     if self.step_t then mf.assign_add(self.step_t.data, 1) end
     for i, p in ipairs(self.params) do
       -- read without marking .grad as seen (tape.lua's mf._grad_peek): the next zero_grad frees it at once
@@ -150,7 +150,7 @@ return function(mf)
           sl[name] = h.data
         end
         local lr, t = self.lr_t.data, self.step_t and self.step_t.data
-        if lr.device_id ~= d.device_id then  -- a parameter on another device than the first reads copies there
+        if lr._device_id ~= d._device_id then  -- a parameter on another device than the first reads copies there
           lr, t = lr:to(d:device()), t and t:to(d:device())
         end
         self:update(d, grad, sl, lr, t)

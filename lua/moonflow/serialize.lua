@@ -67,10 +67,10 @@ return function(mf)
 
   local function is_dense(t)
     local expect = 1
-    for d = t.ndim - 1, 0, -1 do
-      local n = tonumber(t.shape[d])
+    for d = t._ndim - 1, 0, -1 do
+      local n = tonumber(t._shape[d])
       if n == 0 then return true end
-      if n ~= 1 and tonumber(t.strides[d]) ~= expect then return false end
+      if n ~= 1 and tonumber(t._strides[d]) ~= expect then return false end
       expect = expect * n
     end
     return true
@@ -114,21 +114,21 @@ return function(mf)
   -- so nothing can fail once writing has begun; sets each entry's nbytes.
   local function header_json(entries, meta)
     table.sort(entries, function(a, b)
-      local sa, sb = ITEMSIZE[a.t.dtype_id], ITEMSIZE[b.t.dtype_id]
+      local sa, sb = ITEMSIZE[a.t._dtype_id], ITEMSIZE[b.t._dtype_id]
       if sa ~= sb then return sa > sb end
       return a.name < b.name
     end)
     local parts, offset = {meta}, 0
     for _, e in ipairs(entries) do
       local t = e.t
-      if t.device_id ~= CPU then t = t:cpu() end
+      if t._device_id ~= CPU then t = t:cpu() end
       if not is_dense(t) then t = t:contiguous() end
       e.t = t
       local shape = {}
-      for d = 0, t.ndim - 1 do shape[d + 1] = int_str(tonumber(t.shape[d])) end
-      e.nbytes = tonumber(t.count) * ITEMSIZE[t.dtype_id]
+      for d = 0, t._ndim - 1 do shape[d + 1] = int_str(tonumber(t._shape[d])) end
+      e.nbytes = tonumber(t._count) * ITEMSIZE[t._dtype_id]
       parts[#parts + 1] = ('%s:{"dtype":"%s","shape":[%s],"data_offsets":[%s,%s]}'):format(json_string(e.name),
-        DTYPE_TAG[t.dtype_id], table.concat(shape, ','), int_str(offset), int_str(offset + e.nbytes))
+        DTYPE_TAG[t._dtype_id], table.concat(shape, ','), int_str(offset), int_str(offset + e.nbytes))
       offset = offset + e.nbytes
     end
     local header = '{' .. table.concat(parts, ',') .. '}'
@@ -158,7 +158,7 @@ return function(mf)
       put(header, #header, 'the header')
       if hook then hook('header') end
       for _, e in ipairs(entries) do
-        put(e.t.ptr, e.nbytes, ("tensor '%s'"):format(e.name))
+        put(e.t._ptr, e.nbytes, ("tensor '%s'"):format(e.name))
         if hook then hook('tensor') end
       end
       if C.fflush(f) ~= 0 then error('flushing failed: ' .. errno_text(), 0) end
@@ -330,7 +330,7 @@ return function(mf)
     local nbytes = s.e - s.b
     if nbytes == 0 then return t end
     f:seek('set', data_start + s.b)
-    local p, got = ffi.cast('uint8_t *', t.ptr), 0
+    local p, got = ffi.cast('uint8_t *', t._ptr), 0
     while got < nbytes do
       local chunk = f:read(math.min(CHUNK, nbytes - got))
       if not chunk or #chunk == 0 then

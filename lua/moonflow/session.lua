@@ -70,16 +70,16 @@ return function(mf)
       else raise(("Session.run: feed for placeholder '%s' is a %s; expected a tensor"):format(name, type(v))) end
     end
     local want = info.shape
-    local ok = v.dtype_id == info.dtype
+    local ok = v._dtype_id == info.dtype
     if ok and want then
-      ok = v.ndim == #want
+      ok = v._ndim == #want
       for d = 1, ok and #want or 0 do
-        if want[d] >= 0 and tonumber(v.shape[d - 1]) ~= want[d] then ok = false end
+        if want[d] >= 0 and tonumber(v._shape[d - 1]) ~= want[d] then ok = false end
       end
     end
     if not ok then
       raise(("Session.run: feed for placeholder '%s' is %s %s; expected %s %s"):format(name, v:shape_str(),
-        DTYPE_NAME[v.dtype_id], shape_text(want), DTYPE_NAME[info.dtype]))
+        DTYPE_NAME[v._dtype_id], shape_text(want), DTYPE_NAME[info.dtype]))
     end
     return v
   end
@@ -94,7 +94,7 @@ return function(mf)
   local function struct_of(pool, t)
     local s = pool:meta()
     ffi.copy(s, t, SZ)
-    s.owns = 0
+    s._owns = 0
     return s
   end
 
@@ -146,7 +146,7 @@ return function(mf)
       elseif kind == KIND_VARIABLE then
         local v = self.vars[id]
         if not v or (info.bound and not rawequal(v, info.bound)) then  -- a parameter's .data may be rebound
-          if info.bound and info.bound.device_id ~= self.device_id then
+          if info.bound and info.bound._device_id ~= self.device_id then
             raise(("Session.run: variable '%s' is on %s, the session on %s; move it with :to('%s')"):format(info.name,
               info.bound:device(), self.device, self.device))
           end
@@ -179,7 +179,7 @@ return function(mf)
         end
         if not op.strided then  -- a kernel that does not take strides reads contiguous copies of views
           for k, e in ipairs(ins) do
-            if e.s.is_contig ~= 1 then
+            if e.s._is_contig ~= 1 then
               ins[k] = contiguous_copy(ex, pentries, e, copy_at, info.name)
               ins[k].last_use = clock
             end
@@ -193,7 +193,7 @@ return function(mf)
         if not ok then raise(('Session.run: node %s: %s'):format(info.name, tostring(metas):gsub('^.-:%d+: ', ''))) end
         local outs = {}
         for k, m in ipairs(metas) do
-          m.device_id = self.device_id  -- (ops without inputs infer the host)
+          m._device_id = self.device_id  -- (ops without inputs infer the host)
           -- (producer and pi, set below and by the plan, and nuses and reader, fusion's counts, in
           -- the constructor: the table is made with room for them instead of growing twice)
           local e = {s = m, step = clock, last_use = clock, producer = false, pi = false, nuses = 0, reader = false}
@@ -201,11 +201,11 @@ return function(mf)
             local base = ins[1]
             e.view_of = base
             if base.external then e.external = true else e.alias_of = base end
-            e.s.store = nil
+            e.s._store = nil
           elseif bit.band(op.flags, OPF_INPLACE) ~= 0 then
             for _, x in ipairs(ins) do
-              if not x.external and not x.alias_of and x.s.dtype_id == m.dtype_id and x.s.count == m.count
-                 and x.s.ndim == m.ndim and x.s.is_contig == 1 then
+              if not x.external and not x.alias_of and x.s._dtype_id == m._dtype_id and x.s._count == m._count
+                 and x.s._ndim == m._ndim and x.s._is_contig == 1 then
                 e.inplace_of = x
                 break
               end
@@ -231,7 +231,7 @@ return function(mf)
     for i, e in ipairs(pentries) do e.pi = i - 1 end
     for i, e in ipairs(pentries) do
       local a = arr[i - 1]
-      a.nbytes = tonumber(e.s.count) * C.mf_dtype_size(e.s.dtype_id)
+      a.nbytes = tonumber(e.s._count) * C.mf_dtype_size(e.s._dtype_id)
       a.step, a.last_use = e.step, e.last_use
       a.alias_of = e.alias_of and e.alias_of.pi or -1
       a.inplace_of = e.inplace_of and e.inplace_of.pi or -1
@@ -249,7 +249,7 @@ return function(mf)
       local sl = slots[i - 1]
       if sl >= 0 then
         local st = ex.slots[sl + 1]
-        e.s.ptr, e.s.store, e.s.owns = st.ptr, st.store, 0
+        e.s._ptr, e.s._store, e.s._owns = st._ptr, st._store, 0
       end
     end
     ex.plan = {planned_bytes = tonumber(planned[0]), naive_bytes = tonumber(naive[0]), slots = nslots[0],
@@ -265,7 +265,7 @@ return function(mf)
     if h ~= d then return h end
     if e.fresh then return e.fresh end
     local t = mf._new_like_meta(e.s, 'Session.run')
-    K.of_device(e.s.device_id).copy(t, e.s)
+    K.of_device(e.s._device_id).copy(t, e.s)
     return t
   end
 
@@ -291,7 +291,7 @@ return function(mf)
     for _, e in ipairs(pentries) do
       if e.per_run then
         local t = mf._new_like_meta(e.s, 'Session.run')
-        e.s.ptr, e.s.store = t.ptr, t.store
+        e.s._ptr, e.s._store = t._ptr, t._store
         e.fresh = t
       end
     end
@@ -340,13 +340,13 @@ return function(mf)
       local info = g.nodes[k.node]
       if info.kind ~= KIND_PLACEHOLDER then raise(("Session.run: '%s' is not a placeholder; only placeholders are fed"):format(info.name)) end
       v = check_feed(k, info, v)
-      if v.device_id ~= self.device_id then v = v:to(self.device) end  -- host data fed to a device session
+      if v._device_id ~= self.device_id then v = v:to(self.device) end  -- host data fed to a device session
       feed_of[k.node] = v
       local layout = ''
-      if v.is_contig ~= 1 then  -- executors are bound per feed layout (strided kernels hoist strides)
-        for d = 0, v.ndim - 1 do layout = layout .. ':' .. tonumber(v.strides[d]) end
+      if v._is_contig ~= 1 then  -- executors are bound per feed layout (strided kernels hoist strides)
+        for d = 0, v._ndim - 1 do layout = layout .. ':' .. tonumber(v._strides[d]) end
       end
-      fkeys[#fkeys + 1] = k.node .. ':' .. v.dtype_id .. ':' .. v:shape_str() .. layout
+      fkeys[#fkeys + 1] = k.node .. ':' .. v._dtype_id .. ':' .. v:shape_str() .. layout
     end
     table.sort(fkeys)
     local tkeys, targets, seen = {}, {}, {}
@@ -388,7 +388,7 @@ return function(mf)
     end
     for _, f in ipairs(ex.feeds) do
       ffi.copy(f.s, feed_of[f.node], SZ)
-      f.s.owns = 0
+      f.s._owns = 0
     end
     -- fetched outputs get a fresh tensor per run: the last run's results belong to the caller
     local fetch, nfetch = ex.fetch, #list
@@ -396,7 +396,7 @@ return function(mf)
       local e = fetch[i]
       if e and e.per_run and not e.fresh then
         local t = mf._new_like_meta(e.s, 'Session.run')
-        e.s.ptr, e.s.store = t.ptr, t.store
+        e.s._ptr, e.s._store = t._ptr, t._store
         e.fresh = t
       end
     end

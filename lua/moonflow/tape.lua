@@ -51,11 +51,11 @@ return function(mf)
   local function data_of(t)
     local c = T()
     C.mf_tensor_share(c, t)
-    c.autograd = 0
+    c._autograd = 0
     return c
   end
 
-  local function state(t) return t.autograd ~= 0 and AG[t] or nil end
+  local function state(t) return t._autograd ~= 0 and AG[t] or nil end
   -- the finalizer of a flagged tensor (tensor.lua's __gc) drops its state at once: a key being
   -- finalized counts as alive for that collection, so the weak table alone would keep the state
   -- (and the tape behind it) one collection longer
@@ -103,17 +103,17 @@ return function(mf)
         .. 'leaves can stop requiring grad (use t:detach() for a tensor without history)'):format(shape_str(t),
         s.node.op.name))
     end
-    if flag and not IS_FLOAT[t.dtype_id] then
+    if flag and not IS_FLOAT[t._dtype_id] then
       raise(('requires_grad: only floating-point tensors (float32, float64) can require gradients; this one is %s '
-        .. 'of size %s (convert it with :double() or :float() first)'):format(DTYPE_NAME[t.dtype_id], shape_str(t)))
+        .. 'of size %s (convert it with :double() or :float() first)'):format(DTYPE_NAME[t._dtype_id], shape_str(t)))
     end
     -- the state table is kept (nodes recorded from t refer to it), only its flag changes
     if flag then
       if s then s.leaf = true else AG[t] = {leaf = true} end
-      t.autograd = 1
+      t._autograd = 1
     else
       if s then s.leaf = false end  -- keeps .grad; no longer a leaf that requires grad
-      t.autograd = 0
+      t._autograd = 0
     end
     return t
   end
@@ -123,7 +123,7 @@ return function(mf)
   function mf._input_leaf(x)
     local c = data_of(x)
     AG[c] = {leaf = true, input = true}
-    c.autograd = 1
+    c._autograd = 1
     return c
   end
   function methods.is_leaf(t)
@@ -132,8 +132,8 @@ return function(mf)
   end
 
   local function same_shape(a, b)
-    if a.ndim ~= b.ndim then return false end
-    for d = 0, a.ndim - 1 do if a.shape[d] ~= b.shape[d] then return false end end
+    if a._ndim ~= b._ndim then return false end
+    for d = 0, a._ndim - 1 do if a._shape[d] ~= b._shape[d] then return false end end
     return true
   end
 
@@ -153,9 +153,9 @@ return function(mf)
     if g ~= nil and not is_tensor(g) then
       raise(('t.grad = value: value is a %s; expected a tensor or nil'):format(type(g)))
     end
-    if g ~= nil and (not same_shape(g, t) or g.dtype_id ~= t.dtype_id) then
+    if g ~= nil and (not same_shape(g, t) or g._dtype_id ~= t._dtype_id) then
       raise(('t.grad = value: value is %s %s; expected the tensor\'s shape and dtype, %s %s'):format(shape_str(g),
-        DTYPE_NAME[g.dtype_id], shape_str(t), DTYPE_NAME[t.dtype_id]))
+        DTYPE_NAME[g._dtype_id], shape_str(t), DTYPE_NAME[t._dtype_id]))
     end
     local s = AG[t]
     if not s then
@@ -207,7 +207,7 @@ return function(mf)
 
   local function attach(y, node, k)
     AG[y] = {node = node, index = k}
-    y.autograd = 1
+    y._autograd = 1
   end
 
   -- the result of a call whose inputs have autograd set: outputs get a clean flag (a view's header may
@@ -219,8 +219,8 @@ return function(mf)
       local own = is_tensor(y)
       for i = 1, nin do if ins[i] == y then own = false end end  -- an in-place op returns its input
       if own then
-        y.autograd = 0
-        if record and IS_FLOAT[y.dtype_id] then
+        y._autograd = 0
+        if record and IS_FLOAT[y._dtype_id] then
           node = node or new_node(op, rec, ins, nin, outs, #outs)
           attach(y, node, k)
         end
@@ -236,8 +236,8 @@ return function(mf)
       local own = true
       for i = 1, nin do if ins[i] == y then own = false end end
       if own then
-        y.autograd = 0
-        if record and IS_FLOAT[y.dtype_id] then
+        y._autograd = 0
+        if record and IS_FLOAT[y._dtype_id] then
           one[1] = y
           local node = new_node(op, rec, ins, nin, one, 1)
           one[1] = nil
@@ -302,7 +302,7 @@ return function(mf)
       local nw = op.num_written  -- read from the registry once, at load (ops.lua)
       if nw > nin then nw = nin end
       local flagged = false
-      for i = 1, nin do if ins[i].autograd ~= 0 then flagged = true break end end
+      for i = 1, nin do if ins[i]._autograd ~= 0 then flagged = true break end end
       if not flagged then return bumped(ins, nw, op, run(op, rec, e, ins, nin)) end
       if enabled then check_write(op, ins, nin, nw) end
       -- an output's header may have copied a flagged input's: cleaned in finish
@@ -344,7 +344,8 @@ return function(mf)
   -- is used: passed to an op at an input that lends only its shape (the called op's block declares
   -- lends_shape: sum_to's like, zeros_like's x, pad_like's like), or read through x.shape, x:size() ...
   -- A rule with no source or with varargs reads everything. {ins = {bool per input}, out = bool}, per op.
-  local SHAPE_FIELD = {shape = true, ndim = true, count = true, dtype_id = true, device_id = true, size = true,
+  local SHAPE_FIELD = {shape = true, ndim = true, _shape = true, _ndim = true, _count = true, _dtype_id = true,
+                       _device_id = true, size = true,
                        dim = true, nDimension = true, dtype = true, shape_str = true, nElement = true, numel = true}
   local BRACKET = {['('] = 1, ['{'] = 1, ['['] = 1, [')'] = -1, ['}'] = -1, [']'] = -1}
   -- the arguments of a call, split at the commas outside brackets (args: the text inside its parens)
@@ -422,7 +423,7 @@ return function(mf)
       or ('output %d'):format(j - nin)
     raise(("backward: %s of op '%s' (%s %s), which its gradient needs, was modified in place by %s after "
       .. 'it was recorded (version %d, expected %d); clone() it before writing, or use the out-of-place op')
-      :format(what, node.op.name, shape_str(t), DTYPE_NAME[t.dtype_id], writer_of(t), now, v))
+      :format(what, node.op.name, shape_str(t), DTYPE_NAME[t._dtype_id], writer_of(t), now, v))
   end
   -- (no closure and no message built per check: this runs for every node of every backward)
   local function check_versions(node)
@@ -550,9 +551,9 @@ return function(mf)
           for k = 1, n.nout do
             local y0 = n[2 * nin + k]
             local y = y0
-            if create and IS_FLOAT[y.dtype_id] then  -- a fresh header with this node as history
+            if create and IS_FLOAT[y._dtype_id] then  -- a fresh header with this node as history
               y = data_of(y)
-              y.autograd = 1
+              y._autograd = 1
               AG[y] = {node = n, index = k}
             end
             ys[k] = y
@@ -579,7 +580,7 @@ return function(mf)
             if create then  -- inputs with their history, so the rule's ops are recorded
               if sx and sx.node then  -- a leaf is kept as itself (new_node)
                 x = data_of(x)
-                x.autograd = 1
+                x._autograd = 1
                 AG[x] = sx
               end
             end
@@ -619,7 +620,7 @@ return function(mf)
                 raise(("%s: the gradient rule of op '%s' gave input %d (%s) a gradient of %s; expected %s")
                   :format(what, op.name, i, shape_str(x), is_tensor(g) and shape_str(g) or type(g), shape_str(x)))
               end
-              if g.dtype_id ~= x.dtype_id then g = mf.cast(g, DTYPE_NAME[x.dtype_id]) end
+              if g._dtype_id ~= x._dtype_id then g = mf.cast(g, DTYPE_NAME[x._dtype_id]) end
               if op.from_lua then keep[g] = true end
               for j = 1, nin do if rawequal(g, xs[j]) or rawequal(g, n[j]) then keep[g] = true end end
               for k = 1, n.nout do if rawequal(g, ys[k]) or rawequal(g, n[2 * nin + k]) then keep[g] = true end end
@@ -662,10 +663,10 @@ return function(mf)
     for i, r in ipairs(roots) do
       local g = grads and grads[i]
       if g == nil then
-        if r.count ~= 1 then
+        if r._count ~= 1 then
           local s = state(r)
           raise(('%s: output %d is %s (%d elements, %s); a gradient is implicit only for a 1-element output: pass '
-            .. 'one of its shape (or reduce it first, e.g. :sum())'):format(what, i, shape_str(r), tonumber(r.count),
+            .. 'one of its shape (or reduce it first, e.g. :sum())'):format(what, i, shape_str(r), tonumber(r._count),
             s and s.node and ("computed by op '" .. s.node.op.name .. "'") or 'a leaf'))
         end
         g = mf.ones_like(r)
@@ -675,9 +676,9 @@ return function(mf)
       elseif not same_shape(g, r) then
         raise(('%s: the gradient for output %d is %s; expected the output\'s shape %s'):format(what, i, shape_str(g),
           shape_str(r)))
-      elseif g.dtype_id ~= r.dtype_id then
+      elseif g._dtype_id ~= r._dtype_id then
         raise(('%s: the gradient for output %d is %s; expected the output\'s dtype %s (convert it with :type(%q))')
-          :format(what, i, DTYPE_NAME[g.dtype_id], DTYPE_NAME[r.dtype_id], DTYPE_NAME[r.dtype_id]))
+          :format(what, i, DTYPE_NAME[g._dtype_id], DTYPE_NAME[r._dtype_id], DTYPE_NAME[r._dtype_id]))
       end
       seeds[i] = g
     end
@@ -712,11 +713,11 @@ return function(mf)
           -- a gradient may be a tensor the rules share (add passes gy on, views of the seed): .grad
           -- takes it over only when nothing else refers to its storage, else gets a copy
           -- (nor one the tape keeps: a seed, a saved tensor or a Lua rule's result, which others hold)
-          if not create and not taken[g] and not keep[g] and g.is_contig == 1 and g.offset == 0
+          if not create and not taken[g] and not keep[g] and g._is_contig == 1 and g._offset == 0
               and C.mf_storage_refcount(g) == 1 then
             s.grad = g
           else
-            s.grad = mf.cast(g, DTYPE_NAME[g.dtype_id])
+            s.grad = mf.cast(g, DTYPE_NAME[g._dtype_id])
             if not create then drop(g) end
           end
           s.private = not create

@@ -103,23 +103,23 @@ return function(mf)
   -- freed memory. Its finalizer is dropped too (with no autograd state it has nothing left to do):
   -- the collector calls each finalizer through the interpreter, most of its cost in an eager step.
   function mf._release_now(t)
-    if t.owns ~= 0 then
+    if t._owns ~= 0 then
       if C.mf_storage_refcount(t) == 1 then
-        pending = math.max(0, pending - math.max(tonumber(t.count) * C.mf_dtype_size(t.dtype_id), 256) - 64)
+        pending = math.max(0, pending - math.max(tonumber(t._count) * C.mf_dtype_size(t._dtype_id), 256) - 64)
       end
       C.mf_tensor_release(t)
     end
-    t.ndim, t.count, t.offset, t.is_contig = 1, 0, 0, 1
-    t.shape[0], t.strides[0] = 0, 1
-    if t.autograd == 0 then ffi.gc(t, nil) end
+    t._ndim, t._count, t._offset, t._is_contig = 1, 0, 0, 1
+    t._shape[0], t._strides[0] = 0, 1
+    if t._autograd == 0 then ffi.gc(t, nil) end
   end
 
   -- A new contiguous tensor (uninitialised) with the shape, dtype and device of meta; what names
   -- the op in an allocation error.
   local function new_like_meta(meta, what)
-    nudge(tonumber(meta.count), meta.dtype_id)
+    nudge(tonumber(meta._count), meta._dtype_id)
     local t = T()
-    if C.mf_tensor_init(t, meta.ndim, meta.shape, meta.dtype_id, meta.device_id) ~= 0 then
+    if C.mf_tensor_init(t, meta._ndim, meta._shape, meta._dtype_id, meta._device_id) ~= 0 then
       raise(what .. ': ' .. ffi.string(C.mf_last_error()))
     end
     return t
@@ -198,7 +198,7 @@ return function(mf)
     if shape.leaf and shape.leaf <= #shape then raise('mf.tensor: ragged nested table (numbers at different depths)') end
     shape.leaf = nil
     local t = new_tensor(shape, dtype)
-    local p, i = ffi.cast(PTR[dtype], t.ptr), 0
+    local p, i = ffi.cast(PTR[dtype], t._ptr), 0
     local int = not IS_FLOAT[dtype]  -- integer dtypes: each number must fit (300 into uint8 is an error)
     local function fill(v)
       if type(v) == 'table' then
@@ -217,11 +217,11 @@ return function(mf)
   -- element access ---------------------------------------------------------------------------
   local partial, write_view  -- t[{i, j}] with fewer indices than dims (metatype, below)
   local function elem_offset(t, idx, what)
-    local nd = t.ndim
+    local nd = t._ndim
     if #idx ~= nd then raise(('%s: %d indices given for a %d-dim tensor'):format(what, #idx, nd)) end
     local off = 0
     for d = 1, nd do
-      local i, n = idx[d], tonumber(t.shape[d - 1])
+      local i, n = idx[d], tonumber(t._shape[d - 1])
       if type(i) ~= 'number' then raise(('%s: index %d is a %s; expected a number'):format(what, d, type(i))) end
       if i ~= math.floor(i) then  -- NaN too
         raise(('%s: index %s at dim %d is not an integer'):format(what, tostring(i), d))
@@ -230,7 +230,7 @@ return function(mf)
       if i < 1 or i > n then
         raise(('%s: index %s out of range 1..%d at dim %d'):format(what, tostring(idx[d]), n, d))
       end
-      off = off + (i - 1) * tonumber(t.strides[d - 1])
+      off = off + (i - 1) * tonumber(t._strides[d - 1])
     end
     return off
   end
@@ -241,9 +241,9 @@ return function(mf)
   -- whose memory the host addresses (the test device): what a GPU would wait for (issue 16 item 5)
   local host_reads = 0
   local function host_readable(t)
-    if t.device_id == HOST then return t end
+    if t._device_id == HOST then return t end
     host_reads = host_reads + 1
-    if K.of_device(t.device_id).strings == C.MF_CPU then return t end
+    if K.of_device(t._device_id).strings == C.MF_CPU then return t end
     return mf.no_grad(mf.to, t, HOST)
   end
   mf._host_readable = host_readable
@@ -253,7 +253,7 @@ return function(mf)
     local off = elem_offset(t, {...}, 'get')
     local h = host_readable(t)
     if h ~= t then off = elem_offset(h, {...}, 'get') end
-    return tonumber(ffi.cast(PTR[h.dtype_id], h.ptr)[off])
+    return tonumber(ffi.cast(PTR[h._dtype_id], h._ptr)[off])
   end
 
   -- The write rule (README "Writes"; src/core/writes.h) for element and row assignment: the
@@ -266,13 +266,13 @@ return function(mf)
   local function scalar_value(v, dtype, what)
     if type(v) == 'boolean' then v = v and 1 or 0 end
     if is_tensor(v) then
-      for d = 0, v.ndim - 1 do
-        if v.shape[d] ~= 1 then
+      for d = 0, v._ndim - 1 do
+        if v._shape[d] ~= 1 then
           raise(('%s: source %s does not broadcast to destination scalar (one element is written)'):format(what, methods.shape_str(v)))
         end
       end
       v = host_readable(v)
-      v = tonumber(ffi.cast(PTR[v.dtype_id], v.ptr)[0])
+      v = tonumber(ffi.cast(PTR[v._dtype_id], v._ptr)[0])
     end
     if type(v) ~= 'number' then raise(('%s: the value is a %s; expected a number or a tensor'):format(what, type(v))) end
     if not IS_FLOAT[dtype] and C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
@@ -289,18 +289,18 @@ return function(mf)
   -- cast once (fill_ptr; false elsewhere): one store, no native call
   local fill_scratch, fill_ptr = {}, {}
   local function fill_value(t, v, what)
-    local key = t.device_id * 64 + t.dtype_id
+    local key = t._device_id * 64 + t._dtype_id
     local s = fill_scratch[key]
     if not s then
-      s = new_tensor({}, t.dtype_id, t.device_id)
+      s = new_tensor({}, t._dtype_id, t._device_id)
       fill_scratch[key] = s
-      fill_ptr[key] = t.device_id == HOST and ffi.cast(PTR[t.dtype_id], s.ptr)
+      fill_ptr[key] = t._device_id == HOST and ffi.cast(PTR[t._dtype_id], s._ptr)
     end
-    v = scalar_value(v, t.dtype_id, what)
+    v = scalar_value(v, t._dtype_id, what)
     -- FFI converts as the fill kernel does: rounded to float, truncated to an integer dtype (whose
     -- range scalar_value has checked)
     local p = fill_ptr[key]
-    if p then p[0] = v else K.of_device(t.device_id).fill(s, v) end
+    if p then p[0] = v else K.of_device(t._device_id).fill(s, v) end
     return s
   end
   local function fill_into(dst, v, what) through('fill', dst, fill_value(dst, v, what), what) end
@@ -310,25 +310,25 @@ return function(mf)
   -- reading src would read values already written: the ops then read a copy of src (as copy does).
   local intptr = ffi.typeof('intptr_t')
   local function byte_range(t)
-    local lo, hi, size = 0, 0, C.mf_dtype_size(t.dtype_id)
-    for d = 0, t.ndim - 1 do
-      local s = t.strides[d] * (t.shape[d] - 1)
+    local lo, hi, size = 0, 0, C.mf_dtype_size(t._dtype_id)
+    for d = 0, t._ndim - 1 do
+      local s = t._strides[d] * (t._shape[d] - 1)
       if s < 0 then lo = lo + s else hi = hi + s end
     end
-    local base = ffi.cast(intptr, t.ptr)
+    local base = ffi.cast(intptr, t._ptr)
     return base + lo * size, base + (hi + 1) * size
   end
   function mf._reads_overlap(dst, src)
-    if dst.count == 0 or src.count == 0 or dst.store ~= src.store then return false end
+    if dst._count == 0 or src._count == 0 or dst._store ~= src._store then return false end
     local a0, a1 = byte_range(dst)
     local b0, b1 = byte_range(src)
     if a1 <= b0 or b1 <= a0 then return false end
-    if dst.ptr ~= src.ptr or dst.dtype_id ~= src.dtype_id then return true end
-    local lead = dst.ndim - src.ndim  -- same start: element for element when the strides agree
-    for d = 0, dst.ndim - 1 do
-      if dst.shape[d] > 1 then
-        local ss = (d < lead or src.shape[d - lead] == 1) and 0 or src.strides[d - lead]
-        if ss ~= dst.strides[d] then return true end
+    if dst._ptr ~= src._ptr or dst._dtype_id ~= src._dtype_id then return true end
+    local lead = dst._ndim - src._ndim  -- same start: element for element when the strides agree
+    for d = 0, dst._ndim - 1 do
+      if dst._shape[d] > 1 then
+        local ss = (d < lead or src._shape[d - lead] == 1) and 0 or src._strides[d - lead]
+        if ss ~= dst._strides[d] then return true end
       end
     end
     return false
@@ -342,33 +342,33 @@ return function(mf)
     args[n] = nil
     local off = elem_offset(t, args, 'set')
     check_writable(t, 'set')
-    if t.autograd ~= 0 then mf._check_write_target(t, 'set') end  -- not into a recorded result (tape.lua)
+    if t._autograd ~= 0 then mf._check_write_target(t, 'set') end  -- not into a recorded result (tape.lua)
     if host_readable(t) ~= t then  -- device memory: fill the one-element view of the position
       local e = t
       for d = 1, #args do
-        local i = args[d] < 0 and args[d] + tonumber(t.shape[d - 1]) + 1 or args[d]
+        local i = args[d] < 0 and args[d] + tonumber(t._shape[d - 1]) + 1 or args[d]
         e = mf.narrow(e, d, i, 1)
       end
-      K.of_device(t.device_id).fill(e, scalar_value(v, t.dtype_id, 'set'))
+      K.of_device(t._device_id).fill(e, scalar_value(v, t._dtype_id, 'set'))
       mf._bump_version(t, mf._WRITER.set)
       return t
     end
-    ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'set')
+    ffi.cast(PTR[t._dtype_id], t._ptr)[off] = scalar_value(v, t._dtype_id, 'set')
     mf._bump_version(t, mf._WRITER.set)  -- the storage's version counter (tape.lua)
     return t
   end
 
   function methods.item(t)
-    if t.count ~= 1 then
-      raise(('item: tensor has %d elements (%s); expected exactly 1'):format(tonumber(t.count), methods.shape_str(t)))
+    if t._count ~= 1 then
+      raise(('item: tensor has %d elements (%s); expected exactly 1'):format(tonumber(t._count), methods.shape_str(t)))
     end
     local h = host_readable(t)
-    return tonumber(ffi.cast(PTR[h.dtype_id], h.ptr)[0])
+    return tonumber(ffi.cast(PTR[h._dtype_id], h._ptr)[0])
   end
 
   -- sizes and types ----------------------------------------------------------------------------
   local function dim_index(t, d, what)
-    local nd = t.ndim
+    local nd = t._ndim
     if type(d) ~= 'number' then raise(('%s: dim is a %s; expected a number'):format(what, type(d))) end
     local dd = d < 0 and d + nd + 1 or d
     if dd < 1 or dd > nd then raise(('%s: dim %d out of range for a %d-dim tensor'):format(what, d, nd)) end
@@ -413,55 +413,55 @@ return function(mf)
   function mf.is_size(x) return getmetatable(x) == size_mt end
 
   function methods.size(t, d)
-    if d then return tonumber(t.shape[dim_index(t, d, 'size')]) end
+    if d then return tonumber(t._shape[dim_index(t, d, 'size')]) end
     local s = {}
-    for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.shape[i]) end
+    for i = 0, t._ndim - 1 do s[i + 1] = tonumber(t._shape[i]) end
     return setmetatable(s, size_mt)
   end
   function methods.stride(t, d)
-    if d then return tonumber(t.strides[dim_index(t, d, 'stride')]) end
+    if d then return tonumber(t._strides[dim_index(t, d, 'stride')]) end
     local s = {}
-    for i = 0, t.ndim - 1 do s[i + 1] = tonumber(t.strides[i]) end
+    for i = 0, t._ndim - 1 do s[i + 1] = tonumber(t._strides[i]) end
     return s
   end
-  function methods.dim(t) return t.ndim end
-  function methods.numel(t) return tonumber(t.count) end
-  function methods.nElement(t) return tonumber(t.count) end
-  function methods.dtype(t) return DTYPE_NAME[t.dtype_id] end
-  function methods.device(t) return K.device_name(t.device_id) end
-  function methods.is_contiguous(t) return t.is_contig == 1 end
-  function methods.storage_offset(t) return tonumber(t.offset) + 1 end
+  function methods.dim(t) return t._ndim end
+  function methods.numel(t) return tonumber(t._count) end
+  function methods.nElement(t) return tonumber(t._count) end
+  function methods.dtype(t) return DTYPE_NAME[t._dtype_id] end
+  function methods.device(t) return K.device_name(t._device_id) end
+  function methods.is_contiguous(t) return t._is_contig == 1 end
+  function methods.storage_offset(t) return tonumber(t._offset) + 1 end
   function methods.data(t)
     if host_readable(t) ~= t then
       raise(('data: the tensor is on %s, whose memory the host cannot address; use t:cpu():data()')
-        :format(K.device_name(t.device_id)))
+        :format(K.device_name(t._device_id)))
     end
-    return ffi.cast(PTR[t.dtype_id], t.ptr)
+    return ffi.cast(PTR[t._dtype_id], t._ptr)
   end
   function methods.shape_str(t)
-    if t.ndim == 0 then return 'scalar' end
+    if t._ndim == 0 then return 'scalar' end
     local s = {}
-    for i = 0, t.ndim - 1 do s[i + 1] = tostring(tonumber(t.shape[i])) end
+    for i = 0, t._ndim - 1 do s[i + 1] = tostring(tonumber(t._shape[i])) end
     return table.concat(s, 'x')
   end
 
   -- conversions: return t itself when nothing changes (Torch7's rule)
   local function converter(name)
-    return function(t) if DTYPE_NAME[t.dtype_id] == name then return t end return mf.cast(t, name) end
+    return function(t) if DTYPE_NAME[t._dtype_id] == name then return t end return mf.cast(t, name) end
   end
   methods.float, methods.double = converter('float32'), converter('float64')
   methods.int, methods.long, methods.byte = converter('int32'), converter('int64'), converter('uint8')
   function methods.type(t, name)
-    if name == nil then return DTYPE_NAME[t.dtype_id] end
+    if name == nil then return DTYPE_NAME[t._dtype_id] end
     return converter(DTYPE_NAME[mf._dtype_code(name, 'type')])(t)
   end
-  function methods.clone(t) return mf.cast(t, DTYPE_NAME[t.dtype_id]) end
+  function methods.clone(t) return mf.cast(t, DTYPE_NAME[t._dtype_id]) end
   function methods.t(t)
-    if t.ndim ~= 2 then raise(('t: tensor is %s; expected 2 dims (use transpose(d1, d2))'):format(methods.shape_str(t))) end
+    if t._ndim ~= 2 then raise(('t: tensor is %s; expected 2 dims (use transpose(d1, d2))'):format(methods.shape_str(t))) end
     return mf.transpose(t, 1, 2)
   end
   function methods.view(t, ...)
-    if t.is_contig ~= 1 then raise('view: tensor is not contiguous; use reshape (copies) or :contiguous() first') end
+    if t._is_contig ~= 1 then raise('view: tensor is not contiguous; use reshape (copies) or :contiguous() first') end
     return mf.reshape(t, ...)
   end
   -- in place, as Torch7: copy src's values (broadcast to t's shape, converted to t's dtype) into t;
@@ -480,10 +480,10 @@ return function(mf)
   -- t itself when it is on the device already, else a copy there (the to op)
   function methods.to(t, device)
     local id = K.find_device(device, 'to')
-    if t.device_id == id then return t end
+    if t._device_id == id then return t end
     return mf.to(t, id)
   end
-  function methods.cpu(t) return t.device_id == HOST and t or mf.to(t, HOST) end
+  function methods.cpu(t) return t._device_id == HOST and t or mf.to(t, HOST) end
   function methods.cuda(t)
     if C.mf_device_find('cuda') < 0 then raise('cuda: ' .. ffi.string(C.mf_cuda_reason())) end
     return methods.to(t, 'cuda')
@@ -491,10 +491,10 @@ return function(mf)
   function methods.totable(t)
     t = host_readable(t)
     local function rec(x)
-      if x.ndim == 0 then return x:item() end
+      if x._ndim == 0 then return x:item() end
       local out = {}
-      for i = 1, tonumber(x.shape[0]) do
-        if x.ndim == 1 then out[i] = x:get(i) else out[i] = rec(mf.select(x, 1, i)) end
+      for i = 1, tonumber(x._shape[0]) do
+        if x._ndim == 1 then out[i] = x:get(i) else out[i] = rec(mf.select(x, 1, i)) end
       end
       return out
     end
@@ -534,9 +534,9 @@ return function(mf)
 
   local EDGE, LIMIT = 3, 1000
   local function tostring_tensor(t)
-    local nd, n = t.ndim, tonumber(t.count)
-    local header = ('[%s tensor of size %s%s]'):format(DTYPE_NAME[t.dtype_id], methods.shape_str(t),
-      t.device_id == HOST and '' or ' on ' .. K.device_name(t.device_id))
+    local nd, n = t._ndim, tonumber(t._count)
+    local header = ('[%s tensor of size %s%s]'):format(DTYPE_NAME[t._dtype_id], methods.shape_str(t),
+      t._device_id == HOST and '' or ' on ' .. K.device_name(t._device_id))
     if n == 0 then return header end
     t = host_readable(t)
     local elide = n > LIMIT
@@ -552,27 +552,27 @@ return function(mf)
       end
       return idx
     end
-    local p = ffi.cast(PTR[t.dtype_id], t.ptr)
+    local p = ffi.cast(PTR[t._dtype_id], t._ptr)
     local function at(ix)
       local off = 0
-      for d = 1, nd do off = off + (ix[d] - 1) * tonumber(t.strides[d - 1]) end
-      if t.dtype_id == I64 then return p[off] end
+      for d = 1, nd do off = off + (ix[d] - 1) * tonumber(t._strides[d - 1]) end
+      if t._dtype_id == I64 then return p[off] end
       return tonumber(p[off])
     end
     if nd == 0 then
-      local s = fmt_values({at({})}, IS_FLOAT[t.dtype_id])
+      local s = fmt_values({at({})}, IS_FLOAT[t._dtype_id])
       return s[1] .. '\n' .. header
     end
     -- collect every shown value first so all share one format and width
     local vals, blocks = {}, {}
-    local rows = nd == 1 and {1} or shown(tonumber(t.shape[nd - 2]))
-    local cols = shown(tonumber(t.shape[nd - 1]))
+    local rows = nd == 1 and {1} or shown(tonumber(t._shape[nd - 2]))
+    local cols = shown(tonumber(t._shape[nd - 1]))
     local function each_matrix(prefix, d)
       if d > nd - 2 then
         blocks[#blocks + 1] = prefix
         return
       end
-      for _, i in ipairs(shown(tonumber(t.shape[d - 1]))) do
+      for _, i in ipairs(shown(tonumber(t._shape[d - 1]))) do
         if i then
           local pre = {unpack(prefix)}
           pre[#pre + 1] = i
@@ -599,7 +599,7 @@ return function(mf)
         end
       end
     end
-    local strs, w = fmt_values(vals, IS_FLOAT[t.dtype_id])
+    local strs, w = fmt_values(vals, IS_FLOAT[t._dtype_id])
     local k, lines = 0, {}
     for _, pre in ipairs(blocks) do
       if not pre then
@@ -639,7 +639,7 @@ return function(mf)
   function partial(t, idx, what)
     local v = t
     for d = 1, #idx do
-      local i, n = idx[d], tonumber(t.shape[d - 1])
+      local i, n = idx[d], tonumber(t._shape[d - 1])
       if type(i) ~= 'number' then raise(('%s: index %d is a %s; expected a number'):format(what, d, type(i))) end
       if i ~= math.floor(i) then raise(('%s: index %s at dim %d is not an integer'):format(what, tostring(i), d)) end
       local j = i < 0 and i + n + 1 or i
@@ -655,32 +655,56 @@ return function(mf)
   -- broadcasts to the view (leading size-1 dims dropped, as PyTorch)
   function write_view(t, view, v)
     check_writable(t, 'index assignment')
-    if t.autograd ~= 0 then mf._check_write_target(t, 'index assignment') end  -- the base, not the view
+    if t._autograd ~= 0 then mf._check_write_target(t, 'index assignment') end  -- the base, not the view
     if is_tensor(v) then
-      while v.ndim > view.ndim and v.shape[0] == 1 do v = mf.select(v, 1, 1) end
+      while v._ndim > view._ndim and v._shape[0] == 1 do v = mf.select(v, 1, 1) end
       copy_into(view, v, 'index assignment')
     else
       fill_into(view, v, 'index assignment')
     end
   end
 
+  -- Public properties: x.shape (x:size(): 1-based, a fresh list each read, so x.shape[1] = 5 edits
+  -- that list only) and x.ndim (x:dim()), read-only, on tensors and graph symbols (graph.lua). The
+  -- C header's fields are _ptr, _shape ... in Lua (src/core/types.h, MF_FIELD): their C names read
+  -- as errors saying what to use, and a write to any string key but grad raises, so no script
+  -- reaches the header by accident (x.shape[0] = 9 or x.ndim = 5 wrote it, and kernels then read
+  -- out of bounds; x.shape[1] was the second size, the C arrays being 0-based).
+  local PRIVATE = {ptr = 'x:data()', count = 'x:numel()', strides = 'x:stride() or x:stride(d)',
+                   offset = 'x:storage_offset()', dtype_id = 'x:dtype()', device_id = 'x:device()',
+                   is_contig = 'x:is_contiguous()', owns = 'x:clone() for a tensor with storage of its own',
+                   store = 'x:data() and x:storage_offset()', autograd = 'x:requires_grad()'}
+  local function readonly_property(k)
+    if k == 'shape' then
+      raise('cannot set x.shape: it is read-only (x:size()); use x:reshape(...) or x:view(...) for a tensor of '
+        .. 'another shape (x.shape is a fresh list, so x.shape[i] = v changes only that list)')
+    end
+    raise('cannot set x.ndim: it is read-only (x:dim()); use x:reshape(...), x:unsqueeze(d) or x:squeeze(d) '
+      .. 'for another number of dims')
+  end
+  mf._readonly_property = readonly_property
+
   local function index(t, k)
     local m = methods[k]
     if m ~= nil then return m end
     if type(k) == 'number' then
-      if t.ndim == 1 then return methods.get(t, k) end
-      if t.ndim == 0 then raise('index: cannot index a 0-dim tensor; use :item()') end
+      if t._ndim == 1 then return methods.get(t, k) end
+      if t._ndim == 0 then raise('index: cannot index a 0-dim tensor; use :item()') end
       return mf.select(t, 1, k)
     end
     if type(k) == 'table' then
-      if #k >= t.ndim then return tonumber(ffi.cast(PTR[t.dtype_id], t.ptr)[elem_offset(t, k, 'index t[{i, j, ...}]')]) end
+      if #k >= t._ndim then return tonumber(ffi.cast(PTR[t._dtype_id], t._ptr)[elem_offset(t, k, 'index t[{i, j, ...}]')]) end
       return partial(t, k, 'index t[{i, j, ...}]')
     end
     if k == 'grad' then return mf._grad_of(t) end  -- t.grad: the tape's gradient (tape.lua)
+    if k == 'shape' then return methods.size(t) end  -- PyTorch's x.shape == x.size(): a fresh size object
+    if k == 'ndim' then return t._ndim end
     if type(k) ~= 'string' then
       raise(('index: the index is a %s; expected a number (t[i]: row i), a table (t[{i, j}]: one element) or a method name'):format(
         is_tensor(k) and 'tensor (use mf.index_select or mf.where)' or type(k)))
     end
+    local instead = PRIVATE[k]
+    if instead then raise(("tensor has no field '%s' (the C header is private in Lua); use %s"):format(k, instead)) end
     raise(("tensor has no method or field '%s'"):format(k))
   end
 
@@ -689,40 +713,44 @@ return function(mf)
   local function newindex(t, k, v)
     if type(k) == 'table' then  -- t[{i, j}] = v: one element; fewer indices than dims: that view
       -- the view is taken unrecorded: the write concerns t (a parameter's row is not a 'select' result)
-      if #k < t.ndim then
+      if #k < t._ndim then
         local what = 'index assignment'
-        local view = t.autograd ~= 0 and mf.no_grad(partial, t, k, what) or partial(t, k, what)
+        local view = t._autograd ~= 0 and mf.no_grad(partial, t, k, what) or partial(t, k, what)
         return write_view(t, view, v)
       end
       local off = elem_offset(t, k, 'index assignment')
       check_writable(t, 'index assignment')
-      if t.autograd ~= 0 then mf._check_write_target(t, 'index assignment') end
-      ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
+      if t._autograd ~= 0 then mf._check_write_target(t, 'index assignment') end
+      ffi.cast(PTR[t._dtype_id], t._ptr)[off] = scalar_value(v, t._dtype_id, 'index assignment')
       mf._bump_version(t, mf._WRITER.index)
       return
     end
     if type(k) ~= 'number' then
       if k == 'grad' then return mf._set_grad(t, v) end
-      if type(k) == 'string' then raise(("cannot set field '%s' of a tensor"):format(k)) end
+      if k == 'shape' or k == 'ndim' then readonly_property(k) end
+      if type(k) == 'string' then
+        raise(("cannot set field '%s' of a tensor%s"):format(k, PRIVATE[k] and ' (the C header is private in Lua; '
+          .. 'write values with x:copy(src), x:fill(v) or x[i] = v)' or ''))
+      end
       raise(('index assignment: the index is a %s; expected a number (t[i] = v: row i) or a table (t[{i, j}] = v)')
         :format(is_tensor(k) and 'tensor' or type(k)))
     end
-    if t.ndim == 0 then raise('index assignment: cannot index a 0-dim tensor; use :fill(v) or :copy(src)') end
-    if t.ndim == 1 then
+    if t._ndim == 0 then raise('index assignment: cannot index a 0-dim tensor; use :fill(v) or :copy(src)') end
+    if t._ndim == 1 then
       local off = elem_offset(t, {k}, 'index assignment')
       check_writable(t, 'index assignment')
-      if t.autograd ~= 0 then mf._check_write_target(t, 'index assignment') end
-      ffi.cast(PTR[t.dtype_id], t.ptr)[off] = scalar_value(v, t.dtype_id, 'index assignment')
+      if t._autograd ~= 0 then mf._check_write_target(t, 'index assignment') end
+      ffi.cast(PTR[t._dtype_id], t._ptr)[off] = scalar_value(v, t._dtype_id, 'index assignment')
       mf._bump_version(t, mf._WRITER.index)
       return
     end
-    local n = tonumber(t.shape[0])
+    local n = tonumber(t._shape[0])
     if k ~= math.floor(k) then raise(('index assignment: index %s at dim 1 is not an integer'):format(tostring(k))) end
     local i = k < 0 and k + n + 1 or k
     if i < 1 or i > n then
       raise(('index assignment: index %s out of range 1..%d at dim 1'):format(tostring(k), n))
     end
-    write_view(t, t.autograd ~= 0 and mf.no_grad(mf.select, t, 1, i) or mf.select(t, 1, i), v)
+    write_view(t, t._autograd ~= 0 and mf.no_grad(mf.select, t, 1, i) or mf.select(t, 1, i), v)
   end
 
   local function binop(name)
@@ -736,10 +764,10 @@ return function(mf)
     __add = binop('add'), __sub = binop('sub'), __mul = binop('mul'), __div = binop('div'),
     __pow = binop('pow'),
     __unm = function(a) return mf.neg(a) end,
-    __len = function(t) return t.ndim == 0 and 0 or tonumber(t.shape[0]) end,
+    __len = function(t) return t._ndim == 0 and 0 or tonumber(t._shape[0]) end,
     __gc = function(t)
-      if t.autograd ~= 0 then mf._ag_release(t) end  -- its autograd state goes now (tape.lua)
-      if t.owns ~= 0 then C.mf_tensor_release(t) end
+      if t._autograd ~= 0 then mf._ag_release(t) end  -- its autograd state goes now (tape.lua)
+      if t._owns ~= 0 then C.mf_tensor_release(t) end
     end,
   })
 
@@ -811,3 +839,4 @@ return function(mf)
     C.mf_rng_set_offset(K.rng, s.offset)
   end
 end
+

@@ -39,9 +39,9 @@ return function(mf)
     end
     if mf.is_size(a) then return mf.zeros(a, {dtype = dtype}) end
     if is_tensor(a) then
-      if mf._DTYPE_NAME[a.dtype_id] ~= dtype then
+      if mf._DTYPE_NAME[a._dtype_id] ~= dtype then
         raise(('%s: the tensor is %s; %s shares storage, so the dtype must match (convert with :type(%q))')
-          :format(what, mf._DTYPE_NAME[a.dtype_id], what, dtype))
+          :format(what, mf._DTYPE_NAME[a._dtype_id], what, dtype))
       end
       return a:detach()  -- a new header of the same storage, with no autograd state
     end
@@ -61,9 +61,9 @@ return function(mf)
   -- apply / map ----------------------------------------------------------------------------------
   local function host_only(t, what)
     if not is_tensor(t) then raise(('%s: expected a tensor, got a %s'):format(what, type(t))) end
-    if t.device_id ~= HOST then
+    if t._device_id ~= HOST then
       raise(('%s: the tensor is on %s; %s calls a Lua function on each element in host memory: move it with '
-        .. ':cpu() first'):format(what, K.device_name(t.device_id), what))
+        .. ':cpu() first'):format(what, K.device_name(t._device_id), what))
     end
   end
 
@@ -94,14 +94,14 @@ return function(mf)
   -- Calls visit(off_t, off_o) for every element of t in row-major order: off_t its offset in t's
   -- storage, off_o that of the matching element of o (broadcast to t's shape), or nil without o.
   local function each(t, o, visit)
-    local nd, n = t.ndim, tonumber(t.count)
+    local nd, n = t._ndim, tonumber(t._count)
     if n == 0 then return end
     local size, st, ost, idx = {}, {}, {}, {}
-    local lead = o and nd - o.ndim or 0
+    local lead = o and nd - o._ndim or 0
     for d = 1, nd do
-      size[d], st[d], idx[d] = tonumber(t.shape[d - 1]), tonumber(t.strides[d - 1]), 1
+      size[d], st[d], idx[d] = tonumber(t._shape[d - 1]), tonumber(t._strides[d - 1]), 1
       ost[d] = 0
-      if o and d > lead and o.shape[d - lead - 1] ~= 1 then ost[d] = tonumber(o.strides[d - lead - 1]) end
+      if o and d > lead and o._shape[d - lead - 1] ~= 1 then ost[d] = tonumber(o._strides[d - lead - 1]) end
     end
     local off, ooff = 0, 0
     for _ = 1, n do
@@ -125,8 +125,8 @@ return function(mf)
     host_only(t, 'apply')
     check_fn(fn, 'apply')
     if C.mf_check_writable(t, 'apply') ~= 0 then raise(ffi.string(C.mf_last_error())) end
-    if t.autograd ~= 0 then mf._check_write_target(t, 'apply') end  -- not into a recorded result (tape.lua)
-    local p, dt = ffi.cast(PTR[t.dtype_id], t.ptr), t.dtype_id
+    if t._autograd ~= 0 then mf._check_write_target(t, 'apply') end  -- not into a recorded result (tape.lua)
+    local p, dt = ffi.cast(PTR[t._dtype_id], t._ptr), t._dtype_id
     each(t, nil, function(off)
       local r = fn(tonumber(p[off]))
       if r ~= nil then p[off] = stored(r, dt, 'apply') end
@@ -142,17 +142,17 @@ return function(mf)
     host_only(other, 'map')
     check_fn(fn, 'map')
     if C.mf_check_writable(t, 'map') ~= 0 then raise(ffi.string(C.mf_last_error())) end
-    if t.autograd ~= 0 then mf._check_write_target(t, 'map') end
-    local ok = other.ndim <= t.ndim
-    for i = 1, other.ndim do
-      local s, d = other.shape[other.ndim - i], t.shape[t.ndim - i]
+    if t._autograd ~= 0 then mf._check_write_target(t, 'map') end
+    local ok = other._ndim <= t._ndim
+    for i = 1, other._ndim do
+      local s, d = other._shape[other._ndim - i], t._shape[t._ndim - i]
       if ok and s ~= d and s ~= 1 then ok = false end
     end
     if not ok then
       raise(('map: other is %s; it must broadcast to the tensor %s (map writes the tensor, whose shape stays)')
         :format(other:shape_str(), t:shape_str()))
     end
-    local p, q, dt = ffi.cast(PTR[t.dtype_id], t.ptr), ffi.cast(PTR[other.dtype_id], other.ptr), t.dtype_id
+    local p, q, dt = ffi.cast(PTR[t._dtype_id], t._ptr), ffi.cast(PTR[other._dtype_id], other._ptr), t._dtype_id
     each(t, other, function(off, ooff)
       local r = fn(tonumber(p[off]), tonumber(q[ooff]))
       if r ~= nil then p[off] = stored(r, dt, 'map') end

@@ -41,7 +41,7 @@ local function view(t, sizes, strides) return Kc.header_as(t, sizes, strides) en
 
 local function values(t)  -- a contiguous float64 CPU copy and its element pointer
   local c = t:cpu():double():contiguous()
-  return c, ffi.cast('double*', c.ptr), tonumber(c.count)
+  return c, ffi.cast('double*', c._ptr), tonumber(c._count)
 end
 
 local TOL = {float32 = 1e-5, float64 = 1e-12}

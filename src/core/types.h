@@ -25,26 +25,38 @@ typedef enum {
 
 typedef struct mf_storage mf_storage;
 
+/* MF_FIELD(name): the name of an mf_tensor field. C, C++ and CUDA see name; the Lua view (the
+   MF_CDEF text) sees _name, private by the leading underscore, so that a script's x.shape and
+   x.ndim reach the tensor metatype's read-only properties (x:size(), 1-based, and x:dim()) and a
+   write to x.shape, x.ndim, x.ptr ... raises instead of corrupting the header (lua/moonflow/tensor.lua).
+   Lua code of the library and kernel strings read the header as t._shape[0], t._ndim, t._ptr ... */
+#ifdef MF_CDEF
+#define MF_FIELD(name) _##name
+#else
+#define MF_FIELD(name) name
+#endif
+
 /* A strided view of a storage; the struct itself belongs to the caller (a Lua cdata, a C++ object).
    ptr is the first element (storage base + offset elements); strides and offset count elements.
    owns = 1: the struct holds one reference to store, dropped by mf_tensor_release.
    owns = 0: a borrowed view (executor slots), never released. */
 typedef struct mf_tensor {
-  void *ptr;
-  int64_t count;
-  int64_t shape[MF_MAX_DIMS];
-  int64_t strides[MF_MAX_DIMS];
-  int64_t offset;
-  int32_t ndim;
-  int32_t dtype_id;
-  int32_t device_id;
-  int32_t is_contig;
-  int32_t owns;
+  void *MF_FIELD(ptr);
+  int64_t MF_FIELD(count);
+  int64_t MF_FIELD(shape)[MF_MAX_DIMS];
+  int64_t MF_FIELD(strides)[MF_MAX_DIMS];
+  int64_t MF_FIELD(offset);
+  int32_t MF_FIELD(ndim);
+  int32_t MF_FIELD(dtype_id);
+  int32_t MF_FIELD(device_id);
+  int32_t MF_FIELD(is_contig);
+  int32_t MF_FIELD(owns);
   /* autograd: the eager tape (lua/moonflow/tape.lua) sets it to 1 on a tensor that may have autograd state,
      so the dispatcher tests one field per input. Native code never reads it; a header shared into a fresh
      struct (mf_tensor_share copies it) must reset it, as that struct has no autograd state. */
-  int32_t autograd;
-  mf_storage *store;
+  int32_t MF_FIELD(autograd);
+  mf_storage *MF_FIELD(store);
 } mf_tensor;
+#undef MF_FIELD
 
 #endif /* MF_CORE_TYPES_H */

@@ -92,7 +92,7 @@ void register_autodiff_ops() {
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, g = outs[1], ins[1]
-  if y.store == nil then return function() K.alias(y, g, 0) end end
+  if y._store == nil then return function() K.alias(y, g, 0) end end
   return function() K.sum_to(y, g) end
 end)lua")
       .gradient(R"lua(function(x, like, y, gy) return {mf.broadcast_like(gy, x)} end)lua");
@@ -144,8 +144,8 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, like = outs[1], ins[1], ins[2]
-  local dim = K.dim0(p.dim, y.ndim)
-  local start = p.start < 0 and p.start + like.shape[dim] or p.start - 1
+  local dim = K.dim0(p.dim, y._ndim)
+  local start = p.start < 0 and p.start + like._shape[dim] or p.start - 1
   local step = p.step
   return function() K.pad_like(y, x, dim, start, step) end
 end)lua")
@@ -172,9 +172,9 @@ end)lua");
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  local mask, n = K.dim_mask(p.dim, x.ndim), 1
-  for d = 0, x.ndim - 1 do
-    if math.floor(mask / 2 ^ d) % 2 == 1 then n = n * tonumber(x.shape[d]) end
+  local mask, n = K.dim_mask(p.dim, x._ndim), 1
+  for d = 0, x._ndim - 1 do
+    if math.floor(mask / 2 ^ d) % 2 == 1 then n = n * tonumber(x._shape[d]) end
   end
   return function() K.fill(y, n) end
 end)lua");

@@ -89,7 +89,7 @@ function(ins, outs, p, K)
   local y, ref = outs[1], ins[1]
   local prog, list, n = K.fused_program(#ins, p.program), K.tensor_list(ins), #ins
   K.fused_prepare(prog, ref)
-  if ref.is_contig == 0 then  -- a strided ref: evaluate densely, then write through its strides
+  if ref._is_contig == 0 then  -- a strided ref: evaluate densely, then write through its strides
     local tmp = mf._new_like_meta(ref, 'fused_assign')
     return function() K.fused(prog, tmp, n, list); K.copy(ref, tmp); K.alias(y, ref, 0) end
   end

@@ -278,7 +278,7 @@ void register_index_ops() {
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx = outs[1], ins[1], ins[2]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.gather(y, x, idx, dim) end
 end)lua")
       .gradient("function(x, idx, y, gy, p) return {mf.scatter_add(mf.zeros_like(x), idx, gy, p.dim)} end");
@@ -322,7 +322,7 @@ end)lua")
         .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.scatter(y, x, idx, src, dim, )lua" + add + R"lua() end
 end)lua")
         .gradient(std::string("function(x, idx, src, y, gy, p) return ") + kScatterGradient +
@@ -343,7 +343,7 @@ end)lua")
         .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.scatter(x, x, idx, src, dim, )lua" + add + R"lua(); K.alias(y, x, 0) end
 end)lua");
   }
@@ -362,7 +362,7 @@ end)lua");
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.index_add(y, x, idx, src, dim) end
 end)lua")
       .gradient("function(x, idx, src, y, gy, p) return {gy, nil, mf.index_select(gy, idx, p.dim)} end");
@@ -406,7 +406,7 @@ end)lua");
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx, src = outs[1], ins[1], ins[2], ins[3]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.index_add(x, x, idx, src, dim); K.alias(y, x, 0) end
 end)lua");
 

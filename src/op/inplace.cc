@@ -97,7 +97,7 @@ function(ins, outs, p, K)
   local op, mul, z = K.B.)lua" + op + ", K.B.mul, " + (in_place ? "x" : "y") + R"lua(
   if alpha == 1 then)lua" + one + R"lua(
   end
-  local a = mf._new_tensor({}, v.dtype_id, v.device_id)  -- alpha as a 0-dim tensor of v's dtype
+  local a = mf._new_tensor({}, v._dtype_id, v._device_id)  -- alpha as a 0-dim tensor of v's dtype
   K.fill(a, alpha)
   return function()
     local t = mf._new_like_meta(v, ')lua" + name + R"lua(')  -- per call: a cached entry holds no scratch
@@ -122,7 +122,7 @@ std::string random_kernel(const char* normal, const char* a, const char* b) {
   return std::string(R"lua(
 function(ins, outs, p, K)
   local y, x, a, b = outs[1], ins[1], p.)lua") + a + ", p." + b + R"lua(
-  if x.is_contig == 1 then return function() K.rand(x, )lua" + normal + R"lua(, a, b); K.alias(y, x, 0) end end
+  if x._is_contig == 1 then return function() K.rand(x, )lua" + normal + R"lua(, a, b); K.alias(y, x, 0) end end
   return function()
     local t = mf._new_like_meta(x, 'random')
     K.rand(t, )lua" + normal + R"lua(, a, b)

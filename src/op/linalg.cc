@@ -112,11 +112,11 @@ void register_linalg_ops() {
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, a, b = outs[1], ins[1], ins[2]
-  local n, sa, sb = a.shape[0], a.strides[0], b.strides[0]
+  local n, sa, sb = a._shape[0], a._strides[0], b._strides[0]
   local a2, b2 = K.header_as(a, {1, n}, {n * sa, sa}), K.header_as(b, {n, 1}, {sb, 1})
   local y2 = K.header_as(y, {1, 1}, {1, 1})
   return function()
-    a2.ptr, b2.ptr, y2.ptr = a.ptr, b.ptr, y.ptr
+    a2._ptr, b2._ptr, y2._ptr = a._ptr, b._ptr, y._ptr
     K.matmul(y2, a2, b2, 0, 0)
   end
 end)lua")
@@ -150,10 +150,10 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, m, v = outs[1], ins[1], ins[2]
-  local n, k = m.shape[0], m.shape[1]
-  local v2, y2 = K.header_as(v, {k, 1}, {v.strides[0], 1}), K.header_as(y, {n, 1}, {1, 1})
+  local n, k = m._shape[0], m._shape[1]
+  local v2, y2 = K.header_as(v, {k, 1}, {v._strides[0], 1}), K.header_as(y, {n, 1}, {1, 1})
   return function()
-    v2.ptr, y2.ptr = v.ptr, y.ptr
+    v2._ptr, y2._ptr = v._ptr, y._ptr
     K.matmul(y2, m, v2, 0, 0)
   end
 end)lua")
@@ -170,24 +170,24 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, a, b = outs[1], ins[1], ins[2]
-  local n, m = a.shape[0], b.shape[0]
-  local a2 = K.header_as(a, {n, 1}, {a.strides[0], 1})
+  local n, m = a._shape[0], b._shape[0]
+  local a2 = K.header_as(a, {n, 1}, {a._strides[0], 1})
   local mul = K.B.mul
-  if b.strides[0] ~= 1 and m > 1 and n > 1 then
+  if b._strides[0] ~= 1 and m > 1 and n > 1 then
     -- b strided (a matrix column): each output row would read it element by element, a cache line
     -- apiece, n times over (outer of two 2048-element columns: 40x the contiguous time); one copy to
     -- a unit-stride row first, made once per bind, and the rows read that
-    local bc = mf._new_tensor({m}, b.dtype_id, b.device_id)
+    local bc = mf._new_tensor({m}, b._dtype_id, b._device_id)
     local b2 = K.header_as(bc, {1, m}, {m, 1})
     return function()
-      a2.ptr = a.ptr
+      a2._ptr = a._ptr
       K.copy(bc, b)
       K.binary(mul, y, a2, b2)
     end
   end
-  local b2 = K.header_as(b, {1, m}, {m * b.strides[0], b.strides[0]})
+  local b2 = K.header_as(b, {1, m}, {m * b._strides[0], b._strides[0]})
   return function()
-    a2.ptr, b2.ptr = a.ptr, b.ptr
+    a2._ptr, b2._ptr = a._ptr, b._ptr
     K.binary(mul, y, a2, b2)
   end
 end)lua")
@@ -208,7 +208,7 @@ function(ins, outs, p, K)
   local alpha, beta = p.alpha, p.beta
   if beta == 0 and alpha == 1 then return function() K.matmul(y, a, b, 0, 0) end end
   -- y = a b, then y = y * alpha + c * beta in one fused pass (scalars as one-element tensors)
-  local sa, sb = mf._new_tensor({}, y.dtype_id), mf._new_tensor({}, y.dtype_id)
+  local sa, sb = mf._new_tensor({}, y._dtype_id), mf._new_tensor({}, y._dtype_id)
   K.fill(sa, alpha)
   K.fill(sb, beta)
   local mul, add = K.B.mul, K.B.add

@@ -16,7 +16,7 @@ std::string softmax_kernel(const char* log) {
   return std::string(R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.softmax(y, x, dim, )lua") + log + R"lua() end
 end)lua";
 }
@@ -122,7 +122,7 @@ end)lua");
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, l = outs[1], ins[1], ins[2]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.softmax_xent(y, x, l, dim) end
 end)lua")
       .gradient(R"lua(

@@ -57,13 +57,13 @@ std::string reduce_kernel(const char* code, const char* number) {
     return std::string(R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  local code, mask, number = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x.ndim), )lua" + number + R"lua(
+  local code, mask, number = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x._ndim), )lua" + number + R"lua(
   return function() K.reduce_p(code, y, x, mask, number) end
 end)lua";
   return std::string(R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  local code, mask = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x.ndim)
+  local code, mask = K.R.)lua") + code + R"lua(, K.dim_mask(p.dim, x._ndim)
   return function() K.reduce(code, y, x, mask) end
 end)lua";
 }

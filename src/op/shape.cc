@@ -15,19 +15,19 @@ namespace {
 const char* const kViewKernel = R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  if y.store == nil then
-    local off = y.offset
+  if y._store == nil then
+    local off = y._offset
     return function() K.alias(y, x, off) end
   end
   local yv = K.header(y, x)
-  return function() yv.ptr = y.ptr; K.copy(yv, x) end
+  return function() yv._ptr = y._ptr; K.copy(yv, x) end
 end)lua";
 
 const char* const kListViewKernel = R"lua(
 function(ins, outs, p, K)
   local x, n = ins[1], #outs
   local offs = {}
-  for i = 1, n do offs[i] = outs[i].offset end
+  for i = 1, n do offs[i] = outs[i]._offset end
   return function()
     for i = 1, n do K.alias(outs[i], x, offs[i]) end
   end
@@ -329,7 +329,7 @@ void register_shape_ops() {
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, idx = outs[1], ins[1], ins[2]
-  local dim = K.dim0(p.dim, x.ndim)
+  local dim = K.dim0(p.dim, x._ndim)
   return function() K.index_select(y, x, idx, dim) end
 end)lua")
       .gradient("function(x, idx, y, gy, p) return {mf.index_add_like(gy, idx, x, p.dim)} end");
@@ -345,7 +345,7 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, g, idx = outs[1], ins[1], ins[2]
-  local dim = K.dim0(p.dim, y.ndim)
+  local dim = K.dim0(p.dim, y._ndim)
   return function() K.index_add_like(y, g, idx, dim) end
 end)lua")
       .gradient("function(x, idx, like, y, gy, p) return {mf.index_select(gy, idx, p.dim)} end");
@@ -504,7 +504,7 @@ end)lua");
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y = outs[1]
-  local list, dim = K.tensor_list(ins), K.dim0(p.dim, y.ndim)
+  local list, dim = K.tensor_list(ins), K.dim0(p.dim, y._ndim)
   local n = #ins
   return function() K.concat(y, n, list, dim) end
 end)lua")

@@ -117,7 +117,7 @@ void register_shape_ext_ops() {
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, n = outs[1], #ins
-  local d = K.dim0(p.dim, y.ndim)
+  local d = K.dim0(p.dim, y._ndim)
   local ct = ffi.typeof('mf_tensor')
   local size = ffi.sizeof(ct)
   local hs = {}
@@ -126,13 +126,13 @@ function(ins, outs, p, K)
   -- input i as a header with a size-1 dim at d: stack is concat of those along d
   local function unsqueezed(h, x)
     ffi.copy(h, x, size)
-    h.owns = 0
-    for k = x.ndim, d + 1, -1 do
-      h.shape[k], h.strides[k] = x.shape[k - 1], x.strides[k - 1]
+    h._owns = 0
+    for k = x._ndim, d + 1, -1 do
+      h._shape[k], h._strides[k] = x._shape[k - 1], x._strides[k - 1]
     end
-    h.shape[d] = 1
-    h.strides[d] = d < x.ndim and x.strides[d] * x.shape[d] or 1
-    h.ndim = x.ndim + 1
+    h._shape[d] = 1
+    h._strides[d] = d < x._ndim and x._strides[d] * x._shape[d] or 1
+    h._ndim = x._ndim + 1
   end
   return function()
     for i = 1, n do unsqueezed(hs[i], ins[i]) end
@@ -217,7 +217,7 @@ end)lua");
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
   local mask = 0
-  for _, d in ipairs(p.dims) do mask = bit.bor(mask, bit.lshift(1, K.dim0(d, x.ndim))) end
+  for _, d in ipairs(p.dims) do mask = bit.bor(mask, bit.lshift(1, K.dim0(d, x._ndim))) end
   return function() K.periodic_copy(y, x, nil, mask) end
 end)lua")
       .gradient("function(x, y, gy, p) return {mf.flip(gy, p.dims)} end");
@@ -239,7 +239,7 @@ function(ins, outs, p, K)
     local yh, xh, shift = ct(), ct(), ffi.new('int64_t[1]', p.shifts[1])
     local function flat(h, t)
       ffi.copy(h, t, size)
-      h.owns, h.ndim, h.shape[0], h.strides[0] = 0, 1, t.count, 1
+      h._owns, h._ndim, h._shape[0], h._strides[0] = 0, 1, t._count, 1
     end
     return function()
       flat(yh, y)
@@ -247,9 +247,9 @@ function(ins, outs, p, K)
       K.periodic_copy(yh, xh, shift, 0)
     end
   end
-  local shift = ffi.new('int64_t[?]', math.max(x.ndim, 1))
+  local shift = ffi.new('int64_t[?]', math.max(x._ndim, 1))
   for i, d in ipairs(p.dims) do
-    local k = K.dim0(d, x.ndim)
+    local k = K.dim0(d, x._ndim)
     shift[k] = shift[k] + p.shifts[i]
   end
   return function() K.periodic_copy(y, x, shift, 0) end

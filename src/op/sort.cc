@@ -138,10 +138,10 @@ void register_sort_ops() {
 function(ins, outs, p, K)
   local y, i, x = outs[1], outs[2], ins[1]
   if i then  -- one dim: values and indices in one pass
-    local dim, is_min = K.dim0(p.dim[1], x.ndim), %d
+    local dim, is_min = K.dim0(p.dim[1], x._ndim), %d
     return function() K.max_dim(y, i, x, dim, is_min) end
   end
-  local code, mask = K.R.%s, K.dim_mask(p.dim, x.ndim)
+  local code, mask = K.R.%s, K.dim_mask(p.dim, x._ndim)
   return function() K.reduce(code, y, x, mask) end
 end)lua";
   // the default call syntax (x, dim, keepdim, {named params}), and a clear word for max(a, b), which
@@ -225,7 +225,7 @@ end)lua";
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, i, x = outs[1], outs[2], ins[1]
-  local dim, desc = K.dim0(p.dim, x.ndim), p.descending and 1 or 0
+  local dim, desc = K.dim0(p.dim, x._ndim), p.descending and 1 or 0
   return function() K.sort(y, i, x, dim, desc) end
 end)lua")
       .gradient(pick_gradient(R"lua(
@@ -248,7 +248,7 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, i, x = outs[1], outs[2], ins[1]
-  local dim, k, largest, sorted = K.dim0(p.dim, x.ndim), p.k, p.largest and 1 or 0, p.sorted and 1 or 0
+  local dim, k, largest, sorted = K.dim0(p.dim, x._ndim), p.k, p.largest and 1 or 0, p.sorted and 1 or 0
   return function() K.topk(y, i, x, dim, k, largest, sorted) end
 end)lua")
       .gradient(pick_gradient(R"lua(
@@ -269,7 +269,7 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, i, x = outs[1], outs[2], ins[1]
-  local dim, k = K.dim0(p.dim, x.ndim), p.k
+  local dim, k = K.dim0(p.dim, x._ndim), p.k
   return function() K.kthvalue(y, i, x, dim, k) end
 end)lua")
       .gradient(pick_gradient(R"lua(
@@ -288,7 +288,7 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  local dim, rev = K.dim0(p.dim, x.ndim), p.reverse and 1 or 0
+  local dim, rev = K.dim0(p.dim, x._ndim), p.reverse and 1 or 0
   return function() K.cumulate(y, x, dim, 0, rev) end
 end)lua")
       .gradient("function(x, y, gy, p) return {mf.cumsum(gy, p.dim, not p.reverse)} end");
@@ -306,7 +306,7 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  local dim, rev = K.dim0(p.dim, x.ndim), p.reverse and 1 or 0
+  local dim, rev = K.dim0(p.dim, x._ndim), p.reverse and 1 or 0
   return function() K.cumulate(y, x, dim, 1, rev) end
 end)lua")
       .gradient("function(x, y, gy, p) return {mf.cumprod_grad(x, gy, p.dim, p.reverse)} end");
@@ -324,7 +324,7 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local gx, x, gy = outs[1], ins[1], ins[2]
-  local dim, rev = K.dim0(p.dim, x.ndim), p.reverse and 1 or 0
+  local dim, rev = K.dim0(p.dim, x._ndim), p.reverse and 1 or 0
   return function() K.cumprod_grad(gx, x, gy, dim, rev) end
 end)lua");
 }

@@ -64,11 +64,11 @@ void register_transfer_ops() {
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x, v = outs[1], ins[1], ins[2]
-  if v.device_id == K.HOST then
+  if v._device_id == K.HOST then
     -- the value read in place (an entry serves one dtype and device): v:item()'s checks per call were
     -- a tenth of a 64 KB fill
-    local pt = mf._PTR[v.dtype_id]
-    return function() K.fill(x, tonumber(ffi.cast(pt, v.ptr)[0])); K.alias_whole(y, x) end
+    local pt = mf._PTR[v._dtype_id]
+    return function() K.fill(x, tonumber(ffi.cast(pt, v._ptr)[0])); K.alias_whole(y, x) end
   end
   return function() K.fill(x, v:item()); K.alias_whole(y, x) end
 end)lua");
@@ -88,12 +88,12 @@ end)lua")
       .lua_compute(MF_CPU, R"lua(
 function(ins, outs, p, K)
   local y, x = outs[1], ins[1]
-  if x.device_id == y.device_id then return function() K.copy(y, x) end end
-  local Ky = K.of_device(y.device_id)
-  if x.device_id == K.HOST then return function() Ky.copy_from_host(y, x) end end
-  if y.device_id == K.HOST then return function() K.copy_to_host(y, x) end end
+  if x._device_id == y._device_id then return function() K.copy(y, x) end end
+  local Ky = K.of_device(y._device_id)
+  if x._device_id == K.HOST then return function() Ky.copy_from_host(y, x) end end
+  if y._device_id == K.HOST then return function() K.copy_to_host(y, x) end end
   local h = K.header(y, y)  -- between two devices: through a host buffer made once per bind
-  h.device_id = K.HOST
+  h._device_id = K.HOST
   h = mf._new_like_meta(h, 'to')
   return function() K.copy_to_host(h, x); Ky.copy_from_host(y, h) end
 end)lua")

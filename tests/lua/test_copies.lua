@@ -13,7 +13,7 @@ local function read(t)
   local nd, p, out = t:dim(), t:data(), {}
   if nd == 0 then return {tonumber(p[0])} end
   local shape, st, idx = {}, {}, {}
-  for d = 1, nd do shape[d], st[d], idx[d] = tonumber(t.shape[d - 1]), tonumber(t.strides[d - 1]), 0 end
+  for d = 1, nd do shape[d], st[d], idx[d] = tonumber(t._shape[d - 1]), tonumber(t._strides[d - 1]), 0 end
   local n = t:numel()
   for _ = 1, n do
     local off = 0
@@ -75,7 +75,7 @@ end
 local function is_contiguous(t)
   local acc = 1
   for d = t:dim(), 1, -1 do
-    if t:size(d) > 1 and tonumber(t.strides[d - 1]) ~= acc then return false end
+    if t:size(d) > 1 and tonumber(t._strides[d - 1]) ~= acc then return false end
     acc = acc * t:size(d)
   end
   return true

@@ -41,7 +41,7 @@ T.test('a Lua op in a graph: fetched, reduced, combined and chained (fusion on a
       what .. ' cube(x + 1) - cube(x)')
     local m = mf.placeholder('float64', {-1, 3}, 'm')
     local r = mf.rowsum(mf.cube(m)) * 2
-    T.eq(tostring(r.shape[1]), '-1', 'rowsum of an unknown batch')
+    T.eq(tostring(r._shape[1]), '-1', 'rowsum of an unknown batch')
     T.tensor_eq(run(r, {[m] = mf.tensor({{1, 2, 3}, {0, -1, 1}}, 'float64')}, fuse), {72, 0}, nil, what .. ' rowsum')
   end
 end)
@@ -65,9 +65,9 @@ end)
 mf.register_op{name = 'swish_t', num_inputs = 1, doc = 'x * sigmoid(x)', infer_shape = 'same',
   lua_compute = [[ function(ins, outs, p)
     local x, y, n = ins[1], outs[1], ins[1]:numel()
-    mf._seen_ptr, mf._seen_contig = x.ptr, x.is_contig
+    mf._seen_ptr, mf._seen_contig = x._ptr, x._is_contig
     return function()
-      mf._run_ptr = x.ptr
+      mf._run_ptr = x._ptr
       local xp, yp = x:data(), y:data()
       for i = 0, n - 1 do local v = xp[i]; yp[i] = v / (1 + math.exp(-v)) end
     end end ]]}
@@ -90,7 +90,7 @@ T.test('a plain kernel gets contiguous inputs: transposed, narrowed, expanded vi
   -- a contiguous input is passed as it is: no copy
   local c = mf.randn(3, 4, {dtype = 'float64'})
   mf.swish_t(c)
-  T.eq(tostring(mf._run_ptr), tostring(c.ptr), 'contiguous input handed over without a copy')
+  T.eq(tostring(mf._run_ptr), tostring(c._ptr), 'contiguous input handed over without a copy')
 end)
 
 T.test('a plain kernel in a graph: views of placeholders and fed views become contiguous', function()
@@ -111,7 +111,7 @@ T.test('strided = true: the kernel receives views with sizes, strides and offset
     strided = true, infer_shape = 'same',
     lua_compute = [[ function(ins, outs, p)
       local x, y = ins[1], outs[1]
-      mf._probe = {x:stride(1), x:stride(2), x:storage_offset(), x.is_contig}
+      mf._probe = {x:stride(1), x:stride(2), x:storage_offset(), x._is_contig}
       local rows, cols, s1, s2 = x:size(1), x:size(2), x:stride(1), x:stride(2)
       return function()
         local xp, yp = x:data(), y:data()

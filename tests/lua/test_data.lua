@@ -44,7 +44,7 @@ T.test('get: images and labels equal the file bytes', function()
     local px = idx_bytes(prefix .. '-images-idx3-ubyte.gz', 16 + (i - 1) * 784, 784)
     local lb = idx_bytes(prefix .. '-labels-idx1-ubyte.gz', 8 + (i - 1), 1)
     T.eq(label, lb[1] + 1, prefix .. ' label ' .. i .. ' (1-based)')
-    local p = ffi.cast('float *', img:contiguous().ptr)
+    local p = ffi.cast('float *', img:contiguous()._ptr)
     for k = 1, 784 do
       local v = p[k - 1]
       if math.abs(v - px[k] / 255) > 1e-7 or math.floor(v * 255 + 0.5) ~= px[k] then
@@ -65,12 +65,12 @@ T.test('tensors: shapes, dtypes, pixel and label ranges', function()
   T.eq(y:min():item(), 1, 'min label'); T.eq(y:max():item(), 10, 'max label')
   -- the test split holds 1000 images of each class
   local counts = {}
-  local p = ffi.cast('int64_t *', y.ptr)
+  local p = ffi.cast('int64_t *', y._ptr)
   for i = 0, 9999 do local c = tonumber(p[i]); counts[c] = (counts[c] or 0) + 1 end
   for c = 1, 10 do T.eq(counts[c], 1000, 'images of class ' .. c) end
   -- the same values as get()
   local img, label = test:get(777)
-  T.eq(ffi.string(mf.select(x, 1, 777):contiguous().ptr, 784 * 4) == ffi.string(img:contiguous().ptr, 784 * 4), true, 'row 777')
+  T.eq(ffi.string(mf.select(x, 1, 777):contiguous()._ptr, 784 * 4) == ffi.string(img:contiguous()._ptr, 784 * 4), true, 'row 777')
   T.eq(y:get(777), label)
   local tx, ty = train:tensors()
   T.eq(tx:shape_str(), '60000x1x28x28'); T.eq(ty:numel(), 60000)
@@ -108,8 +108,8 @@ T.test('loader: batch counts, shapes, conversion', function()
     T.eq(by:size(1), bx:size(1))
     -- unshuffled batches are the rows in order, bit for bit
     local rows = x:narrow(1, seen + 1, bx:size(1)):contiguous()
-    T.eq(ffi.string(bx.ptr, bx:numel() * 4) == ffi.string(rows.ptr, rows:numel() * 4), true, 'batch ' .. n .. ' images')
-    T.eq(ffi.string(by.ptr, by:numel() * 8) == ffi.string(y:narrow(1, seen + 1, by:size(1)):contiguous().ptr, by:numel() * 8), true, 'batch ' .. n .. ' labels')
+    T.eq(ffi.string(bx._ptr, bx:numel() * 4) == ffi.string(rows._ptr, rows:numel() * 4), true, 'batch ' .. n .. ' images')
+    T.eq(ffi.string(by._ptr, by:numel() * 8) == ffi.string(y:narrow(1, seen + 1, by:size(1)):contiguous()._ptr, by:numel() * 8), true, 'batch ' .. n .. ' labels')
     seen = seen + bx:size(1)
   end
   T.eq(table.concat(sizes, ','), '3000,3000,3000,1000')
@@ -187,7 +187,7 @@ T.test('shuffled Fashion-MNIST batches hold the images of their indices', functi
       for _, j in ipairs{1, 250, 500} do
         local i = order:get(500 + j)
         local img, label = test:get(i)
-        T.eq(ffi.string(mf.select(bx, 1, j):contiguous().ptr, 784 * 4) == ffi.string(img:contiguous().ptr, 784 * 4), true,
+        T.eq(ffi.string(mf.select(bx, 1, j):contiguous()._ptr, 784 * 4) == ffi.string(img:contiguous()._ptr, 784 * 4), true,
           'image of sample ' .. i)
         T.eq(by:get(j), label, 'label of sample ' .. i)
       end

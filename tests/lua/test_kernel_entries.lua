@@ -86,13 +86,13 @@ local cases = {
              local base = mf.tensor{1, 2, 3, 4}
              local h = K.header(base, z(2))
              K.alias(h, base, 2)
-             local p = ffi.cast('float *', h.ptr)
+             local p = ffi.cast('float *', h._ptr)
              T.eq(p[0], 3); T.eq(p[1], 4)
            end,
            bad = function()
              local base = mf.tensor{1, 2, 3, 4}
              T.errors(function() K.alias(K.header(base, z(2)), base, 3) end, 'alias: view of size 2', 'reaches outside its storage')
-             local h = K.header(base, z(2)); h.dtype_id = C.MF_INT64
+             local h = K.header(base, z(2)); h._dtype_id = C.MF_INT64
              T.errors(function() K.alias(h, base, 0) end, 'alias: view is int64, base float32')
            end},
   alias_whole = {ok = function()
@@ -101,7 +101,7 @@ local cases = {
                    local x = base:narrow(1, 3, 2)
                    local y = K.header(mf.zeros(2), x)  -- a borrowed header (owns 0), as the dispatcher's outputs of copy / fill
                    K.alias_whole(y, x)
-                   T.eq(y.owns, 0)
+                   T.eq(y._owns, 0)
                    T.tensor_eq(y, {3, 4})
                    mf.copy(y, mf.tensor{7, 9})
                    T.tensor_eq(base, {1, 2, 7, 9, 5}, nil, 'a write through y lands in x')
@@ -411,19 +411,19 @@ local cases = {
                    bad = function() T.errors(function() K.fused_prepare(nil, z(2)) end, 'fused_prepare', 'null program') end},
   dim0 = {ok = function() T.eq(K.dim0(-1, 3), 2); T.eq(K.dim0(1, 3), 0) end},
   dim_mask = {ok = function() T.eq(K.dim_mask({}, 3), 7); T.eq(K.dim_mask({1, 3}, 3), 5) end},
-  header = {ok = function() local h = K.header(mf.tensor{1, 2, 3, 4}, z(2, 2)); T.eq(h.ndim, 2); T.eq(tonumber(h.strides[0]), 2) end},
+  header = {ok = function() local h = K.header(mf.tensor{1, 2, 3, 4}, z(2, 2)); T.eq(h._ndim, 2); T.eq(tonumber(h._strides[0]), 2) end},
   header_as = {ok = function()  -- column 2 of a 2x3 matrix as a 2x1 matrix: stride 3, not contiguous
                  local x = mf.tensor{{1, 2, 3}, {4, 5, 6}}
                  local h = K.header_as(x:select(2, 2), {2, 1}, {3, 1})
-                 T.eq(h.ndim, 2); T.eq(tonumber(h.count), 2); T.eq(h.is_contig, 0); T.eq(h.owns, 0)
+                 T.eq(h._ndim, 2); T.eq(tonumber(h._count), 2); T.eq(h._is_contig, 0); T.eq(h._owns, 0)
                  local y = z(1, 1); K.matmul(y, K.header_as(mf.tensor{1, 1}, {1, 2}, {2, 1}), h, 0, 0); T.tensor_eq(y, {{7}})
-                 T.eq(K.header_as(x, {3, 2}, {2, 1}).is_contig, 1)
+                 T.eq(K.header_as(x, {3, 2}, {2, 1})._is_contig, 1)
                end},
   pair = {ok = function() T.eq(select(2, K.pair({3, 4}, 1, 1)), 4); T.eq(K.pair({}, 7, 8), 7) end},
   conv2d_workspace = {ok = function() T.eq(K.conv2d_workspace(0, z(1, 1, 2, 2), z(1, 1, 2, 2), z(1, 1, 1, 1), 1, 1, 0, 0, 1, 1) >= 1, true) end,
                       bad = function() T.errors(function() K.conv2d_workspace(0, z(1, 1, 1, 1), z(1, 1, 2, 2), z(1, 1, 1, 1), 1, 1, 0, 0, 1, 1) end,
                                                 'conv2d: the output is 1x1x1x1') end},
-  tensor_list = {ok = function() local a = mf.ones(1); local l = K.tensor_list{a, a}; T.eq(l[1].count, 1) end},
+  tensor_list = {ok = function() local a = mf.ones(1); local l = K.tensor_list{a, a}; T.eq(l[1]._count, 1) end},
   -- the device registry (every device's K comes from K.of_device)
   of_device = {ok = function() T.eq(K.of_device(K.HOST) == K, true); T.eq(K.of_device(K.HOST).device, 'cpu') end,
                bad = function() T.errors(function() K.of_device(99) end, 'no device has id 99') end},

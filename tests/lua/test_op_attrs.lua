@@ -98,8 +98,8 @@ T.test('a Lua op with source-string rules: eager, graph with unknown sizes, grad
   local a = mf.placeholder('float32', {-1}, 'a')
   local b = mf.placeholder('float32', {3}, 'b')
   local y = mf.attrs_outer(a, b)
-  T.eq(y.shape[1], -1)
-  T.eq(y.shape[2], 3)
+  T.eq(y._shape[1], -1)
+  T.eq(y._shape[2], 3)
   -- loss = sum(y * w): d/da_i = sum_j w_ij b_j, d/db_j = sum_i w_ij a_i
   local w = mf.constant(mf.tensor{{1, 0, 2}, {0, 1, 1}})
   local ga, gb = unpack(mf.gradients(mf.sum(y * w), {a, b}))

@@ -13,7 +13,7 @@ local function path(name) return dir .. '/' .. name end
 
 local function bytes(t)
   local c = t:is_contiguous() and t or t:contiguous()
-  return ffi.string(c.ptr, c:numel() * ITEMSIZE[c:dtype()])
+  return ffi.string(c._ptr, c:numel() * ITEMSIZE[c:dtype()])
 end
 local function read_file(p)
   local f = assert(io.open(p, 'rb'))
@@ -57,13 +57,13 @@ end
 local function awkward(dtype)
   if dtype == 'float32' then
     local t = mf.zeros(3, 3)
-    local p = ffi.cast('uint32_t *', t.ptr)
+    local p = ffi.cast('uint32_t *', t._ptr)
     local bits = {0x7fc00001, 0xffa5a5a5, 0x7f800001, 0x80000000, 0x7f800000, 0xff800000, 0x00000001, 0x3f800000, 0xc0490fdb}
     for i, b in ipairs(bits) do p[i - 1] = b end
     return t
   elseif dtype == 'float64' then
     local t = mf.zeros(2, 3, {dtype = 'float64'})
-    local p = ffi.cast('uint64_t *', t.ptr)
+    local p = ffi.cast('uint64_t *', t._ptr)
     local bits = {0x7ff8000000000123ULL, 0xfff4000000000001ULL, 0x8000000000000000ULL, 0x7ff0000000000000ULL,
                   0x0000000000000001ULL, 0x400921fb54442d18ULL}
     for i, b in ipairs(bits) do p[i - 1] = b end
@@ -72,12 +72,12 @@ local function awkward(dtype)
     return mf.tensor({-2147483648, 2147483647, 0, -1, 123456}, 'int32')
   elseif dtype == 'int64' then
     local t = mf.zeros(4, {dtype = 'int64'})
-    local p = ffi.cast('int64_t *', t.ptr)
+    local p = ffi.cast('int64_t *', t._ptr)
     p[0], p[1], p[2], p[3] = -9223372036854775807LL - 1, 9223372036854775807LL, -1, 4503599627370497LL
     return t
   else
     local t = mf.zeros(16, 16, {dtype = 'uint8'})
-    local p = ffi.cast('uint8_t *', t.ptr)
+    local p = ffi.cast('uint8_t *', t._ptr)
     for i = 0, 255 do p[i] = i end
     return t
   end
@@ -94,10 +94,10 @@ T.test('round trip is bit-exact for every dtype', function()
   T.eq(n, 5, 'tensor count')
   T.eq(next(meta), nil, 'no metadata gives an empty table')
   -- the NaN payloads survived as bits, not only as "some NaN"
-  T.eq(ffi.cast('uint32_t *', got.float32.ptr)[1], 0xffa5a5a5, 'float32 NaN payload')
-  T.eq(ffi.cast('uint32_t *', got.float32.ptr)[3], 0x80000000, 'float32 -0.0')
-  T.eq(ffi.cast('uint64_t *', got.float64.ptr)[0] == 0x7ff8000000000123ULL, true, 'float64 NaN payload')
-  T.eq(ffi.cast('int64_t *', got.int64.ptr)[0] == -9223372036854775807LL - 1, true, 'int64 min')
+  T.eq(ffi.cast('uint32_t *', got.float32._ptr)[1], 0xffa5a5a5, 'float32 NaN payload')
+  T.eq(ffi.cast('uint32_t *', got.float32._ptr)[3], 0x80000000, 'float32 -0.0')
+  T.eq(ffi.cast('uint64_t *', got.float64._ptr)[0] == 0x7ff8000000000123ULL, true, 'float64 NaN payload')
+  T.eq(ffi.cast('int64_t *', got.int64._ptr)[0] == -9223372036854775807LL - 1, true, 'int64 min')
 end)
 
 T.test('nested tables flatten to dotted names', function()

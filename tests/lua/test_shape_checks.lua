@@ -20,7 +20,7 @@ local function line() return debug.getinfo(2, 'l').currentline end
 
 local function shape_of(sym)
   local parts = {}
-  for i, d in ipairs(sym.shape) do parts[i] = d < 0 and '?' or tostring(d) end
+  for i, d in ipairs(sym._shape) do parts[i] = d < 0 and '?' or tostring(d) end
   return table.concat(parts, 'x')
 end
 
@@ -85,7 +85,7 @@ T.test('sizes unknown to a rule stay unknown and are checked at run', function()
   T.eq(#parts, 2, 'listed sizes')
   T.eq(shape_of(parts[2]), '?x2', 'second part')
   local sq = mf.squeeze(x)
-  T.eq(sq.shape, nil, 'squeeze of an unknown size: rank unknown until run')
+  T.eq(sq._shape, nil, 'squeeze of an unknown size: rank unknown until run')
   local s = mf.slice(x, 1, 2, 4)
   T.eq(shape_of(s), '3x3', 'slice with positive bounds')
   local sess = mf.Session()

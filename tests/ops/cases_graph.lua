@@ -99,7 +99,7 @@ add{name = 'unreduce_like_bad', op = 'unreduce_like', inputs = {input({2, 5}), i
 local function reshape_as_ref(ins) return L.array(L.copy(ins[2].shape), L.copy(ins[1].data)) end
 -- a view when x is contiguous, else a copy
 local function reshape_as_out(outs, ins)
-  if ins[1].is_contig ~= 0 then return views_input1(outs, ins) end
+  if ins[1]._is_contig ~= 0 then return views_input1(outs, ins) end
 end
 local function reshape_as(name, sx, slike, empty)
   add{name = name, op = 'reshape_as', inputs = {input(sx), input(slike)}, dtypes = DT, exact = true,

@@ -326,7 +326,7 @@ end
 
 -- a check_out for ops that return a view of input 1 (its memory, not a copy)
 function L.views_input1(outs, ins)
-  if outs[1].ptr ~= ins[1].ptr then return 'result is not a view of input 1' end
+  if outs[1]._ptr ~= ins[1]._ptr then return 'result is not a view of input 1' end
 end
 
 return L

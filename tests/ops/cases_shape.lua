@@ -131,10 +131,10 @@ add('unsqueeze_scalar', 'unsqueeze', {}, {dim = 1}, unsqueeze_ref)
 -- contiguous -----------------------------------------------------------------------------------
 local function is_row_major(outs)
   local t, acc = outs[1], 1
-  if t.count == 0 then return nil end
-  for d = t.ndim - 1, 0, -1 do
-    if t.shape[d] ~= 1 and t.strides[d] ~= acc then return 'result is not contiguous' end
-    acc = acc * tonumber(t.shape[d])
+  if t._count == 0 then return nil end
+  for d = t._ndim - 1, 0, -1 do
+    if t._shape[d] ~= 1 and t._strides[d] ~= acc then return 'result is not contiguous' end
+    acc = acc * tonumber(t._shape[d])
   end
 end
 add('contiguous', 'contiguous', {2, 3, 4}, nil, same, {check_out = is_row_major, empty = {{{3, 0}}}})

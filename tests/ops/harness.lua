@@ -67,22 +67,22 @@ end
 
 local function shape_of(t)
   local s = {}
-  for d = 0, t.ndim - 1 do s[d + 1] = tonumber(t.shape[d]) end
+  for d = 0, t._ndim - 1 do s[d + 1] = tonumber(t._shape[d]) end
   return s
 end
 
 -- every element of t in row-major order of its shape, read through its strides (on the host: a
 -- tensor on another device is copied there first)
 local function read(t)
-  if t.device_id ~= C.MF_CPU then t = t:cpu() end
-  local shape, p, out, st = shape_of(t), ffi.cast(PTR[t.dtype_id], t.ptr), {}, {}
-  for d = 1, #shape do st[d] = tonumber(t.strides[d - 1]) end
+  if t._device_id ~= C.MF_CPU then t = t:cpu() end
+  local shape, p, out, st = shape_of(t), ffi.cast(PTR[t._dtype_id], t._ptr), {}, {}
+  for d = 1, #shape do st[d] = tonumber(t._strides[d - 1]) end
   L.walk(shape, {st}, function(i, o) out[i] = tonumber(p[o[1]]) end)
   return out
 end
 
 -- what property checks (c.check) read tensors with
-local TOOLS = {read = read, shape = shape_of, dtype = function(t) return NAME[t.dtype_id] end}
+local TOOLS = {read = read, shape = shape_of, dtype = function(t) return NAME[t._dtype_id] end}
 
 local function shape_str(s)
   if #s == 0 then return 'scalar' end
@@ -149,7 +149,7 @@ local function make_input(shape, dtype, values, layout)
   if layout == 'selected' then mem_shape[nd + 1], offset = 3, 1 end  -- index 2 of a trailing dim of 3
   if nd == 0 and layout == 'narrowed' then mem_shape, offset = {3}, 1 end
   local base = alloc(mem_shape, dtype, DEVICE_HOST and DEVICE_ID or C.MF_CPU)
-  local p, total = ffi.cast(PTR[CODE[dtype]], base.ptr), L.numel(mem_shape)
+  local p, total = ffi.cast(PTR[CODE[dtype]], base._ptr), L.numel(mem_shape)
   for i = 0, total - 1 do p[i] = pad end
   local mem_st = L.strides(mem_shape)
   local st = {}
@@ -166,8 +166,8 @@ end
 
 -- nil when every element of make_input's buffer outside the view still holds the padding
 local function padding_intact(mem, shape, dtype)
-  local b = mem.base.device_id == C.MF_CPU and mem.base or mem.base:cpu()
-  local p, inside = ffi.cast(PTR[CODE[dtype]], b.ptr), {}
+  local b = mem.base._device_id == C.MF_CPU and mem.base or mem.base:cpu()
+  local p, inside = ffi.cast(PTR[CODE[dtype]], b._ptr), {}
   L.walk(shape, {mem.strides}, function(_, o) inside[mem.offset + o[1]] = true end)
   for k = 0, mem.numel - 1 do
     local v = tonumber(p[k])
@@ -223,7 +223,7 @@ local function compare(what, t, want, want_dtype, rtol)
   if shape_str(got_shape) ~= shape_str(want.shape) then
     return ('%s: shape %s, want %s'):format(what, shape_str(got_shape), shape_str(want.shape))
   end
-  if NAME[t.dtype_id] ~= want_dtype then return ('%s: dtype %s, want %s'):format(what, NAME[t.dtype_id], want_dtype) end
+  if NAME[t._dtype_id] ~= want_dtype then return ('%s: dtype %s, want %s'):format(what, NAME[t._dtype_id], want_dtype) end
   local got = read(t)
   for i = 1, #want.data do
     local scale = want.scale and want.scale[i] or math.abs(want.data[i])
@@ -365,7 +365,7 @@ local function run_once(c, dtype, layout, r, what)
   end
   if not ok then return ('%s: raised %s'):format(what, tostring(outs)) end
   for k = 1, #outs do  -- an op computes on its inputs' device
-    if mf.is_tensor(outs[k]) and next(mems) ~= nil and not c.leaves_device and outs[k].device_id ~= DEVICE_ID then
+    if mf.is_tensor(outs[k]) and next(mems) ~= nil and not c.leaves_device and outs[k]._device_id ~= DEVICE_ID then
       return ('%s: output %d is on %s; its inputs are on %s'):format(what, k, outs[k]:device(), DEVICE or 'cpu')
     end
   end
