@@ -266,7 +266,7 @@ function K.header(y, x)
 end
 
 -- a borrowed header over t's memory with other sizes and element strides (a vector seen as a 1 x n
--- or n x 1 matrix); bind time only: the closure re-points its .ptr to t._ptr on every run
+-- or n x 1 matrix); bind time only: the closure re-points its ._ptr to t._ptr on every run
 function K.header_as(t, sizes, strides)
   local h = tensor_ct()
   ffi.copy(h, t, ffi.sizeof(tensor_ct))
