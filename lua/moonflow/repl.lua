@@ -39,7 +39,7 @@ end
 
 -- The names v offers: its own keys, and those of its metatable's __index tables (strings: the
 -- string library; moonflow modules: their class chain, kept in __class, and their parameters,
--- buffers and children); tensors: their methods.
+-- buffers and children); tensors: their methods and properties.
 local function names_of(v)
   local keys, seen = {}, {}
   local function collect(t, depth)
@@ -57,6 +57,7 @@ local function names_of(v)
   end
   if mf.is_tensor(v) then
     collect(mf.Tensor, 0)
+    keys.shape, keys.ndim, keys.grad = true, true, true  -- its properties (tensor.lua's index)
   else
     collect(v, 0)
     if type(v) == 'table' and rawget(v, '_is_module') then

@@ -168,4 +168,14 @@ T.test('help() documents the properties', function()
   T.eq(mf.help_text('ndim'):find('t:dim()', 1, true) ~= nil, true, "help('ndim')")
 end)
 
+T.test('REPL completion offers the properties', function()
+  _G.fields_x = mf.zeros(2)
+  local got = require('moonflow.repl').complete('fields_x.nd')
+  T.eq(table.concat(got, ','), 'fields_x.ndim')
+  got = require('moonflow.repl').complete('fields_x.sha')
+  table.sort(got)
+  T.eq(table.concat(got, ','), 'fields_x.shape,fields_x.shape_str')
+  _G.fields_x = nil
+end)
+
 T.finish()
