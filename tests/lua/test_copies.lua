@@ -9,6 +9,15 @@ local T = require 'testlib'
 local DTYPES = {'float32', 'float64', 'int32', 'int64', 'uint8'}
 
 -- The values of t in row-major order of its shape, read through its strides.
+-- idx (0-based, one per dim of shape) steps to the next element in row-major order
+local function advance(idx, shape)
+  for d = #shape, 1, -1 do
+    idx[d] = idx[d] + 1
+    if idx[d] < shape[d] then return end
+    idx[d] = 0
+  end
+end
+
 local function read(t)
   local nd, p, out = t:dim(), t:data(), {}
   if nd == 0 then return {tonumber(p[0])} end
@@ -19,11 +28,7 @@ local function read(t)
     local off = 0
     for d = 1, nd do off = off + idx[d] * st[d] end
     out[#out + 1] = tonumber(p[off])
-    for d = nd, 1, -1 do
-      idx[d] = idx[d] + 1
-      if idx[d] < shape[d] then break end
-      idx[d] = 0
-    end
+    advance(idx, shape)
   end
   return out
 end
@@ -234,11 +239,7 @@ T.test('concat and stack in one pass: every dim and dtype, empty parts, views, m
       local st, lin = strides_of(shapes[k]), 0
       for d = 1, #oshape do lin = lin + (d == dim and idx[d] - offs[k] or idx[d]) * st[d] end
       out[#out + 1] = vals[k][lin + 1]
-      for d = #oshape, 1, -1 do
-        idx[d] = idx[d] + 1
-        if idx[d] < oshape[d] then break end
-        idx[d] = 0
-      end
+      advance(idx, oshape)
     end
     return out
   end
@@ -431,11 +432,7 @@ T.test('repeat, roll and flip with merged trailing dims: tiles, leading dims, vi
         lin = lin + ((i - (shifts[d] or 0)) % nx) * st[d - lead]
       end
       out[#out + 1] = vals[lin + 1]
-      for d = #oshape, 1, -1 do
-        idx[d] = idx[d] + 1
-        if idx[d] < oshape[d] then break end
-        idx[d] = 0
-      end
+      advance(idx, oshape)
     end
     return out
   end
