@@ -85,6 +85,12 @@ return function(mf)
         parts[i] = ('%d'):format(v[i])
         if v[i] ~= math.floor(v[i]) then parts[i] = tostring(v[i]) end
       end
+      for key in pairs(v) do  -- {2, 1, foo = 1} or a [0] entry: maxn does not see it, so it was ignored
+        if type(key) ~= 'number' or key < 1 or key ~= math.floor(key) then
+          raise(("%s: param '%s' has the key '%s'; expected a plain list of numbers (named params go in a table of their own)")
+            :format(op.name, k, tostring(key)))
+        end
+      end
       return table.concat(parts, ',')
     end
     local want = op.param_kind[k] or 'known param'
@@ -155,7 +161,8 @@ return function(mf)
         if type(v) ~= 'table' or (getmetatable(v) ~= nil and not mf.is_size(v)) then return nil end
         local n = #v
         -- a key past n: a hole ({2, nil, 4}, whose # may be 1, would find {2}'s record); the text path names it
-        if next(v, n > 0 and n or nil) ~= nil then return nil end
+        -- [0] too, which LuaJIT keeps in the array part, before 1, where next does not see it
+        if next(v, n > 0 and n or nil) ~= nil or v[0] ~= nil then return nil end
         local nxt = node[LIST]
         if not nxt then if not make then return nil end nxt = {}; node[LIST] = nxt end
         node = nxt
@@ -804,12 +811,6 @@ return function(mf)
     if is_options(args[i]) and args[i][1] ~= nil or (is_options(args[i]) and next(args[i]) == nil) then
       list = args[i]
       i = i + 1
-      for k in pairs(list) do  -- x:permute{2, 1, foo = 1}: the key was ignored (a hole: checked below)
-        if type(k) ~= 'number' or k < 1 or k ~= math.floor(k) then
-          raise(("%s: the list of %s has the key '%s'; expected a plain list of numbers (named params go in a table after it)")
-            :format(op.name, field, tostring(k)))
-        end
-      end
     else
       while type(args[i]) == 'number' do
         list[#list + 1] = args[i]

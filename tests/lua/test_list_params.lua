@@ -89,9 +89,15 @@ T.test('a list with a named key is refused, not read as the list alone', functio
   local x = mf.randn(2, 3)
   for _ = 1, 2 do  -- the second call finds the first's records
     T.errors(function() return x:permute{2, 1, foo = 1} end,
-      "permute: the list of dims has the key 'foo'; expected a plain list of numbers")
-    T.errors(function() return x:reshape{3, 2, foo = 1} end, "reshape: the list of shape has the key 'foo'")
-    T.errors(function() return x:permute{2, 1, [0] = 5} end, "permute: the list of dims has the key '0'")
+      "permute: param 'dims' has the key 'foo'; expected a plain list of numbers")
+    T.errors(function() return x:reshape{3, 2, foo = 1} end, "reshape: param 'shape' has the key 'foo'")
+    T.errors(function() return x:permute{2, 1, [0] = 5} end, "permute: param 'dims' has the key '0'")
+  end
+  -- ops whose list params are not their leading list (roll's shifts and dims, sum's dim): the same
+  for _ = 1, 2 do
+    T.errors(function() return mf.roll(x, {1, foo = 1}, {1}) end, "roll: param 'shifts' has the key 'foo'")
+    T.errors(function() return mf.roll(x, {1, [0] = 3}, {1}) end, "roll: param 'shifts' has the key '0'")
+    T.errors(function() return mf.sum(x, {1, foo = 2}) end, "sum: param 'dim' has the key 'foo'")
   end
   T.eq(x:permute{2, 1}:size(1), 3, 'a plain list still works')
 end)
