@@ -31,23 +31,52 @@ set -u
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build-gpu}
 JOBS=${MF_GPU_JOBS:-$(nproc)}
+STEP_LIMIT=${MF_GPU_STEP_LIMIT:-400}  # seconds for any one step
+HARNESS_SHARDS=${MF_GPU_HARNESS_SHARDS:-4}
 declare -a NAMES=() RESULTS=() TIMES=()
 FAILED=0
 rm -f "$BUILD/gpu-check/examples.log" "$BUILD/gpu-check/bench.log"  # summary() shows this run's tables only
 
 step() {  # step NAME command...: runs it, logs to $BUILD/gpu-check/NAME.log, records the result
+  start "$@"
+  finish
+}
+
+# start NAME command...: runs it in the background (under `timeout $STEP_LIMIT`), logging to
+# $BUILD/gpu-check/NAME.log; finish waits for every started step and records the results in order.
+# The checks after the build share the one GPU side by side; the benchmark runs alone.
+declare -a PIDS=() PNAMES=() PSTART=()
+start() {
   local name=$1
   shift
-  local log="$BUILD/gpu-check/$name.log" t0=$SECONDS rc
   mkdir -p "$BUILD/gpu-check"
   echo "== $name: $*"
-  "$@" >"$log" 2>&1
-  rc=$?
-  tail -n 5 "$log" | sed 's/^/   /'
-  NAMES+=("$name")
-  TIMES+=("$((SECONDS - t0))s")
-  if [ $rc -eq 0 ]; then RESULTS+=("pass"); else RESULTS+=("FAIL (exit $rc, $log)"); FAILED=1; fi
-  return $rc
+  if [ "$(type -t "$1")" = function ]; then  # deps, configure: this shell's functions, no limit
+    "$@" >"$BUILD/gpu-check/$name.log" 2>&1 &
+  else
+    timeout "$STEP_LIMIT" "$@" >"$BUILD/gpu-check/$name.log" 2>&1 &
+  fi
+  PIDS+=($!)
+  PNAMES+=("$name")
+  PSTART+=("$SECONDS")
+}
+finish() {
+  local i rc name log all=0
+  for i in "${!PIDS[@]}"; do
+    wait "${PIDS[$i]}"
+    rc=$?
+    name=${PNAMES[$i]}
+    log="$BUILD/gpu-check/$name.log"
+    echo "-- $name (exit $rc):"
+    tail -n 5 "$log" | sed 's/^/   /'
+    NAMES+=("$name")
+    TIMES+=("$((SECONDS - PSTART[$i]))s")
+    if [ $rc -eq 0 ]; then RESULTS+=("pass")
+    elif [ $rc -eq 124 ]; then RESULTS+=("FAIL (over ${STEP_LIMIT}s, $log)"); FAILED=1; all=1
+    else RESULTS+=("FAIL (exit $rc, $log)"); FAILED=1; all=1; fi
+  done
+  PIDS=() PNAMES=() PSTART=()
+  return $all
 }
 
 summary() {
@@ -102,6 +131,26 @@ if [ -z "${PYTHON:-}" ]; then
   done
 fi
 
+# cuDNN: CMake looks beside the CUDA toolkit; a machine whose cuDNN came with PyTorch's wheels
+# (nvidia/cudnn/{include,lib}, libcudnn.so.9 without the unversioned name) is pointed at it here.
+find_cudnn() {
+  local d py
+  for d in "${CUDA_HOME:-/usr/local/cuda}" /usr /usr/local; do
+    [ -e "$d/include/cudnn.h" ] && return 0
+  done
+  [ -e /usr/include/x86_64-linux-gnu/cudnn.h ] && return 0
+  py=${PYTHON:-python3}
+  d=$("$py" -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null) || return 0
+  if [ -e "$d/include/cudnn.h" ]; then
+    local lib
+    lib=$(ls "$d"/lib/libcudnn.so* 2>/dev/null | head -n 1)
+    MF_GPU_CMAKE_ARGS+=("-DMF_CUDNN_INCLUDE=$d/include" "-DMF_CUDNN=$lib")
+    export LD_LIBRARY_PATH="$d/lib:${LD_LIBRARY_PATH:-}"
+    echo "cuDNN from $d"
+  fi
+}
+find_cudnn
+
 deps() {  # every build dependency, each missing one named, before minutes of compiling
   local missing=() c inc
   for c in nvcc cmake g++ pkg-config; do command -v "$c" >/dev/null || missing+=("command $c"); done
@@ -131,12 +180,15 @@ step build configure || summary
 MF="$BUILD/moonflow"
 step gpu "$MF" -e "assert(mf.cuda.is_available(), 'no GPU: ' .. mf.cuda.reason()); print(mf.cuda.device_count() .. ' GPU(s)')" ||
   summary
-step test_cuda "$MF" tests/lua/test_cuda.lua
-step allocator "$BUILD/tests/mf_tests" '[cuda_allocator]'
-step codegen "$BUILD/tests/mf_tests" '[cuda]'  # fused kernels from strings: every fusable op through NVRTC
-step harness "$MF" tests/ops/harness.lua --device cuda
-step kernels "$MF" scripts/gpu/kernels.lua
-step train_step "$MF" scripts/gpu/train_step.lua --steps 1000
-step examples scripts/gpu/examples.sh "$MF" cuda
+start test_cuda "$MF" tests/lua/test_cuda.lua
+start allocator "$BUILD/tests/mf_tests" '[cuda_allocator]'
+start codegen "$BUILD/tests/mf_tests" '[cuda]'  # fused kernels from strings: every fusable op through NVRTC
+for k in $(seq 1 "$HARNESS_SHARDS"); do
+  start "harness-$k" "$MF" tests/ops/harness.lua --device cuda --shard "$k/$HARNESS_SHARDS"
+done
+start kernels "$MF" scripts/gpu/kernels.lua
+start train_step "$MF" scripts/gpu/train_step.lua --steps 1000
+start examples scripts/gpu/examples.sh "$MF" cuda
+finish
 step bench "$MF" scripts/gpu/bench.lua --quick
 summary

@@ -15,9 +15,10 @@
 --   H.set_device(name)    run later cases with their inputs made on that device and graphs in a
 --                         session on it; its memory need not be host-addressable (cuda: inputs are
 --                         written on the host and copied there; results are read through :cpu())
--- Run as a script, `moonflow tests/ops/harness.lua [--time] [--device NAME] [op or case ...]` runs
--- (or times) the cases, all or the named ones, on the CPU or that device, against the same float64
--- references, and exits non-zero on a failure.
+-- Run as a script, `moonflow tests/ops/harness.lua [--time] [--device NAME] [--shard K/N] [op or case ...]`
+-- runs (or times) the cases, all or the named ones, on the CPU or that device, against the same
+-- float64 references, and exits non-zero on a failure; --shard K/N keeps every Nth case from the Kth
+-- (N processes side by side cover every case once; shard 1 also checks coverage).
 local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
 local mf = require 'moonflow'
@@ -549,21 +550,27 @@ end
 
 if as_script then
   local want, timing, failed, ran = {}, false, 0, 0
+  local shard, nshards = 1, 1  -- --shard K/N: every Nth case from the Kth (parallel processes)
   local i = 1
   while i <= #arg do
     if arg[i] == '--time' then timing = true
     elseif arg[i] == '--device' then H.set_device(arg[i + 1]); i = i + 1
+    elseif arg[i] == '--shard' then
+      shard, nshards = (arg[i + 1] or ''):match('^(%d+)/(%d+)$')
+      shard, nshards = tonumber(shard), tonumber(nshards)
+      assert(shard and shard >= 1 and shard <= nshards, 'harness: --shard wants K/N with 1 <= K <= N')
+      i = i + 1
     else want[arg[i]] = true end
     i = i + 1
   end
   local all = next(want) == nil
-  if all and not timing then
+  if all and not timing and shard == 1 then
     local err = H.check_coverage()
     if err then io.stderr:write('FAIL coverage\n', err, '\n'); failed = failed + 1 end
   end
-  for _, name in ipairs(names) do
+  for k, name in ipairs(names) do
     local c = by_name[name]
-    if all or want[c.op] or want[name] then
+    if (all or want[c.op] or want[name]) and (k - shard) % nshards == 0 then
       if timing then
         if not (c.error or c.check) then print(('%-36s %10.2f us'):format(name, H.time_case(name, 200))) end
       else
