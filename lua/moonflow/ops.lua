@@ -429,7 +429,11 @@ return function(mf)
     local f = op.factories[strings]
     if f then return f end
     local src, label = op.src[strings], K.STRINGS[strings]
-    if not src or src == '' then raise(('%s: no %s kernel is registered'):format(op.name, label)) end
+    if not src or src == '' then
+      local how = bit.band(op.flags, OPF_LUA) ~= 0 and
+        ("; register_op{lua_compute = {cpu = ..., %s = ...}} gives one, or move the inputs with :cpu()"):format(label) or ''
+      raise(('%s: no %s kernel is registered%s'):format(op.name, label, how))
+    end
     f = compile_kernel(op.name, label, src)
     stats.factories = stats.factories + 1
     op.factories[strings] = f
@@ -1198,7 +1202,18 @@ return function(mf)
       raise(('register_op %s: num_inputs must be a non-negative integer'):format(name))
     end
     if type(def.doc) ~= 'string' or def.doc == '' then raise(('register_op %s: doc is required'):format(name)) end
-    if type(def.lua_compute) ~= 'string' then raise(('register_op %s: lua_compute must be a kernel string'):format(name)) end
+    -- lua_compute: the CPU kernel string, or {cpu = string, cuda = string} (cuda optional)
+    local cpu_src, cuda_src = def.lua_compute, nil
+    if type(cpu_src) == 'table' then
+      require('moonflow.options').keys('register_op ' .. name .. ': lua_compute', cpu_src, {'cpu', 'cuda'}, 'device')
+      cpu_src, cuda_src = cpu_src.cpu, cpu_src.cuda
+      if cuda_src ~= nil and type(cuda_src) ~= 'string' then
+        raise(('register_op %s: lua_compute.cuda must be a kernel string'):format(name))
+      end
+    end
+    if type(cpu_src) ~= 'string' then
+      raise(('register_op %s: lua_compute must be a kernel string or {cpu = string, cuda = string}'):format(name))
+    end
     -- rules given as source strings go into the registry and serve every engine of the process;
     -- rules given as Lua functions stay in this engine (other engines get a clear error)
     local infer = def.infer_shape or 'same'
@@ -1258,7 +1273,8 @@ return function(mf)
       pspecs[k] = {kind = kind, doc = spec.doc or '',
                    dflt = spec.default ~= nil and encode_value({name = name, param_kind = {}}, k, spec.default) or nil}
     end
-    local factory = compile_kernel(name, K.STRINGS[CPU], def.lua_compute)  -- load errors surface before registering
+    local factory = compile_kernel(name, K.STRINGS[CPU], cpu_src)  -- load errors surface before registering
+    local cuda_factory = cuda_src and compile_kernel(name, K.STRINGS[CUDA], cuda_src)
     -- a write op takes its inputs as they are (strided): a contiguous copy of a view would take the write
     local flags = bit.bor((def.strided or nw ~= 0) and C.MF_OPF_STRIDED or 0, nw ~= 0 and OPF_WRITES or 0,
                           type(infer) == 'function' and C.MF_OPF_LOCAL_SHAPE or 0,
@@ -1268,6 +1284,7 @@ return function(mf)
     for i = 1, #lends do lend_arr[i - 1] = lends[i] end
     attrs.num_written, attrs.num_shape_inputs, attrs.shape_inputs = nw, #lends, lend_arr
     attrs.in_place_of = def.in_place_of
+    attrs.cuda_src = cuda_src
     local np = #pnames
     local pn, pk, pd, pdoc = ffi.new('const char *[?]', np + 1), ffi.new('const char *[?]', np + 1),
                              ffi.new('const char *[?]', np + 1), ffi.new('const char *[?]', np + 1)
@@ -1275,12 +1292,13 @@ return function(mf)
       local s = pspecs[k]
       pn[i - 1], pk[i - 1], pd[i - 1], pdoc[i - 1] = k, s.kind, s.dflt, s.doc
     end
-    local index = C.mf_op_register_lua(name, def.doc, nin, def.lua_compute, type(grad) == 'string' and grad or nil,
+    local index = C.mf_op_register_lua(name, def.doc, nin, cpu_src, type(grad) == 'string' and grad or nil,
                                        type(infer) == 'string' and infer ~= 'same' and infer or nil, flags,
                                        np, pn, pk, pd, pdoc, attrs)
     if index < 0 then raise(ffi.string(C.mf_last_error())) end
     local op = load_op(index)
     op.factories[CPU] = factory
+    if cuda_factory then op.factories[CUDA] = cuda_factory end
     if type(infer) == 'function' then op.lua_infer = infer end
     if type(grad) == 'function' then op.lua_gradient = grad end
     install(op)

@@ -333,14 +333,18 @@ return function(mf)
     if type(feeds) ~= 'table' then raise('Session.run: feeds must be a table {[placeholder] = tensor}') end
     local g = self.graph
     -- feeds: validated, and keyed into the cache signature
-    local feed_of, fkeys = {}, {}
+    local feed_of, fkeys, uploaded = {}, {}, nil
     for k, v in pairs(feeds) do
       if not is_symbol(k) then raise(('Session.run: a feed key is a %s; expected a placeholder symbol'):format(type(k))) end
       if k.graph ~= g then raise("Session.run: a fed placeholder belongs to another graph") end
       local info = g.nodes[k.node]
       if info.kind ~= KIND_PLACEHOLDER then raise(("Session.run: '%s' is not a placeholder; only placeholders are fed"):format(info.name)) end
       v = check_feed(k, info, v)
-      if v._device_id ~= self.device_id then v = v:to(self.device) end  -- host data fed to a device session
+      if v._device_id ~= self.device_id then  -- host data fed to a device session: copied there
+        v = v:to(self.device)
+        uploaded = uploaded or {}
+        uploaded[#uploaded + 1] = v
+      end
       feed_of[k.node] = v
       local layout = ''
       if v._is_contig ~= 1 then  -- executors are bound per feed layout (strided kernels hoist strides)
@@ -414,6 +418,15 @@ return function(mf)
       if e then
         values[i] = fetch_value(e)
         if e.per_run then e.fresh = nil end
+      end
+    end
+    -- the uploaded copies go back to the device's allocator now (stream-ordered: the kernels queued
+    -- to read them run first) rather than when the collector finds them: a training loop fed from
+    -- the host would otherwise hold a batch of device memory per step until a cycle ran. A fetch
+    -- that shares one's storage keeps it.
+    if uploaded then
+      for i = 1, #uploaded do
+        if C.mf_storage_refcount(uploaded[i]) == 1 then mf._release_now(uploaded[i]) end
       end
     end
     local res = type(shape) == 'number' and values[shape] or rebuild(shape, values)

@@ -109,11 +109,13 @@ if [ -d "$DEPS/usr" ]; then
   ML=$DEPS/usr/lib/x86_64-linux-gnu
   export PATH="$DEPS/usr/bin:$PATH"
   export PKG_CONFIG_LIBDIR="$ML/pkgconfig:$DEPS/usr/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$DEPS"
+  export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1  # -I$DEPS/usr/include too (sleef.h)
   # the PyTorch twin of bench.lua runs with the machine's own library path, not these libraries
   export MF_TWIN_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
   export LD_LIBRARY_PATH="$ML/openblas-openmp:$ML:${LD_LIBRARY_PATH:-}"
   MF_GPU_CMAKE_ARGS+=("-DCMAKE_PREFIX_PATH=$DEPS/usr" "-DMF_OPENBLAS_DIR=$ML/openblas-openmp"
-                      "-DMF_OPENBLAS_INCLUDE=$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp")
+                      "-DMF_OPENBLAS_INCLUDE=$DEPS/usr/include/x86_64-linux-gnu/openblas-openmp"
+                      "-DCMAKE_CXX_FLAGS=-idirafter $DEPS/usr/include -idirafter $DEPS/usr/include/x86_64-linux-gnu")
   # the Fashion-MNIST subset prepare_deps.sh writes there, unless the machine has the dataset
   if [ -z "${MF_FASHION_MNIST_DIR:-}" ] && [ ! -e /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] &&
     [ -d "$DEPS/fashion-mnist" ]; then

@@ -142,6 +142,8 @@ typedef struct {
   int32_t num_shape_inputs; /* shape_inputs[0 .. n): 1-based inputs that lend only their shape */
   const int32_t *shape_inputs;
   const char *in_place_of;  /* the out-of-place op this write op is the in-place form of, or NULL */
+  const char *cuda_src;     /* the kernel string for device cuda, or NULL: the op has none (its CPU
+                               kernel is not used for cuda tensors, as a native op's may be) */
 } mf_op_lua_attrs;
 int mf_op_register_lua(const char *name, const char *doc, int num_inputs, const char *cpu_src, const char *gradient_src,
                        const char *shape_src, int flags, int num_params, const char *const *param_names,

@@ -309,6 +309,7 @@ int mf_op_register_lua(const char* name, const char* doc, int num_inputs, const 
     if (attrs) {
       for (int i = 0; i < attrs->num_shape_inputs; ++i) op.lends_shape(attrs->shape_inputs[i]);
       if (attrs->in_place_of) op.in_place_of(attrs->in_place_of);
+      if (attrs->cuda_src) op.lua_compute(MF_CUDA, attrs->cuda_src);
     }
     if (shape_src) {
       op.lua_shape_ = shape_src;

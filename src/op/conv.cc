@@ -106,7 +106,8 @@ function(ins, outs, p, K)
   local sh, sw = K.pair(p.stride)
   local ph, pw = K.pair(p.padding)
   local dh, dw = K.pair(p.dilation)
-  local ws = mf._new_tensor({K.conv2d_workspace()lua") + std::to_string(kind) + R"lua(, out, a, b, sh, sw, ph, pw, dh, dw)}, ffi.C.MF_UINT8)
+  local ws = mf._new_tensor({K.conv2d_workspace()lua") + std::to_string(kind) + R"lua(, out, a, b, sh, sw, ph, pw, dh, dw)}, ffi.C.MF_UINT8,
+                          out._device_id)  -- the routine's scratch, on its device (cuDNN's workspace)
   return function() K.)lua" + routine + R"lua((out, a, b, ws, sh, sw, ph, pw, dh, dw) end
 end)lua";
 }

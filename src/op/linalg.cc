@@ -208,7 +208,7 @@ function(ins, outs, p, K)
   local alpha, beta = p.alpha, p.beta
   if beta == 0 and alpha == 1 then return function() K.matmul(y, a, b, 0, 0) end end
   -- y = a b, then y = y * alpha + c * beta in one fused pass (scalars as one-element tensors)
-  local sa, sb = mf._new_tensor({}, y._dtype_id), mf._new_tensor({}, y._dtype_id)
+  local sa, sb = mf._new_tensor({}, y._dtype_id, y._device_id), mf._new_tensor({}, y._dtype_id, y._device_id)
   K.fill(sa, alpha)
   K.fill(sb, beta)
   local mul, add = K.B.mul, K.B.add

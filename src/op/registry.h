@@ -157,7 +157,10 @@ struct OpDef {
   // faster CUDA path). Host reads that remain (x:item()) copy and wait for the device: correct, slow.
   OpDef& lua_compute(int device, std::string src) { lua_compute_[device] = std::move(src); return *this; }
   const std::string& lua_compute_for(int strings) const {
-    return strings == MF_CUDA && lua_compute_[MF_CUDA].empty() ? lua_compute_[MF_CPU] : lua_compute_[strings];
+    // a native op's CPU string serves cuda too when it only calls the device's kernel table (K);
+    // an op registered from Lua reads memory itself, so it runs on cuda only with its own string
+    bool fallback = strings == MF_CUDA && lua_compute_[MF_CUDA].empty() && !(flags_ & MF_OPF_LUA);
+    return fallback ? lua_compute_[MF_CPU] : lua_compute_[strings];
   }
   OpDef& gradient(std::string src) { lua_gradient_ = std::move(src); return *this; }
 };

@@ -66,15 +66,19 @@ register{
   end ]]}
 
 register{
-  name = 'harness_identity', num_inputs = 1, doc = 'a copy of x (any dtype), by a plain loop',
+  name = 'harness_identity', num_inputs = 1,
+  doc = 'a copy of x (any dtype), by a plain loop on the CPU and the device copy on cuda',
   infer_shape = 'same',
-  lua_compute = [[ function(ins, outs, p)
+  lua_compute = {cpu = [[ function(ins, outs, p)
     local x, y = ins[1], outs[1]
     return function()
       local n, xp, yp = x:numel(), x:data(), y:data()
       for i = 0, n - 1 do yp[i] = xp[i] end
     end
-  end ]]}
+  end ]], cuda = [[ function(ins, outs, p, K)
+    local x, y = ins[1], outs[1]
+    return function() K.copy(y, x) end
+  end ]]}}
 
 local FLOATS = {'float32', 'float64'}
 add{name = 'harness_cube', op = 'harness_cube', inputs = {input({3, 4, 2})}, dtypes = FLOATS,

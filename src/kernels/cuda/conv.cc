@@ -227,6 +227,7 @@ void run(int kind, mf_tensor& out, const mf_tensor& a, const mf_tensor& b, mf_te
   const void* pb = packed(b, keep, op);
   void* work = nullptr;
   if (c.bytes > 0) {
+    if (ws && ws->ptr && ws->device_id != MF_CUDA) fail(op, ": the workspace is on device ", ws->device_id, "; expected cuda");
     if (ws && ws->ptr && size_t(tensor_nbytes(*ws)) >= c.bytes) {
       work = ws->ptr;
     } else {
