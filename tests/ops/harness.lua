@@ -592,7 +592,8 @@ if as_script then
       else
         ran = ran + 1
         if os.getenv('MF_HARNESS_TRACE') then io.stderr:write('case ', name, '\n') end  -- before a crash
-        local e = H.run_case(name)
+        local okc, e = pcall(H.run_case, name)  -- an error in the harness itself fails this case only
+        if not okc then e = ('case %s: the harness raised %s'):format(name, tostring(e)) end
         if e then io.stderr:write('FAIL ', e, '\n'); failed = failed + 1 end
       end
     end
