@@ -22,6 +22,30 @@ return function(mf)
   local IS_FLOAT = {[F32] = true, [F64] = true}
   mf._DTYPE_NAME, mf._IS_FLOAT, mf._PTR = DTYPE_NAME, IS_FLOAT, PTR
 
+  -- The number at element offset off of ptr (a tensor's data) of dtype. A float NaN is read as Lua's
+  -- own NaN: LuaJIT keeps a double's bits as they are, and a NaN with the sign bit and a large payload
+  -- is one of its tagged values (0xffffffffe0000000, what CUDA's double erf gives for NaN, reads as
+  -- nil; other payloads as a string or table pointer, which crashes the collector). Such NaNs come
+  -- from devices, files and float32 NaNs widened to double, so every read of element values in the
+  -- library goes through here.
+  local U32P, F64P, F32P = ffi.typeof('uint32_t *'), PTR[F64], PTR[F32]
+  local NAN = 0 / 0
+  local band = bit.band
+  local function value_at(ptr, dtype, off)
+    if dtype == F64 then
+      local w = ffi.cast(U32P, ptr)
+      local hi = w[off * 2 + 1]  -- little-endian: the sign, exponent and top of the mantissa
+      if band(hi, 0x7ff00000) == 0x7ff00000 and (band(hi, 0xfffff) ~= 0 or w[off * 2] ~= 0) then return NAN end
+      return ffi.cast(F64P, ptr)[off]
+    elseif dtype == F32 then
+      local b = ffi.cast(U32P, ptr)[off]
+      if band(b, 0x7f800000) == 0x7f800000 and band(b, 0x7fffff) ~= 0 then return NAN end
+      return tonumber(ffi.cast(F32P, ptr)[off])
+    end
+    return tonumber(ffi.cast(PTR[dtype], ptr)[off])
+  end
+  mf._value_at = value_at
+
   local raise = K.raise
   mf._raise = raise
 
@@ -253,7 +277,7 @@ return function(mf)
     local off = elem_offset(t, {...}, 'get')
     local h = host_readable(t)
     if h ~= t then off = elem_offset(h, {...}, 'get') end
-    return tonumber(ffi.cast(PTR[h._dtype_id], h._ptr)[off])
+    return value_at(h._ptr, h._dtype_id, off)
   end
 
   -- The write rule (README "Writes"; src/core/writes.h) for element and row assignment: the
@@ -272,7 +296,7 @@ return function(mf)
         end
       end
       v = host_readable(v)
-      v = tonumber(ffi.cast(PTR[v._dtype_id], v._ptr)[0])
+      v = value_at(v._ptr, v._dtype_id, 0)
     end
     if type(v) ~= 'number' then raise(('%s: the value is a %s; expected a number or a tensor'):format(what, type(v))) end
     if not IS_FLOAT[dtype] and C.mf_check_value(v, dtype, what) ~= 0 then raise(ffi.string(C.mf_last_error())) end
@@ -363,7 +387,7 @@ return function(mf)
       raise(('item: tensor has %d elements (%s); expected exactly 1'):format(tonumber(t._count), methods.shape_str(t)))
     end
     local h = host_readable(t)
-    return tonumber(ffi.cast(PTR[h._dtype_id], h._ptr)[0])
+    return value_at(h._ptr, h._dtype_id, 0)
   end
 
   -- sizes and types ----------------------------------------------------------------------------
@@ -557,7 +581,7 @@ return function(mf)
       local off = 0
       for d = 1, nd do off = off + (ix[d] - 1) * tonumber(t._strides[d - 1]) end
       if t._dtype_id == I64 then return p[off] end
-      return tonumber(p[off])
+      return value_at(t._ptr, t._dtype_id, off)
     end
     if nd == 0 then
       local s = fmt_values({at({})}, IS_FLOAT[t._dtype_id])
@@ -693,7 +717,7 @@ return function(mf)
       return mf.select(t, 1, k)
     end
     if type(k) == 'table' then
-      if #k >= t._ndim then return tonumber(ffi.cast(PTR[t._dtype_id], t._ptr)[elem_offset(t, k, 'index t[{i, j, ...}]')]) end
+      if #k >= t._ndim then return value_at(t._ptr, t._dtype_id, elem_offset(t, k, 'index t[{i, j, ...}]')) end
       return partial(t, k, 'index t[{i, j, ...}]')
     end
     if k == 'grad' then return mf._grad_of(t) end  -- t.grad: the tape's gradient (tape.lua)

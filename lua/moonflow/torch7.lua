@@ -8,6 +8,7 @@ return function(mf)
   local K, raise, is_tensor, methods = mf.kernels, mf._raise, mf.is_tensor, mf.Tensor
   local HOST = K.HOST
   local PTR = mf._PTR  -- element pointer type per dtype (tensor.lua)
+  local value_at = mf._value_at  -- an element as a Lua number, NaNs made canonical (tensor.lua)
 
   -- mf.Tensor(...): Torch7's constructor, one rule per argument kind --------------------------------
   --   mf.Tensor()            an empty 1-D tensor (0 elements)
@@ -128,7 +129,7 @@ return function(mf)
     if t._autograd ~= 0 then mf._check_write_target(t, 'apply') end  -- not into a recorded result (tape.lua)
     local p, dt = ffi.cast(PTR[t._dtype_id], t._ptr), t._dtype_id
     each(t, nil, function(off)
-      local r = fn(tonumber(p[off]))
+      local r = fn(value_at(t._ptr, dt, off))
       if r ~= nil then p[off] = stored(r, dt, 'apply') end
     end)
     mf._bump_version(t, mf._WRITER.apply)  -- the storage's version counter (tape.lua)
@@ -152,9 +153,9 @@ return function(mf)
       raise(('map: other is %s; it must broadcast to the tensor %s (map writes the tensor, whose shape stays)')
         :format(other:shape_str(), t:shape_str()))
     end
-    local p, q, dt = ffi.cast(PTR[t._dtype_id], t._ptr), ffi.cast(PTR[other._dtype_id], other._ptr), t._dtype_id
+    local p, dt = ffi.cast(PTR[t._dtype_id], t._ptr), t._dtype_id
     each(t, other, function(off, ooff)
-      local r = fn(tonumber(p[off]), tonumber(q[ooff]))
+      local r = fn(value_at(t._ptr, dt, off), value_at(other._ptr, other._dtype_id, ooff))
       if r ~= nil then p[off] = stored(r, dt, 'map') end
     end)
     mf._bump_version(t, mf._WRITER.map)

@@ -76,9 +76,11 @@ end
 -- tensor on another device is copied there first)
 local function read(t)
   if t._device_id ~= C.MF_CPU then t = t:cpu() end
-  local shape, p, out, st = shape_of(t), ffi.cast(PTR[t._dtype_id], t._ptr), {}, {}
+  -- (through mf._value_at: a NaN with the sign bit and a large payload, as CUDA's double erf gives,
+  -- would otherwise read as nil)
+  local shape, ptr, dt, out, st = shape_of(t), t._ptr, t._dtype_id, {}, {}
   for d = 1, #shape do st[d] = tonumber(t._strides[d - 1]) end
-  L.walk(shape, {st}, function(i, o) out[i] = tonumber(p[o[1]]) end)
+  L.walk(shape, {st}, function(i, o) out[i] = mf._value_at(ptr, dt, o[1]) end)
   return out
 end
 
