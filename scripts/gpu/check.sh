@@ -6,7 +6,9 @@
 # 3. tests/lua/test_cuda.lua (device tensors, factories, views, mixed devices, memory) and the
 #    allocator's bookkeeping test;
 # 4. the op harness with every case on cuda against the CPU's float64 references
-#    (float32 1e-5, float64 1e-12 relative; eager and inside a graph);
+#    (float32 1e-5, float64 1e-12 relative; eager and inside a graph; MF_GPU_HARNESS_SHARDS
+#    processes side by side, 4 by default), and the gradient checks
+#    (tests/lua/test_gradients.lua --device cuda: graphs and the tape against finite differences);
 # 5. scripts/gpu/kernels.lua: every kernel table entry, CPU vs GPU on the same operands;
 # 6. scripts/gpu/train_step.lua: graph and eager MLP training on cuda against the CPU, device memory
 #    flat over 1,000 steps, host waits per training step;
@@ -17,7 +19,10 @@
 #    eager step, the fused update below 85% of device copy bandwidth).
 # The summary ends with the tables of steps 7 and 8 in full.
 # Prints one summary table; exits non-zero when any check failed (or when there is no GPU).
+# Steps 3 to 7 run side by side (one GPU, 16 cores on the device tool's machine), each under
+# MF_GPU_STEP_LIMIT seconds (400); the benchmark runs alone after them.
 # MF_GPU_BUILD_ONLY=1: the dependency check and the build only (a first, separate device call).
+# MF_GPU_CMAKE_ARGS: more CMake arguments (-DCMAKE_CUDA_ARCHITECTURES=90 builds for the H100/H200 only).
 #
 # Dependencies, checked first (step "deps", before any compiling): nvcc, cmake, g++, pkg-config and
 # moonflow's libraries with headers: LuaJIT (pkg-config luajit), SLEEF (pkg-config sleef), the
@@ -188,6 +193,7 @@ start codegen "$BUILD/tests/mf_tests" '[cuda]'  # fused kernels from strings: ev
 for k in $(seq 1 "$HARNESS_SHARDS"); do
   start "harness-$k" "$MF" tests/ops/harness.lua --device cuda --shard "$k/$HARNESS_SHARDS"
 done
+start grad "$MF" tests/lua/test_gradients.lua --device cuda  # finite differences, graph and tape, on cuda
 start kernels "$MF" scripts/gpu/kernels.lua
 start train_step "$MF" scripts/gpu/train_step.lua --steps 1000
 start examples scripts/gpu/examples.sh "$MF" cuda
