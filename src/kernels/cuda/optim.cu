@@ -118,10 +118,16 @@ __global__ void momentum_kernel(long long n, Operand w, Operand m, Operand g, Sc
 
 // The per-step scalars come from t and lr on the device (upd::adam_scalars, the CPU's formula); a step
 // count below 1 is recorded as a fault (raised at the next host read) and nothing is written.
-template <typename T, int DECAY>
-__global__ void adam_kernel(long long n, Operand w, Operand m, Operand v, Operand g, Scalar step, Scalar lr,
-                            double beta1, double beta2, T eps, double weight_decay, int form, FaultSlot fs,
-                            const char* op) {
+// Adam's per-step scalars, from t and lr on the device (upd::adam_scalars, the CPU's formula); false
+// (after recording the fault: raised at the next host read) for a step count below 1, when nothing
+// is written.
+template <typename T>
+struct AdamConsts {
+  T b1, b2, c1, c2, st, ds, wd, keep;
+};
+template <typename T>
+__device__ bool adam_consts(AdamConsts<T>& c, Scalar step, Scalar lr, double beta1, double beta2,
+                            double weight_decay, int form, FaultSlot fs, const char* op) {
   double t = value(step);
   if (!(t >= 1)) {
     if (global_index() == 0) {
@@ -130,15 +136,48 @@ __global__ void adam_kernel(long long n, Operand w, Operand m, Operand v, Operan
       info.kind = kFaultAdamStep;
       record_fault(fs, info, 0, 0, t);
     }
-    return;
+    return false;
   }
   upd::AdamStep k = upd::adam_scalars(t, value(lr), beta1, beta2, weight_decay, form);
   // 1 - beta in double, then rounded, as the CPU
-  const T b1 = T(beta1), b2 = T(beta2), c1 = T(1 - beta1), c2 = T(1 - beta2), st = T(k.step), ds = T(k.ds),
-          wd = T(weight_decay), keep = T(k.keep);
+  c = AdamConsts<T>{T(beta1), T(beta2), T(1 - beta1), T(1 - beta2), T(k.step), T(k.ds), T(weight_decay), T(k.keep)};
+  return true;
+}
+
+template <typename T, int DECAY>
+__global__ void adam_kernel(long long n, Operand w, Operand m, Operand v, Operand g, Scalar step, Scalar lr,
+                            double beta1, double beta2, T eps, double weight_decay, int form, FaultSlot fs,
+                            const char* op) {
+  AdamConsts<T> c;
+  if (!adam_consts(c, step, lr, beta1, beta2, weight_decay, form, fs, op)) return;
   for (long long i = global_index(); i < n; i += global_step())
-    upd::adam_step<T, DECAY>(at<T>(w, i), at<T>(m, i), at<T>(v, i), at<T>(g, i), b1, b2, c1, c2, st, ds, eps, wd,
-                             keep);
+    upd::adam_step<T, DECAY>(at<T>(w, i), at<T>(m, i), at<T>(v, i), at<T>(g, i), c.b1, c.b2, c.c1, c.c2, c.st, c.ds,
+                             eps, c.wd, c.keep);
+}
+
+// the dense form, 16 bytes of each operand per access (as the momentum update's)
+template <typename T, int DECAY>
+__global__ void adam_packed_kernel(long long n, T* w, T* m, T* v, const T* g, Scalar step, Scalar lr, double beta1,
+                                   double beta2, T eps, double weight_decay, int form, FaultSlot fs, const char* op) {
+  AdamConsts<T> c;
+  if (!adam_consts(c, step, lr, beta1, beta2, weight_decay, form, fs, op)) return;
+  constexpr int K = kPackBytes / sizeof(T);
+  const long long packs = n / K;
+  for (long long i = global_index(); i < packs; i += global_step()) {
+    Pack<T> pw = reinterpret_cast<Pack<T>*>(w)[i], pm = reinterpret_cast<Pack<T>*>(m)[i],
+            pv = reinterpret_cast<Pack<T>*>(v)[i];
+    const Pack<T> pg = reinterpret_cast<const Pack<T>*>(g)[i];
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      upd::adam_step<T, DECAY>(pw.v[k], pm.v[k], pv.v[k], pg.v[k], c.b1, c.b2, c.c1, c.c2, c.st, c.ds, eps, c.wd,
+                               c.keep);
+    reinterpret_cast<Pack<T>*>(w)[i] = pw;
+    reinterpret_cast<Pack<T>*>(m)[i] = pm;
+    reinterpret_cast<Pack<T>*>(v)[i] = pv;
+  }
+  const long long t = packs * K + global_index();
+  if (t < n)
+    upd::adam_step<T, DECAY>(w[t], m[t], v[t], g[t], c.b1, c.b2, c.c1, c.c2, c.st, c.ds, eps, c.wd, c.keep);
 }
 
 template <typename T>
@@ -186,8 +225,27 @@ void adam_typed(mf_tensor& var, mf_tensor& m, mf_tensor& v, const mf_tensor& gra
   long long n = var.count;
   Operand w = operand(var, var), mo = operand(m, var), vo = operand(v, var), g = operand(grad, var);
   FaultSlot fs = fault_slot();
-  unsigned grid = grid_for(n);
   T eps = T(epsilon);
+  if (packable(w) && packable(mo) && packable(vo) && packable(g)) {
+    T *pw = static_cast<T*>(w.p), *pm = static_cast<T*>(mo.p), *pv = static_cast<T*>(vo.p);
+    const T* pg = static_cast<const T*>(g.p);
+    unsigned grid = packed_grid<T>(n);
+    switch (upd::adam_decay(form, weight_decay)) {
+      case upd::kDecoupled:
+        adam_packed_kernel<T, upd::kDecoupled><<<grid, kThreads, 0, stream()>>>(n, pw, pm, pv, pg, step, lr, beta1,
+                                                                                beta2, eps, weight_decay, form, fs, op);
+        break;
+      case upd::kL2:
+        adam_packed_kernel<T, upd::kL2><<<grid, kThreads, 0, stream()>>>(n, pw, pm, pv, pg, step, lr, beta1, beta2,
+                                                                         eps, weight_decay, form, fs, op);
+        break;
+      default:
+        adam_packed_kernel<T, upd::kNoDecay><<<grid, kThreads, 0, stream()>>>(n, pw, pm, pv, pg, step, lr, beta1,
+                                                                              beta2, eps, weight_decay, form, fs, op);
+    }
+    return;
+  }
+  unsigned grid = grid_for(n);
   switch (upd::adam_decay(form, weight_decay)) {
     case upd::kDecoupled:
       adam_kernel<T, upd::kDecoupled><<<grid, kThreads, 0, stream()>>>(n, w, mo, vo, g, step, lr, beta1, beta2, eps,
