@@ -13,7 +13,9 @@
 extern "C" int mf_fused_prepare(const mf_fused* p, int32_t device, int32_t dtype) {
   return mf::guard(__func__, [&] {
     if (!p) mf::fail("fused_prepare: null program");
-    if (mf::device(device).strings != MF_CUDA) return;
+    // only the CUDA backend's device compiles programs (NVRTC); another device that takes the cuda
+    // slot of kernel strings (a test device over host memory) runs them through its kernel table
+    if (mf::device(device).strings != MF_CUDA || device != mf::find_device("cuda")) return;
 #ifdef MF_HAVE_CUDA
     mf::cuda::fused_prepare(p, dtype);
 #else

@@ -96,6 +96,18 @@ int testdev() {
   return id;
 }
 
+// A second test device that takes the cuda slot of kernel strings (its memory is the host's, its
+// table the counting one): ops registered from Lua with a CPU string only must refuse it, and those
+// with a cuda string run that one. Built-in ops have no cuda string of their own: their CPU string
+// serves, through K.
+int testcuda() {
+  static int id = [] {
+    testdev();
+    return mf::register_device("testcuda", &g_alloc, &kTestKernels, MF_CUDA);
+  }();
+  return id;
+}
+
 long host_copies() { return TESTDEV_ENTRY(copy_from_host)::calls + TESTDEV_ENTRY(copy_to_host)::calls; }
 
 // A Lua state with moonflow, closed at scope exit.
@@ -277,6 +289,52 @@ TEST_CASE("device: every op case runs on the test device", "[device]") {
   CHECK(g_calls - calls0 > 1000);
   CHECK(host_copies() - copies0 > 1000);  // every result is read on the host through copy_to_host
   CHECK(g_alloc.stats().allocations - s0.allocations > 1000);
+}
+
+TEST_CASE("device: every op case runs on a device with the cuda kernel slot", "[device]") {
+  testcuda();
+  long calls0 = g_calls;
+  State st;
+  std::string err = st.run(std::string("local MF_SOURCE_DIR = '" MF_SOURCE_DIR "'\n") + R"lua(
+    local H = assert(loadfile(MF_SOURCE_DIR .. '/tests/ops/harness.lua'))(MF_SOURCE_DIR .. '/tests/ops')
+    H.set_device('testcuda')
+    local failed = {}
+    for _, name in ipairs(H.case_names()) do
+      local e = H.run_case(name)
+      if e then failed[#failed + 1] = e end
+    end
+    if #failed > 0 then error(#failed .. ' cases failed on testcuda:\n' .. table.concat(failed, '\n'), 0) end
+    -- an op registered from Lua: its CPU string never runs on the device; a cuda string does
+    mf.register_op{name = 'tc_twice', num_inputs = 1, doc = '2x (CPU only)', lua_compute = [[
+      function(ins, outs) return function()
+        local n, x, y = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+        for i = 0, n - 1 do y[i] = 2 * x[i] end
+      end end ]]}
+    mf.register_op{name = 'tc_copy', num_inputs = 1, doc = 'a copy, on both slots', lua_compute = {
+      cpu = [[ function(ins, outs) return function()
+        local n, x, y = ins[1]:numel(), ins[1]:data(), outs[1]:data()
+        for i = 0, n - 1 do y[i] = x[i] end
+      end end ]],
+      cuda = [[ function(ins, outs, p, K) return function() K.copy(outs[1], ins[1]) end end ]]}}
+    local x = mf.tensor{1, 2, 3}
+    local xd = x:to('testcuda')
+    assert(mf.tc_twice(x):get(3) == 6, 'tc_twice on the CPU')
+    local ok, e = pcall(mf.tc_twice, xd)
+    assert(not ok and e:find("tc_twice: no cuda kernel is registered; register_op{lua_compute = {cpu = ..., cuda = ...}} " ..
+      "gives one, or move the inputs with :cpu()", 1, true), tostring(e))
+    local y = mf.tc_copy(xd)
+    assert(y:device() == 'testcuda' and y:cpu():get(2) == 2, 'tc_copy on the device')
+    assert(mf.tc_copy(x):get(1) == 1, 'tc_copy on the CPU')
+    -- in a graph on the device too
+    local ph = mf.placeholder('float32', {3}, 'x')
+    local r = mf.Session{device = 'testcuda'}:run(mf.tc_copy(ph) * 2, {[ph] = x})
+    assert(r:cpu():get(3) == 6, 'tc_copy in a graph on testcuda')
+    ok, e = pcall(function() return mf.Session{device = 'testcuda'}:run(mf.tc_twice(ph), {[ph] = x}) end)
+    assert(not ok and e:find('tc_twice: no cuda kernel is registered', 1, true), tostring(e))
+  )lua", "=op harness on testcuda");
+  INFO(err);
+  CHECK(err.empty());
+  CHECK(g_calls - calls0 > 1000);
 }
 
 // What a training step reads on the host (issue 16 item 5: host reads synchronise; a training step
