@@ -259,6 +259,11 @@ const std::string& unavailable_reason() { return registration().reason; }
 int device_count() { return registration().gpus; }
 int device_id() { return registration().id; }
 
+void on_device(const char* op, const char* name, const mf_tensor& t) {
+  if (t.device_id != device_id())
+    fail(op, ": ", name, " is on device ", t.device_id, "; expected the cuda device (", device_id(), ")");
+}
+
 void synchronize_all() {
   if (available()) synchronize("synchronize");
 }

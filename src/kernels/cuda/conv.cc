@@ -214,6 +214,10 @@ const void* packed(const mf_tensor& t, std::vector<std::unique_ptr<Scratch>>& ke
 
 void run(int kind, mf_tensor& out, const mf_tensor& a, const mf_tensor& b, mf_tensor* ws, const int32_t* hp) {
   const char* op = kNames[kind];
+  on_device(op, "the output", out);
+  on_device(op, "input 1", a);
+  on_device(op, "input 2", b);
+  if (ws && ws->ptr) on_device(op, "the workspace", *ws);
   check_float(op, a, b, out);
   Geom g = geom_of(kind, out, a, b, hp);
   if (out.count == 0) return;
@@ -227,7 +231,6 @@ void run(int kind, mf_tensor& out, const mf_tensor& a, const mf_tensor& b, mf_te
   const void* pb = packed(b, keep, op);
   void* work = nullptr;
   if (c.bytes > 0) {
-    if (ws && ws->ptr && ws->device_id != MF_CUDA) fail(op, ": the workspace is on device ", ws->device_id, "; expected cuda");
     if (ws && ws->ptr && size_t(tensor_nbytes(*ws)) >= c.bytes) {
       work = ws->ptr;
     } else {

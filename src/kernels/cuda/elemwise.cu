@@ -23,12 +23,6 @@ namespace cuda {
 
 namespace {
 
-// The tensor lives on the CUDA device (an op got host memory: a caller's bug, never a crash).
-void on_device(const char* op, const char* name, const mf_tensor& t) {
-  if (t.device_id != device_id())
-    fail(op, ": ", name, " is on device ", t.device_id, "; expected the cuda device (", device_id(), ")");
-}
-
 // -- unary, binary: the functor loops ------------------------------------------------------------
 
 // A: the functor's compute type, as the CPU loop's (pointwise.h UnaryAcc: integer tensors stay in T

@@ -203,6 +203,7 @@ int gather(mf_tensor* out_p, const mf_tensor* x_p, const mf_tensor* idx_p, int32
   return entry("gather", [&] {
     mf_tensor& out = *out_p;
     const mf_tensor &x = *x_p, &idx = *idx_p;
+    for (const mf_tensor* t : {(const mf_tensor*)out_p, x_p, idx_p}) on_device("gather", "an operand", *t);
     kcheck::meta("gather", "x", x);
     kcheck::meta("gather", "index", idx);
     kcheck::meta("gather", "output", out);
@@ -224,6 +225,7 @@ int scatter(mf_tensor* out_p, const mf_tensor* x_p, const mf_tensor* index_p, co
   return entry(op, [&] {
     mf_tensor& out = *out_p;
     const mf_tensor &x = *x_p, &index = *index_p, &source = *source_p;
+    for (const mf_tensor* t : {(const mf_tensor*)out_p, x_p, index_p, source_p}) on_device(op, "an operand", *t);
     kcheck::meta(op, "x", x);
     kcheck::meta(op, "index", index);
     kcheck::meta(op, "src", source);
@@ -251,6 +253,7 @@ int index_add(mf_tensor* out_p, const mf_tensor* x_p, const mf_tensor* index_p, 
     const char* op = "index_add";
     mf_tensor& out = *out_p;
     const mf_tensor &x = *x_p, &index = *index_p, &source = *source_p;
+    for (const mf_tensor* t : {(const mf_tensor*)out_p, x_p, index_p, source_p}) on_device(op, "an operand", *t);
     kcheck::meta(op, "x", x);
     kcheck::meta(op, "index", index);
     kcheck::meta(op, "src", source);
@@ -280,6 +283,7 @@ int index_add_like(mf_tensor* out_p, const mf_tensor* g_p, const mf_tensor* idx_
     const char* op = "index_add_like";
     mf_tensor& out = *out_p;
     const mf_tensor &g = *g_p, &idx = *idx_p;
+    for (const mf_tensor* t : {(const mf_tensor*)out_p, g_p, idx_p}) on_device(op, "an operand", *t);
     kcheck::meta(op, "gradient", g);
     kcheck::meta(op, "output", out);
     if (dim < 0 || dim >= g.ndim || g.ndim != out.ndim || idx.ndim != 1)

@@ -71,6 +71,10 @@ inline void check(cudnnStatus_t s, const char* routine, const char* call) {
 // After a <<<...>>> launch: a bad configuration shows up here, not in the launch statement.
 inline void check_launch(const char* routine) { check(cudaGetLastError(), routine, "kernel launch"); }
 
+// The tensor lives on the CUDA device: host memory handed to a kernel or library call (a caller's
+// bug, as the Lua layer checks devices first) is an error naming it, never a device fault.
+void on_device(const char* op, const char* name, const mf_tensor& t);
+
 // Stores the exception being handled for mf_last_error() (with "K.<routine>: " in front unless the
 // message already starts with the routine's name) and returns its status: MF_ERR_MEMORY for
 // OutOfMemory, MF_ERR_INTERNAL for CudaError and non-moonflow exceptions, MF_ERR_ARG for other

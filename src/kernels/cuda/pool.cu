@@ -201,6 +201,8 @@ __global__ void batch_norm_kernel(T* y, const T* x, const T* w, const T* bias, l
 int max_pool2d(mf_tensor* y, const mf_tensor* x, int32_t kh, int32_t kw, int32_t sh, int32_t sw, int32_t ph, int32_t pw) {
   return entry("max_pool2d", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
+    on_device("max_pool2d", "y", *y);
+    on_device("max_pool2d", "x", *x);
     kcheck::pool_types("max_pool2d", *y, *x, nullptr, true);
     Pool g = pool_of("max_pool2d", *x, *y, *x, kp);
     if (x->dtype_id == MF_FLOAT32) launch_max<float>(*y, *x, g);
@@ -214,6 +216,7 @@ int max_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, const mf_tensor* x, 
   return entry("max_pool2d_backward", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
     const char* op = "max_pool2d_backward";
+    for (const mf_tensor* t : {(const mf_tensor*)gx, gy, x}) on_device(op, "an operand", *t);
     kcheck::pool_types(op, *gx, *gy, x, true);
     Pool g = pool_of(op, *x, *gy, *gy, kp);
     if (shape_of(*gx) != shape_of(*x)) fail(op, ": the output is ", shape_str(*gx), ", x ", shape_str(*x));
@@ -227,6 +230,8 @@ int avg_pool2d(mf_tensor* y, const mf_tensor* x, int32_t kh, int32_t kw, int32_t
                int32_t count_include_pad) {
   return entry("avg_pool2d", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
+    on_device("avg_pool2d", "y", *y);
+    on_device("avg_pool2d", "x", *x);
     kcheck::pool_types("avg_pool2d", *y, *x, nullptr, true);
     Pool g = pool_of("avg_pool2d", *x, *y, *x, kp);
     if (x->dtype_id == MF_FLOAT32) launch_avg<float>(*y, *x, g, count_include_pad != 0, false);
@@ -240,6 +245,8 @@ int avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, int32_t kh, int32_t 
   return entry("avg_pool2d_backward", [&] {
     const int32_t kp[] = {kh, kw, sh, sw, ph, pw};
     const char* op = "avg_pool2d_backward";
+    on_device(op, "gx", *gx);
+    on_device(op, "gy", *gy);
     kcheck::pool_types(op, *gx, *gy, nullptr, true);
     Pool g = pool_of(op, *gx, *gy, *gy, kp);
     if (gy->dtype_id == MF_FLOAT32) launch_avg_backward<float>(*gx, *gy, g, count_include_pad != 0, false);
@@ -251,6 +258,8 @@ int avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy, int32_t kh, int32_t 
 int adaptive_avg_pool2d(mf_tensor* y, const mf_tensor* x) {
   return entry("adaptive_avg_pool2d", [&] {
     const char* op = "adaptive_avg_pool2d";
+    on_device(op, "y", *y);
+    on_device(op, "x", *x);
     kcheck::pool_types(op, *y, *x, nullptr, true);
     Pool g = pool_of(op, *x, *y, *x, nullptr);
     if (x->dtype_id == MF_FLOAT32) launch_avg<float>(*y, *x, g, false, true);
@@ -262,6 +271,8 @@ int adaptive_avg_pool2d(mf_tensor* y, const mf_tensor* x) {
 int adaptive_avg_pool2d_backward(mf_tensor* gx, const mf_tensor* gy) {
   return entry("adaptive_avg_pool2d_backward", [&] {
     const char* op = "adaptive_avg_pool2d_backward";
+    on_device(op, "gx", *gx);
+    on_device(op, "gy", *gy);
     kcheck::pool_types(op, *gx, *gy, nullptr, true);
     Pool g = pool_of(op, *gx, *gy, *gy, nullptr);
     if (gy->dtype_id == MF_FLOAT32) launch_avg_backward<float>(*gx, *gy, g, false, true);
@@ -275,6 +286,7 @@ int batch_norm(mf_tensor* y_p, const mf_tensor* x_p, const mf_tensor* w_p, const
     mf_tensor& y = *y_p;
     const mf_tensor &x = *x_p, &w = *w_p, &b = *b_p;
     const char* op = "batch_norm";
+    for (const mf_tensor* t : {(const mf_tensor*)y_p, x_p, w_p, b_p}) on_device(op, "an operand", *t);
     kcheck::batch_norm(op, y, x, w, b, true);  // the CPU's checks, and x of a float dtype (src/core/nchw.h)
     long long N = x.shape[0], C = x.shape[1], inner = 1;
     for (int d = 2; d < x.ndim; ++d) inner *= x.shape[d];

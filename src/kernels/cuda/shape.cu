@@ -19,11 +19,6 @@ namespace cuda {
 
 namespace {
 
-void on_device(const char* op, const char* name, const mf_tensor& t) {
-  if (t.device_id != device_id())
-    fail(op, ": ", name, " is on device ", t.device_id, "; expected the cuda device (", device_id(), ")");
-}
-
 // The view of out from position `at` along dim, of x's size there (a narrow of out).
 mf_tensor part_of(const mf_tensor& out, int dim, int64_t at, int64_t size, int64_t step = 1) {
   mf_tensor part = out;
