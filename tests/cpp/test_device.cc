@@ -269,21 +269,27 @@ TEST_CASE("device: a graph training step on the test device matches the CPU's", 
   CHECK(g_alloc.stats().allocations > s0.allocations);  // variables, slots and fetched values
 }
 
-TEST_CASE("device: every op case runs on the test device", "[device]") {
-  testdev();
-  long calls0 = g_calls, copies0 = host_copies();
-  mf::AllocatorStats s0 = g_alloc.stats();
-  State st;
-  std::string err = st.run(std::string("local MF_SOURCE_DIR = '" MF_SOURCE_DIR "'\n") + R"lua(
+// Runs every case of the op harness (tests/ops/harness.lua) on device, then more (Lua, may be
+// empty); "" when all passed, else the failures.
+static std::string harness_on(State& st, const std::string& device, const std::string& more) {
+  return st.run(std::string("local MF_SOURCE_DIR, DEVICE = '" MF_SOURCE_DIR "', '") + device + "'\n" + R"lua(
     local H = assert(loadfile(MF_SOURCE_DIR .. '/tests/ops/harness.lua'))(MF_SOURCE_DIR .. '/tests/ops')
-    H.set_device('testdev')
+    H.set_device(DEVICE)
     local failed = {}
     for _, name in ipairs(H.case_names()) do
       local e = H.run_case(name)
       if e then failed[#failed + 1] = e end
     end
-    if #failed > 0 then error(#failed .. ' cases failed on testdev:\n' .. table.concat(failed, '\n'), 0) end
-  )lua", "=op harness on testdev");
+    if #failed > 0 then error(#failed .. ' cases failed on ' .. DEVICE .. ':\n' .. table.concat(failed, '\n'), 0) end
+  )lua" + more, ("=op harness on " + device).c_str());
+}
+
+TEST_CASE("device: every op case runs on the test device", "[device]") {
+  testdev();
+  long calls0 = g_calls, copies0 = host_copies();
+  mf::AllocatorStats s0 = g_alloc.stats();
+  State st;
+  std::string err = harness_on(st, "testdev", "");
   INFO(err);
   CHECK(err.empty());
   CHECK(g_calls - calls0 > 1000);
@@ -295,15 +301,7 @@ TEST_CASE("device: every op case runs on a device with the cuda kernel slot", "[
   testcuda();
   long calls0 = g_calls;
   State st;
-  std::string err = st.run(std::string("local MF_SOURCE_DIR = '" MF_SOURCE_DIR "'\n") + R"lua(
-    local H = assert(loadfile(MF_SOURCE_DIR .. '/tests/ops/harness.lua'))(MF_SOURCE_DIR .. '/tests/ops')
-    H.set_device('testcuda')
-    local failed = {}
-    for _, name in ipairs(H.case_names()) do
-      local e = H.run_case(name)
-      if e then failed[#failed + 1] = e end
-    end
-    if #failed > 0 then error(#failed .. ' cases failed on testcuda:\n' .. table.concat(failed, '\n'), 0) end
+  std::string err = harness_on(st, "testcuda", R"lua(
     -- an op registered from Lua: its CPU string never runs on the device; a cuda string does
     mf.register_op{name = 'tc_twice', num_inputs = 1, doc = '2x (CPU only)', lua_compute = [[
       function(ins, outs) return function()
@@ -331,7 +329,7 @@ TEST_CASE("device: every op case runs on a device with the cuda kernel slot", "[
     assert(r:cpu():get(3) == 6, 'tc_copy in a graph on testcuda')
     ok, e = pcall(function() return mf.Session{device = 'testcuda'}:run(mf.tc_twice(ph), {[ph] = x}) end)
     assert(not ok and e:find('tc_twice: no cuda kernel is registered', 1, true), tostring(e))
-  )lua", "=op harness on testcuda");
+  )lua");
   INFO(err);
   CHECK(err.empty());
   CHECK(g_calls - calls0 > 1000);
