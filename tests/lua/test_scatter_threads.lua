@@ -246,6 +246,32 @@ T.test('scatter along the last dim: an index row per row of x or fewer, x kept e
   T.tensor_eq(x, {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}, nil, 'x unchanged')
 end)
 
+-- gather moves 4- and 8-byte elements 32 bytes of them a store (loaded as float / double bit copies),
+-- then one at a time: every dtype, rows of 37 (groups and a tail), along either dim, x filled with
+-- random bytes (NaN payloads, int64 past 2^53 included), against the bytes picked here by hand
+T.test('gather: every dtype, grouped stores and tails, bit patterns kept', function()
+  math.randomseed(7)
+  for _, dt in ipairs{'float32', 'float64', 'int32', 'int64', 'uint8'} do
+    local es = SIZE[dt]
+    local x = mf.empty(6, 37, {dtype = dt})
+    local xp = ffi.cast('uint8_t *', x:data())
+    for i = 0, 6 * 37 * es - 1 do xp[i] = math.random(0, 255) end
+    local xb = bytes(x)
+    for dim = 1, 2 do
+      local ishape = dim == 1 and {4, 37} or {6, 37}
+      local idx = mf.randint(1, (dim == 1 and 6 or 37) + 1, ishape):type('int64')
+      local fi, want = flat(idx), {}
+      for i = 1, #fi do
+        local r, c = math.floor((i - 1) / 37), (i - 1) % 37  -- 0-based row and column of the index
+        if dim == 1 then r = fi[i] - 1 else c = fi[i] - 1 end
+        local at = (r * 37 + c) * es
+        want[i] = xb:sub(at + 1, at + es)
+      end
+      T.eq(bytes(mf.gather(x, idx, dim)) == table.concat(want), true, ('gather %s along dim %d: bytes'):format(dt, dim))
+    end
+  end
+end)
+
 -- masked_select's flat path takes 16 (4-byte dtypes) or 8 (8-byte) elements a turn while a whole
 -- vector fits the output, then one at a time: every dtype, and sizes short of the count, exact, past it
 T.test('masked_select flat path: every dtype, sizes below and past the count', function()
