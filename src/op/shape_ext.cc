@@ -120,22 +120,34 @@ function(ins, outs, p, K)
   local d = K.dim0(p.dim, y._ndim)
   local ct = ffi.typeof('mf_tensor')
   local size = ffi.sizeof(ct)
+  -- input i as a header with a size-1 dim at d: stack is concat of those along d. The slots keep
+  -- one layout (a bound entry serves one), so the headers are made here and a run sets only where
+  -- each input's data lies (straight-line for two inputs: a loop of one or two turns per run
+  -- aborted the caller's traces)
   local hs = {}
-  for i = 1, n do hs[i] = ct() end
-  local list = K.tensor_list(hs)
-  -- input i as a header with a size-1 dim at d: stack is concat of those along d
-  local function unsqueezed(h, x)
+  for i = 1, n do
+    local h, x = ct(), ins[i]
     ffi.copy(h, x, size)
-    h._owns = 0
+    h._owns, h._autograd = 0, 0
     for k = x._ndim, d + 1, -1 do
       h._shape[k], h._strides[k] = x._shape[k - 1], x._strides[k - 1]
     end
     h._shape[d] = 1
     h._strides[d] = d < x._ndim and x._strides[d] * x._shape[d] or 1
     h._ndim = x._ndim + 1
+    hs[i] = h
   end
+  local list = K.tensor_list(hs)
+  local h1, x1, h2, x2 = hs[1], ins[1], hs[2], ins[2]
   return function()
-    for i = 1, n do unsqueezed(hs[i], ins[i]) end
+    h1._ptr, h1._offset, h1._store = x1._ptr, x1._offset, x1._store
+    if n >= 2 then
+      h2._ptr, h2._offset, h2._store = x2._ptr, x2._offset, x2._store
+      for i = 3, n do
+        local h, x = hs[i], ins[i]
+        h._ptr, h._offset, h._store = x._ptr, x._offset, x._store
+      end
+    end
     K.concat(y, n, list, d)
   end
 end)lua")

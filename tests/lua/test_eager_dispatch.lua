@@ -154,6 +154,48 @@ T.test('dim_first: both orders, a params table and the refusals share records', 
   T.tensor_eq(mf.Session():run(g, {[xs] = x, [is] = idx}), {{3, 1}, {5, 5}}, nil, 'graph gather(2, idx)')
 end)
 
+-- concat and stack take a list of tensors and positional params on a path of their own (no adapter,
+-- the list itself is the inputs); everything else reaches the general path, whose answers must not change
+T.test('variadic ops: the positional path and the general one agree', function()
+  local b = mf.tensor{{7, 8, 9}, {10, 11, 12}}
+  local c = mf.tensor{{-1, -2, -3}, {-4, -5, -6}}
+  for _ = 1, 3 do  -- the first call takes the general path, the others the tree
+    T.tensor_eq(mf.concat({a, b}, 1), {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}}, nil, 'concat dim 1')
+    T.tensor_eq(mf.concat({a, b}, 2), {{1, 2, 3, 7, 8, 9}, {4, 5, 6, 10, 11, 12}}, nil, 'concat dim 2')
+    T.tensor_eq(mf.concat({a, b}), {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}}, nil, 'concat default dim')
+    T.tensor_eq(mf.concat({a, b}, -1), {{1, 2, 3, 7, 8, 9}, {4, 5, 6, 10, 11, 12}}, nil, 'concat dim -1')
+    T.tensor_eq(mf.concat({a, b}, {dim = 2}), {{1, 2, 3, 7, 8, 9}, {4, 5, 6, 10, 11, 12}}, nil, 'concat {dim = 2}')
+    T.tensor_eq(mf.concat({a}, 2), {{1, 2, 3}, {4, 5, 6}}, nil, 'concat of one')
+    T.tensor_eq(mf.concat({a, b, c}, 2), {{1, 2, 3, 7, 8, 9, -1, -2, -3}, {4, 5, 6, 10, 11, 12, -4, -5, -6}}, nil,
+      'concat of three')
+    T.tensor_eq(mf.concat({a:t(), b:t()}, 2), {{1, 4, 7, 10}, {2, 5, 8, 11}, {3, 6, 9, 12}}, nil, 'concat of views')
+    T.tensor_eq(mf.stack({a, b}, 1), {{{1, 2, 3}, {4, 5, 6}}, {{7, 8, 9}, {10, 11, 12}}}, nil, 'stack dim 1')
+    T.tensor_eq(mf.stack({a, b}, 3), {{{1, 7}, {2, 8}, {3, 9}}, {{4, 10}, {5, 11}, {6, 12}}}, nil, 'stack dim 3')
+    T.tensor_eq(mf.stack({a, b, c}, 2), {{{1, 2, 3}, {7, 8, 9}, {-1, -2, -3}}, {{4, 5, 6}, {10, 11, 12}, {-4, -5, -6}}},
+      nil, 'stack of three')
+    T.tensor_eq(mf.stack({a:t(), b:t()}), {{{1, 4}, {2, 5}, {3, 6}}, {{7, 10}, {8, 11}, {9, 12}}}, nil, 'stack of views')
+  end
+  -- the same layout with other data: a bound entry re-points its inputs (stack's headers too)
+  T.tensor_eq(mf.stack({b, a}, 1), {{{7, 8, 9}, {10, 11, 12}}, {{1, 2, 3}, {4, 5, 6}}}, nil, 'stack, inputs swapped')
+  T.tensor_eq(mf.concat({c, a}, 2), {{-1, -2, -3, 1, 2, 3}, {-4, -5, -6, 4, 5, 6}}, nil, 'concat, other inputs')
+  -- what only the general path takes, or refuses, after the tree has values cached
+  T.errors(function() return mf.concat({a, nil, b}, 1) end, 'concat: item 2 of the list of tensors is nil')
+  T.errors(function() return mf.concat({}, 1) end, 'concat: needs at least one tensor')
+  T.errors(function() return mf.concat(a, 1) end, 'concat: expected a list of tensors')
+  T.errors(function() return mf.concat({a, b}, 3) end, 'concat')
+  T.errors(function() return mf.concat({a, b}, 1, 2) end, 'concat: too many arguments')
+  T.errors(function() return mf.concat({a, b}, 0 / 0) end, "concat: param 'dim'")
+  T.errors(function() return mf.concat({a, b}, a) end, "concat: param 'dim' is a tensor")
+  T.errors(function() return mf.concat({a, b}, 1, nil, nil, nil, nil, 1) end, 'concat: too many arguments')
+  -- a parameter (a holder) and graph symbols in the list: the general path's
+  T.tensor_eq(mf.concat({mf.nn.Parameter(a), b}, 1), {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}}, nil,
+    'concat of a parameter and a tensor')
+  local xs, ys = mf.placeholder('float32', {2, 3}, 'x'), mf.placeholder('float32', {2, 3}, 'y')
+  T.tensor_eq(mf.Session():run(mf.stack({xs, ys}, 3), {[xs] = a, [ys] = b}),
+    {{{1, 7}, {2, 8}, {3, 9}}, {{4, 10}, {5, 11}, {6, 12}}}, nil, 'graph stack')
+  T.tensor_eq(mf.concat({a, b}, 2), {{1, 2, 3, 7, 8, 9}, {4, 5, 6, 10, 11, 12}}, nil, 'concat dim 2 at the end')
+end)
+
 T.test('allocator: more scalars than one slab holds, freed and reused', function()
   mf.empty_cache()
   local base = mf.memory_stats().in_use
