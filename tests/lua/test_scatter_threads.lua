@@ -272,6 +272,48 @@ T.test('gather: every dtype, grouped stores and tails, bit patterns kept', funct
   end
 end)
 
+-- scatter_add reads 8 offsets and values ahead, then adds them in order (4- and 8-byte dtypes):
+-- every dtype, rows of 37, both dims, an index full of repeats, and the plain and in-place forms,
+-- against sums taken here in the index's row-major order (float32 rounded at each add through a
+-- float cell, float64 in Lua's doubles: a different order would change the bits)
+T.test('scatter_add: every dtype, repeated destinations summed in index order', function()
+  math.randomseed(11)
+  local cell = ffi.new('float[1]')
+  for _, dt in ipairs{'float32', 'float64', 'int32', 'int64', 'uint8'} do
+    local int = dt ~= 'float32' and dt ~= 'float64'
+    local function draw(n)
+      local v = {}
+      for i = 1, n do v[i] = int and math.random(0, 5) or (math.random() - 0.5) * 10 ^ math.random(-3, 3) end
+      return v
+    end
+    local function round(v)
+      if dt ~= 'float32' then return v end
+      cell[0] = v
+      return cell[0]
+    end
+    local xv, sv = draw(6 * 37), draw(6 * 37)
+    local x = mf.tensor(xv, dt):reshape(6, 37)
+    local src = mf.tensor(sv, dt):reshape(6, 37)
+    for dim = 1, 2 do
+      local idx = mf.randint(1, (dim == 1 and 6 or 5) + 1, {6, 37}):type('int64')
+      local fi, fx, fs = flat(idx), flat(x), flat(src)
+      local want = {}
+      for i = 1, #fx do want[i] = fx[i] end
+      for i = 1, #fi do
+        local r, c = math.floor((i - 1) / 37), (i - 1) % 37
+        if dim == 1 then r = fi[i] - 1 else c = fi[i] - 1 end
+        local at = r * 37 + c + 1
+        want[at] = round(want[at] + fs[i])
+      end
+      local tag = ('scatter_add %s along dim %d'):format(dt, dim)
+      same_flat(flat(mf.scatter_add(x, idx, src, dim)), want, tag)
+      local y = x:clone()
+      mf.scatter_add_(y, idx, src, dim)
+      same_flat(flat(y), want, tag .. ', in place')
+    end
+  end
+end)
+
 -- masked_select's flat path takes 16 (4-byte dtypes) or 8 (8-byte) elements a turn while a whole
 -- vector fits the output, then one at a time: every dtype, and sizes short of the count, exact, past it
 T.test('masked_select flat path: every dtype, sizes below and past the count', function()

@@ -182,6 +182,35 @@ inline void gather_run(T* q, const T* xb, int64_t jb, int64_t je, Off&& off) {
   for (; j < je; ++j) q[j] = xb[off(j)];
 }
 
+// ob[off(j)] += val(j) for j in [jb, je), in order. For 4- and 8-byte elements, 8 offsets and values
+// are read ahead into locals, then the 8 adds run in order (a repeated destination still sums in the
+// index's order: the same result): the reads no longer wait behind the previous element's read-add-
+// write of the output (K.scatter 128x128 float32 along dim 2 with add, 1 thread, interleaved: 10.1 ->
+// 9.15 us, eager scatter_add 12.1 -> 11.2). uint8 lost by it and keeps the plain loop.
+template <typename T, typename Off, typename Val>
+inline void add_run(T* ob, int64_t jb, int64_t je, Off&& off, Val&& val) {
+  constexpr int G = sizeof(T) == 4 || sizeof(T) == 8 ? 8 : 1;
+  int64_t j = jb;
+  if constexpr (G > 1) {
+    for (; j + G <= je; j += G) {
+      int64_t i[G];
+      T v[G];
+      for (int k = 0; k < G; ++k) {
+        i[k] = off(j + k);
+        v[k] = val(j + k);
+      }
+      for (int k = 0; k < G; ++k) {
+        T& d = ob[i[k]];
+        d = T(d + v[k]);
+      }
+    }
+  }
+  for (; j < je; ++j) {
+    T& d = ob[off(j)];
+    d = T(d + val(j));
+  }
+}
+
 // gather's source and scatter's destination: the element offset, in a tensor of these strides and
 // ndim dims, of the index walk's position with its coordinate along dim replaced by the index there
 // (a 0-dim tensor has its one element).
@@ -358,18 +387,13 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
         auto run = [&](auto s_i, auto s_s, auto s_l, auto s_d) {
           if (dim == L) {
             if (add) {
-              for (int64_t j = jb; j < je; ++j) {
-                T& d = ob[(ir[j * s_i] - 1) * s_d];
-                d = T(d + sr[j * s_s]);
-              }
+              add_run(ob, jb, je, [&](int64_t j) { return (ir[j * s_i] - 1) * s_d; }, [&](int64_t j) { return sr[j * s_s]; });
             } else {
               for (int64_t j = jb; j < je; ++j) ob[(ir[j * s_i] - 1) * s_d] = sr[j * s_s];
             }
           } else if (add) {
-            for (int64_t j = jb; j < je; ++j) {
-              T& d = ob[j * s_l + (ir[j * s_i] - 1) * s_d];
-              d = T(d + sr[j * s_s]);
-            }
+            add_run(ob, jb, je, [&](int64_t j) { return j * s_l + (ir[j * s_i] - 1) * s_d; },
+                    [&](int64_t j) { return sr[j * s_s]; });
           } else {
             for (int64_t j = jb; j < je; ++j) ob[j * s_l + (ir[j * s_i] - 1) * s_d] = sr[j * s_s];
           }
