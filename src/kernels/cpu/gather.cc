@@ -80,12 +80,24 @@ void select_rows(mf_tensor& out, const mf_tensor& x, const std::vector<int64_t>&
   W* dst = (W*)out.ptr;
   const W* src = (const W*)x.ptr;
   int64_t sd = x.strides[dim];
+  // x's offset of outer index o (row-major over x's dims before dim)
+  auto outer_offset = [&](int64_t o) {
+    int64_t off = 0;
+    for (int d = dim - 1; d >= 0; --d) {
+      off += (o % x.shape[d]) * x.strides[d];
+      o /= x.shape[d];
+    }
+    return off;
+  };
   parallel_for(rows, n + 16, [&](int64_t lo, int64_t hi) {
+    // row r is index j of outer index o: both stepped, not divided out of r per row (K.index_select
+    // of 128 rows of 128 float32, warm, 1 thread: 0.87-0.90 -> 0.82 us)
+    int64_t o = lo / nidx, j = lo % nidx, base = outer_offset(o);
     for (int64_t r = lo; r < hi; ++r) {
-      int64_t o = r / nidx, off = (p[size_t(r % nidx)] - 1) * sd;
-      for (int d = dim - 1; d >= 0; --d) {  // the outer index over x's dims before dim
-        off += (o % x.shape[d]) * x.strides[d];
-        o /= x.shape[d];
+      int64_t off = base + (p[size_t(j)] - 1) * sd;
+      if (++j == nidx) {
+        j = 0;
+        base = outer_offset(++o);
       }
       W* q = dst + r * n;
       const W* s = src + off;
