@@ -205,6 +205,10 @@ return function(mf)
     if nxt == nil and make then nxt = {}; node[k] = nxt end
     return nxt
   end
+  local function ppos_item(node, kj, make)  -- a list item's step: false unless a number (not NaN)
+    if type(kj) ~= 'number' or kj ~= kj then return false end
+    return node and ppos_key(node, kj, make)
+  end
   local function ppos_step(node, v, make)
     local k = fast_key(v)
     if k ~= nil then return node and ppos_key(node, k, make) end
@@ -214,10 +218,17 @@ return function(mf)
     if next(v, n > 0 and n or nil) ~= nil or v[0] ~= nil then return false end
     node = node and ppos_key(node, LIST, make)
     node = node and ppos_key(node, n, make)
-    for j = 1, n do
-      local kj = v[j]
-      if type(kj) ~= 'number' or kj ~= kj then return false end
-      node = node and ppos_key(node, kj, make)
+    -- the items: straight-line for the first three, a loop only past them (a list of two, repeat's {2, 1},
+    -- made a loop of two turns inside every caller's trace: LuaJIT aborted those traces, 'inner loop in root
+    -- trace', and the call ran partly interpreted)
+    if n >= 1 then
+      node = ppos_item(node, v[1], make)
+      if n >= 2 and node ~= false then node = ppos_item(node, v[2], make) end
+      if n >= 3 and node ~= false then node = ppos_item(node, v[3], make) end
+      for j = 4, n do
+        if node == false then return false end
+        node = ppos_item(node, v[j], make)
+      end
     end
     return node
   end
@@ -990,7 +1001,7 @@ return function(mf)
         return general(unpack(args, 1, n))
       end
       local function done(...)
-        for i = 1, nin_fixed do pins[i] = nil end
+        pins[1], pins[2], pins[3], pins[4] = nil, nil, nil, nil  -- nin_fixed <= 4: no loop (see below)
         return ...
       end
       -- a10: no call of ten arguments is valid (at most 8 dims in a list, nin_fixed + npar <= 8 and a
@@ -1004,8 +1015,11 @@ return function(mf)
           elseif nin_fixed == 3 and a5 == nil then A[2], A[3], A[4] = a3, a4, a2
           else return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
         end
-        for i = 1, nin_fixed do
-          if not is_tensor(A[i]) then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+        -- the inputs are tensors: straight-line (nin_fixed <= 4). Here and below, a loop of one or two turns
+        -- (one input, one or two values) left the caller's trace on every call ('leaving loop in root trace')
+        if not is_tensor(A[1]) or (nin_fixed >= 2 and not is_tensor(A[2])) or (nin_fixed >= 3 and not is_tensor(A[3]))
+            or (nin_fixed >= 4 and not is_tensor(A[4])) then
+          return slow(a1, a2, a3, a4, a5, a6, a7, a8)
         end
         -- the last argument given (inputs are tensors, so at least nin_fixed): no while loop, which would be an
         -- inner loop in the caller's trace (LuaJIT aborts that trace on every call)
@@ -1018,11 +1032,15 @@ return function(mf)
           if type(v) == 'number' then  -- the list given as numbers: the same branch as the table
             node = root and root[LIST]
             node = node and node[last - nin_fixed]
-            for j = nin_fixed + 1, last do
-              local kj = A[j]
-              if type(kj) ~= 'number' or kj ~= kj then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
-              node = node and node[kj]
+            local j0 = nin_fixed + 1  -- the first three sizes straight-line (see the inputs' check)
+            node = ppos_item(node, A[j0], false)
+            if last >= j0 + 1 and node ~= false then node = ppos_item(node, A[j0 + 1], false) end
+            if last >= j0 + 2 and node ~= false then node = ppos_item(node, A[j0 + 2], false) end
+            for j = j0 + 3, last do
+              if node == false then break end
+              node = ppos_item(node, A[j], false)
             end
+            if node == false then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
           else
             if last ~= nin_fixed + 1 then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
             node = ppos_step(root, v, false)
@@ -1054,11 +1072,16 @@ return function(mf)
             end
             rec = params_record(op, v)
           else
-            local node = op.ppos[last - nin_fixed]
-            for j = nin_fixed + 1, last do
-              node = ppos_step(node, A[j], false)  -- false for tensors, NaN, -0, named tables: the general path's
-              if node == false then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
+            -- false for tensors, NaN, -0, named tables: the general path's. The first three values straight-line
+            local j0 = nin_fixed + 1
+            local node = ppos_step(op.ppos[last - nin_fixed], A[j0], false)
+            if last >= j0 + 1 and node ~= false then node = ppos_step(node, A[j0 + 1], false) end
+            if last >= j0 + 2 and node ~= false then node = ppos_step(node, A[j0 + 2], false) end
+            for j = j0 + 3, last do
+              if node == false then break end
+              node = ppos_step(node, A[j], false)
             end
+            if node == false then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
             rec = node and node[REC]
             if not rec then
               local pt = {}
@@ -1074,8 +1097,11 @@ return function(mf)
             end
           end
         end
-        for i = 1, nin_fixed do pins[i] = A[i] end
-        for j = 1, 8 do A[j] = nil end
+        pins[1] = A[1]
+        if nin_fixed >= 2 then pins[2] = A[2] end
+        if nin_fixed >= 3 then pins[3] = A[3] end
+        if nin_fixed >= 4 then pins[4] = A[4] end
+        A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = nil, nil, nil, nil, nil, nil, nil, nil
         return done(call_rec(op, rec, pins, nin_fixed))
       end
     end

@@ -154,6 +154,34 @@ T.test('dim_first: both orders, a params table and the refusals share records', 
   T.tensor_eq(mf.Session():run(g, {[xs] = x, [is] = idx}), {{3, 1}, {5, 5}}, nil, 'graph gather(2, idx)')
 end)
 
+-- the positional path takes a list's first three items, and the first three values, without a loop:
+-- lists and value runs past three must still be told apart item by item, and a bad item anywhere refused
+T.test('params: long lists and value runs on the positional path', function()
+  local v = mf.arange(1, 25)
+  for _ = 1, 3 do
+    T.eq(tostring(v:reshape(1, 2, 3, 4):size()), '1x2x3x4', 'reshape(1, 2, 3, 4)')
+    T.eq(tostring(v:reshape(1, 2, 4, 3):size()), '1x2x4x3', 'reshape(1, 2, 4, 3)')
+    T.eq(tostring(v:reshape{1, 2, 3, 4}:size()), '1x2x3x4', 'reshape{1, 2, 3, 4}')
+    T.eq(tostring(v:reshape{1, 2, 4, 3}:size()), '1x2x4x3', 'reshape{1, 2, 4, 3}')
+    T.eq(tostring(v:reshape(2, 1, 3, 1, 4):size()), '2x1x3x1x4', 'reshape(2, 1, 3, 1, 4)')
+    T.eq(tostring(v:reshape{2, 1, 3, 4, 1}:size()), '2x1x3x4x1', 'reshape{2, 1, 3, 4, 1}')
+    T.eq(v:reshape(1, 2, 4, 3)[{1, 2, 1, 3}], 15, 'reshape(1, 2, 4, 3) element')
+    T.eq(v:reshape{1, 2, 3, 4}[{1, 2, 1, 3}], 15, 'reshape{1, 2, 3, 4} element')
+    T.eq(v:reshape{1, 2, 3, 4}[{1, 1, 2, 4}], 8, 'reshape{1, 2, 3, 4} element 2')
+    local p = v:reshape(1, 2, 3, 4):permute(4, 3, 2, 1)
+    T.eq(tostring(p:size()), '4x3x2x1', 'permute(4, 3, 2, 1)')
+    T.eq(p[{2, 3, 1, 1}], 10, 'permute(4, 3, 2, 1) element')
+    T.eq(tostring(v:reshape(1, 2, 3, 4):permute{2, 1, 4, 3}:size()), '2x1x4x3', 'permute{2, 1, 4, 3}')
+    T.tensor_eq(a:narrow(2, 2, 2), {{2, 3}, {5, 6}})  -- three values
+    T.tensor_eq(a:narrow(1, 2, 1), {{4, 5, 6}})
+  end
+  T.errors(function() return v:reshape(1, 2, 3, 0 / 0) end, 'reshape')
+  T.errors(function() return v:reshape{1, 2, 3, 0 / 0} end, 'reshape')
+  T.errors(function() return v:reshape{1, 2, 3, 4, 'x'} end, "reshape: param 'shape' item 5 is a string")
+  T.errors(function() return v:reshape(1, 2, 3, 5) end, 'reshape')
+  T.errors(function() return v:reshape{2, nil, 3, 4} end, 'reshape')
+end)
+
 -- concat and stack take a list of tensors and positional params on a path of their own (no adapter,
 -- the list itself is the inputs); everything else reaches the general path, whose answers must not change
 T.test('variadic ops: the positional path and the general one agree', function()
