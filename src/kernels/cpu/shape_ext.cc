@@ -68,11 +68,14 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
   }
   int64_t last = out.shape[nd - 1], rows = out.count / last;
   int64_t nruns = runs.empty() ? 1 : int64_t(runs.size());
+  const bool ahead = last * int64_t(sizeof(W)) < kPrefetchRowMax;  // short rows: lines fetched ahead (copy.h)
   parallel_for(rows * nruns, last / nruns + 8, [&](int64_t lo, int64_t hi) {
     // the row's index over the dims before the last, and its source offset, found by division
     // once per thread and then stepped like an odometer (issue 12: the divisions per item were
     // a third of a small repeat's time)
     int64_t idx[kMaxDims], r = lo / nruns, k = lo % nruns, base = 0, q = r;
+    uintptr_t next = uintptr_t(dst + r * last);
+    W* end = dst + std::min(out.count, ((hi - 1) / nruns + 1) * last);  // past this range's last row
     for (int d = nd - 2; d >= 0; --d) {
       idx[d] = q % out.shape[d];
       q /= out.shape[d];
@@ -95,6 +98,7 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
       }
       const int64_t j = k++;
       W* o = dst + r * last;
+      if (ahead && j == 0) prefetch_ahead(o, o + last, end, next);
       if (runs.empty()) {
         for (int64_t c = 0; c < last; ++c) o[c] = src[base + inner[size_t(c)]];
         continue;
