@@ -273,7 +273,7 @@ T.test('gather: every dtype, grouped stores and tails, bit patterns kept', funct
 end)
 
 -- scatter_add reads 8 offsets and values ahead, then adds them in order (4- and 8-byte dtypes):
--- every dtype, rows of 37, both dims, an index full of repeats, and the plain and in-place forms,
+-- every dtype, rows of 37, both dims, an index full of repeats, the plain and in-place forms and a number src,
 -- against sums taken here in the index's row-major order (float32 rounded at each add through a
 -- float cell, float64 in Lua's doubles: a different order would change the bits)
 T.test('scatter_add: every dtype, repeated destinations summed in index order', function()
@@ -310,6 +310,15 @@ T.test('scatter_add: every dtype, repeated destinations summed in index order', 
       local y = x:clone()
       mf.scatter_add_(y, idx, src, dim)
       same_flat(flat(y), want, tag .. ', in place')
+      local wantn = {}  -- a number src: 3 added at each index position
+      for i = 1, #fx do wantn[i] = fx[i] end
+      for i = 1, #fi do
+        local r, c = math.floor((i - 1) / 37), (i - 1) % 37
+        if dim == 1 then r = fi[i] - 1 else c = fi[i] - 1 end
+        local at = r * 37 + c + 1
+        wantn[at] = round(wantn[at] + 3)
+      end
+      same_flat(flat(mf.scatter_add(x, idx, 3, dim)), wantn, tag .. ', a number src')
     end
   end
 end)

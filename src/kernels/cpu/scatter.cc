@@ -193,8 +193,9 @@ __attribute__((noinline)) void gather_unit_row(T* q, const T* xb, const int64_t*
 // ob[off(j)] += val(j) for j in [jb, je), in order. For 4- and 8-byte elements, 8 offsets and values
 // are read ahead into locals, then the 8 adds run in order (a repeated destination still sums in the
 // index's order: the same result): the reads no longer wait behind the previous element's read-add-
-// write of the output (K.scatter 128x128 float32 along dim 2 with add, 1 thread, interleaved: 10.1 ->
-// 9.15 us, eager scatter_add 12.1 -> 11.2). uint8 lost by it and keeps the plain loop.
+// write of the output. With add_unit_row below, K.scatter 128x128 float32 along dim 2 with add, warm,
+// 1 thread, interleaved: 10.1 -> 8.2 us, eager scatter_add 12.4 -> 10.3. uint8 lost by it and keeps
+// the plain loop.
 template <typename T, typename Off, typename Val>
 inline void add_run(T* ob, int64_t jb, int64_t je, Off&& off, Val&& val) {
   constexpr int G = sizeof(T) == 4 || sizeof(T) == 8 ? 8 : 1;
@@ -216,6 +217,20 @@ inline void add_run(T* ob, int64_t jb, int64_t je, Off&& off, Val&& val) {
   for (; j < je; ++j) {
     T& d = ob[off(j)];
     d = T(d + val(j));
+  }
+}
+
+// scatter_add's rows with unit strides along the last dim (the common layout) as a function of its
+// own, as gather_unit_row: ob[ir[j] - 1] += sr[j] for j in [jb, je), in order; a number src (scalar)
+// is sr[0] throughout
+template <typename T>
+__attribute__((noinline)) void add_unit_row(T* ob, const int64_t* ir, const T* sr, bool scalar, int64_t jb,
+                                            int64_t je) {
+  if (scalar) {
+    const T v = sr[0];
+    add_run(ob, jb, je, [&](int64_t j) { return ir[j] - 1; }, [&](int64_t) { return v; });
+  } else {
+    add_run(ob, jb, je, [&](int64_t j) { return ir[j] - 1; }, [&](int64_t j) { return sr[j]; });
   }
 }
 
@@ -386,30 +401,41 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
       const int64_t is = idx.strides[L], ol = out.strides[L], od = out.strides[dim];
       const int64_t sl = scalar ? 0 : src.strides[L];
       // into a fresh output each block of the index is checked as it is used (rows_parallel); a bad
-      // block is skipped, then named below
-      bool ok = rows_parallel(w, dim, [&](const Walk& v, int64_t, int64_t jb, int64_t je) {
-        const int64_t* ir = ip + v.offset(idx.strides);
-        const T* sr = scalar ? sp : sp + v.offset(src.strides);
-        T* ob = o + v.offset(out.strides) - v.at[dim] * od;  // out's row with dim's coordinate at 0
-        // unit strides as constants below (no multiply per element for a unit stride along dim)
-        auto run = [&](auto s_i, auto s_s, auto s_l, auto s_d) {
-          if (dim == L) {
-            if (add) {
-              add_run(ob, jb, je, [&](int64_t j) { return (ir[j * s_i] - 1) * s_d; }, [&](int64_t j) { return sr[j * s_s]; });
+      // block is skipped, then named below. One instantiation per form (add a constant): with both
+      // forms' loops in one body GCC ran short of registers and moved the index pointer between a
+      // vector register and a general one on every element of scatter's plain loop
+      auto rows = [&](auto add_c) {
+        constexpr bool kAdd = decltype(add_c)::value;
+        return rows_parallel(w, dim, [&](const Walk& v, int64_t, int64_t jb, int64_t je) {
+          const int64_t* ir = ip + v.offset(idx.strides);
+          const T* sr = scalar ? sp : sp + v.offset(src.strides);
+          T* ob = o + v.offset(out.strides) - v.at[dim] * od;  // out's row with dim's coordinate at 0
+          // unit strides as constants below (no multiply per element for a unit stride along dim)
+          auto run = [&](auto s_i, auto s_s, auto s_l, auto s_d) {
+            auto val = [&](int64_t j) { return sr[j * s_s]; };
+            if (dim == L) {
+              auto off = [&](int64_t j) { return (ir[j * s_i] - 1) * s_d; };
+              if constexpr (kAdd) {
+                add_run(ob, jb, je, off, val);
+              } else {
+                for (int64_t j = jb; j < je; ++j) ob[off(j)] = val(j);
+              }
             } else {
-              for (int64_t j = jb; j < je; ++j) ob[(ir[j * s_i] - 1) * s_d] = sr[j * s_s];
+              auto off = [&](int64_t j) { return j * s_l + (ir[j * s_i] - 1) * s_d; };
+              if constexpr (kAdd) {
+                add_run(ob, jb, je, off, val);
+              } else {
+                for (int64_t j = jb; j < je; ++j) ob[off(j)] = val(j);
+              }
             }
-          } else if (add) {
-            add_run(ob, jb, je, [&](int64_t j) { return j * s_l + (ir[j * s_i] - 1) * s_d; },
-                    [&](int64_t j) { return sr[j * s_s]; });
-          } else {
-            for (int64_t j = jb; j < je; ++j) ob[j * s_l + (ir[j * s_i] - 1) * s_d] = sr[j * s_s];
-          }
-        };
-        if (is == 1 && sl == 1 && dim == L && od == 1) run(One{}, One{}, One{}, One{});
-        else if (is == 1 && sl == 1 && ol == 1) run(One{}, One{}, One{}, od);
-        else run(is, sl, ol, od);
-      }, in_place ? nullptr : &idx, n);
+          };
+          if (kAdd && is == 1 && (sl == 1 || scalar) && dim == L && od == 1) add_unit_row(ob, ir, sr, scalar, jb, je);
+          else if (is == 1 && sl == 1 && dim == L && od == 1) run(One{}, One{}, One{}, One{});
+          else if (is == 1 && sl == 1 && ol == 1) run(One{}, One{}, One{}, od);
+          else run(is, sl, ol, od);
+        }, in_place ? nullptr : &idx, n);
+      };
+      bool ok = add ? rows(std::true_type{}) : rows(std::false_type{});
       if (!ok) raise_first_bad(op, idx, dim, n, x);
     }
   });
