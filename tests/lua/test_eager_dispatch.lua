@@ -215,6 +215,21 @@ T.test('variadic ops: the positional path and the general one agree', function()
   T.errors(function() return mf.concat({a, b}, 0 / 0) end, "concat: param 'dim'")
   T.errors(function() return mf.concat({a, b}, a) end, "concat: param 'dim' is a tensor")
   T.errors(function() return mf.concat({a, b}, 1, nil, nil, nil, nil, 1) end, 'concat: too many arguments')
+  -- inputs with autograd state: the tape keeps its own copy of the inputs, not the caller's list
+  local ga, gb = mf.tensor({{1, 2, 3}, {4, 5, 6}}, {requires_grad = true}), mf.tensor({{0, 0, 0}, {0, 0, 0}}, {requires_grad = true})
+  local w = mf.tensor{{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 12}}
+  for _ = 1, 2 do
+    ga.grad, gb.grad = nil, nil
+    local list = {ga, gb}
+    local y = mf.concat(list, 2)
+    list[1], list[2] = nil, nil
+    mf.sum(y * w):backward()
+    T.tensor_eq(ga.grad, {{1, 2, 3}, {7, 8, 9}}, nil, 'concat: gradient of input 1')
+    T.tensor_eq(gb.grad, {{4, 5, 6}, {10, 11, 12}}, nil, 'concat: gradient of input 2')
+    ga.grad, gb.grad = nil, nil
+    mf.sum(mf.stack({ga, gb}, 3) * mf.tensor{1, 10}):backward()
+    T.tensor_eq(gb.grad, {{10, 10, 10}, {10, 10, 10}}, nil, 'stack: gradient of input 2')
+  end
   -- a parameter (a holder) and graph symbols in the list: the general path's
   T.tensor_eq(mf.concat({mf.nn.Parameter(a), b}, 1), {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}, {10, 11, 12}}, nil,
     'concat of a parameter and a tensor')
