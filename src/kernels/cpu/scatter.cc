@@ -21,6 +21,7 @@
 #include "../../core/threads.h"
 #include "../../core/writes.h"
 #include "checks.h"
+#include "copy.h"
 #include "kernels.h"
 
 namespace mf {
@@ -340,11 +341,18 @@ void gather_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int di
       const int L = idx.ndim - 1;
       const int64_t* ip = (const int64_t*)idx.ptr;
       const int64_t len = idx.shape[L], is = idx.strides[L], xl = x.strides[L], xd = x.strides[dim];
+      // whole short rows (dim the last): their lines fetched ahead for writing (copy.h; eager gather
+      // 128x128 float32 along dim 2, 1 thread, interleaved: 6.6 -> 6.05 us; 4.65 -> 4.8 us warm)
+      const bool ahead = dim == L && len * int64_t(sizeof(T)) < kPrefetchRowMax;
       // each block of the index checked as it is used; a bad block is skipped, then named below
       bool ok = rows_parallel(w, dim, [&](const Walk& v, int64_t r, int64_t jb, int64_t je) {
         const int64_t* ir = ip + v.offset(idx.strides);
         const T* xb = xp + v.offset(x.strides) - v.at[dim] * xd;  // x's row with dim's coordinate at 0
         T* q = o + r * len;
+        if (ahead) {
+          uintptr_t next = 0;
+          prefetch_ahead(q, q + len, o + out.count, next);
+        }
         // the loops again with unit strides as constants, the common layouts, so they compile tight
         // (no multiply per element for a unit stride along dim)
         auto run = [&](auto s_i, auto s_x, auto s_d) {
