@@ -255,48 +255,56 @@ void gelu_t(const T* x, T* y, int64_t n) {
 #if MF_VM_VECTOR
 // float32 gelu without the library's erfc (SLEEF's erfcf computes in double-float pairs: 2.1 ns an
 // element, 4x PyTorch's gelu). With z = -x / sqrt 2 (rounded, as in pw::Gelu) and a = |z|:
-//   a < 0.75: erfc(z) = 1 - z S(z^2), S a degree-6 fit of erf(z) / z on z^2 in [0, 0.5625]
-//             (relative error 3e-11);
-//   a >= 0.75: erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), P a degree-9 fit of
-//             log(erfc(a) / t) + a^2 on a in [0.75, 10.5] (absolute error 1.3e-9, so relative in
-//             erfc; past 10.5 erfcf underflows anyway), and erfc(-a) = 2 - erfc(a).
-// Both fits are least squares on Chebyshev nodes against float64 erfc (made for this file). The
+//   a < 0.75: erfc(z) = 1 - z S(z^2), S a degree-5 fit of erf(z) / z on z^2 in [0, 0.5625]
+//             (relative error 6e-8 with its float32 coefficients, as the degree-6 fit it replaced);
+//   a >= 0.75: erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), P a degree-8 fit of
+//             log(erfc(a) / t) + a^2 on a in [0.75, 10.5] (absolute error 4.7e-8 with its float32
+//             coefficients, so relative in erfc; past 10.5 erfcf underflows anyway), and
+//             erfc(-a) = 2 - erfc(a).
+// Both fits are least squares on Chebyshev nodes against float64 erfc, each coefficient rounded to
+// float32 in turn from the highest degree and the lower ones refitted (made for this file). The
 // exp is the library's (exp_, a vector routine); the rest is plain arithmetic the compiler
-// vectorizes. Every block, the last one padded with zeros, runs the same fixed-length loops, so an
-// element's result never depends on where it falls (no scalar epilogue, no thread-count effect).
-// NaN: z, t and the exponent are NaN and so is the result (x's own NaN: x is the product's first
-// operand); +inf gives +inf (erfc -> 2); -inf gives NaN (-inf * 0), as pw::Gelu.
+// vectorizes: one pass before the exp (both fits, and the small-|z| result or the tail's sign in
+// m), one after. -a^2 + P is one fused multiply-add where the ISA has it (the exponent's rounding
+// sets the far tail's error). Every block, the last one padded with zeros, runs the same
+// fixed-length loops, so an element's result never depends on where it falls (no scalar epilogue,
+// no thread-count effect). NaN: z, t and the exponent are NaN and so is the result (x's own NaN: x
+// is the product's first operand); +inf gives +inf (erfc -> 2); -inf gives NaN (-inf * 0), as
+// pw::Gelu.
 void gelu_f32_block(const float* x, float* y) {
   constexpr int64_t B = kChunk;
-  float t[B], e[B];
+  float t[B], e[B], m[B];
   for (int64_t i = 0; i < B; ++i) {
-    float a = std::fabs(x[i] * -0.70710678118654752f);
+    float z = x[i] * -0.70710678118654752f, s = z * z, a = std::fabs(z);
     float u = 1.0f / (1.0f + 0.5f * a);
-    float p = 0.24238473276730593f;
-    p = p * u - 1.149628238806343f;
-    p = p * u + 2.1260334686114266f;
-    p = p * u - 1.8245248473846007f;
-    p = p * u + 0.7325639284958212f;
-    p = p * u - 0.3736161282450601f;
-    p = p * u + 0.14499647268051397f;
-    p = p * u + 0.3666724991607321f;
-    p = p * u + 1.000642329620395f;
-    p = p * u - 1.2655336562819197f;
+    float p = -0.193826616f;
+    p = p * u + 0.495043784f;
+    p = p * u - 0.247106344f;
+    p = p * u - 0.218324274f;
+    p = p * u - 0.00387933338f;
+    p = p * u + 0.0524387658f;
+    p = p * u + 0.381034523f;
+    p = p * u + 0.999390185f;
+    p = p * u - 1.26548696f;
+    float q = -0.000678730372f;
+    q = q * s + 0.00511988858f;
+    q = q * s - 0.0268375203f;
+    q = q * s + 0.112834401f;
+    q = q * s - 0.37612623f;
+    q = q * s + 1.12837911f;
     t[i] = u;
+#if defined(__FMA__)
+    e[i] = std::fma(-a, a, p);
+#else
     e[i] = p - a * a;
+#endif
+    // m: erfc(z) itself when a < 0.75 (in [0.3, 1.7], so > 0); else -2 (z < 0: 2 - tail) or 0 (tail)
+    m[i] = a < 0.75f ? 1.0f - z * q : z < 0.0f ? -2.0f : 0.0f;
   }
   exp_(e, e, B);
   for (int64_t i = 0; i < B; ++i) {
-    float z = x[i] * -0.70710678118654752f, s = z * z;
-    float q = 9.473000363329094e-05f;
-    q = q * s - 0.0008357356803472253f;
-    q = q * s + 0.0052168166687213f;
-    q = q * s - 0.02686477974326317f;
-    q = q * s + 0.11283778747850379f;
-    q = q * s - 0.37612638451754293f;
-    q = q * s + 1.1283791670697259f;
     float tail = t[i] * e[i];
-    float c = std::fabs(z) < 0.75f ? 1.0f - z * q : z < 0.0f ? 2.0f - tail : tail;
+    float c = m[i] > 0.0f ? m[i] : m[i] < 0.0f ? 2.0f - tail : tail;
     y[i] = 0.5f * x[i] * c;
   }
 }
