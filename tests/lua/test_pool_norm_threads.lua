@@ -72,4 +72,91 @@ T.test('batch_norm: float64 statistics, 1 and 2 threads alike (vector runs and t
   check_batch_norm(mf.randn(64, 3), 2e-6, 'float32 2-d (inner 1)')
 end)
 
+-- the gradient of avg_pool2d (square kernel k, stride s, padding p) or adaptive_avg_pool2d
+-- (k = nil, output Ho x Wo) by hand in Lua numbers: each gy element over its window's count
+local function pool_grad_ref(gy, H, W, k, s, p, include_pad)
+  local N, C, Ho, Wo = gy:size(1), gy:size(2), gy:size(3), gy:size(4)
+  local g = elems(gy)
+  local ref = {}
+  for i = 0, N * C * H * W - 1 do ref[i] = 0 end
+  local function win(o, n, out)
+    if not k then return math.floor(o * n / out), math.floor(((o + 1) * n + out - 1) / out), nil end
+    local b = o * s - p
+    local e = b + k
+    local div = include_pad and math.min(e, n + p) - b or nil
+    return math.max(b, 0), math.min(e, n), div
+  end
+  for pl = 0, N * C - 1 do
+    for oh = 0, Ho - 1 do
+      local h0, h1, hd = win(oh, H, Ho)
+      for ow = 0, Wo - 1 do
+        local w0, w1, wd = win(ow, W, Wo)
+        local v = g[(pl * Ho + oh) * Wo + ow] / ((hd or h1 - h0) * (wd or w1 - w0))
+        for r = h0, h1 - 1 do
+          for c = w0, w1 - 1 do
+            local i = (pl * H + r) * W + c
+            ref[i] = ref[i] + v
+          end
+        end
+      end
+    end
+  end
+  return ref
+end
+
+local function check_near(got, ref, tol, what)
+  local gp = elems(got)
+  for i = 0, got:numel() - 1 do
+    local want = ref[i]
+    if math.abs(gp[i] - want) > tol * math.max(1, math.abs(want)) then
+      error(('%s: element %d is %.9g, want %.9g'):format(what, i + 1, gp[i], want), 2)
+    end
+  end
+end
+
+T.test('pooling gradients: 1 and 2 threads alike, values by hand', function()
+  local x = mf.randn(8, 16, 36, 35)  -- odd width: a column no 2x2 window covers
+  local gy = mf.randn(8, 16, 18, 17)
+  same_bits('max_pool2d_backward 2x2', function() return mf.max_pool2d_backward(gy, x, 2) end)
+  local g3 = mf.randn(8, 16, 18, 18)
+  same_bits('max_pool2d_backward 3/2 pad 1', function() return mf.max_pool2d_backward(g3, x, 3, 2, 1) end)
+  local g1 = mf.randn(8, 16, 1, 1)
+  local y = same_bits('adaptive_avg_pool2d_backward 1x1', function() return mf.adaptive_avg_pool2d_backward(g1, x, 1) end)
+  check_near(y, pool_grad_ref(g1, 36, 35), 1e-6, 'adaptive 1x1')
+  local g5 = mf.randn(8, 16, 5, 5)  -- 36 and 35 rows over 5: overlapping windows
+  y = same_bits('adaptive_avg_pool2d_backward 5x5', function() return mf.adaptive_avg_pool2d_backward(g5, x, 5) end)
+  check_near(y, pool_grad_ref(g5, 36, 35), 1e-6, 'adaptive 5x5')
+  y = same_bits('avg_pool2d_backward 2x2', function() return mf.avg_pool2d_backward(gy, x, 2) end)
+  check_near(y, pool_grad_ref(gy, 36, 35, 2, 2, 0), 1e-6, 'avg 2x2')
+  -- every window form: overlapping rows (3/2), gaps between windows (2/3), padding counted or not
+  local xs = mf.randn(2, 3, 11, 13)
+  for _, f in ipairs{{2, 2, 0}, {3, 2, 1}, {2, 3, 0}, {3, 3, 1}, {4, 2, 2}, {1, 2, 0}} do
+    local k, s, p = f[1], f[2], f[3]
+    local Ho, Wo = math.floor((11 + 2 * p - k) / s) + 1, math.floor((13 + 2 * p - k) / s) + 1
+    local g = mf.randn(2, 3, Ho, Wo)
+    for _, inc in ipairs{true, false} do
+      local what = ('avg k %d s %d p %d include_pad %s'):format(k, s, p, tostring(inc))
+      check_near(mf.avg_pool2d_backward(g, xs, k, s, p, inc), pool_grad_ref(g, 11, 13, k, s, p, inc), 1e-6, what)
+      check_near(mf.avg_pool2d_backward(g:double(), xs:double(), k, s, p, inc),
+                 pool_grad_ref(g:double(), 11, 13, k, s, p, inc), 1e-14, what .. ' float64')
+    end
+  end
+  for _, o in ipairs{3, 4, 7} do
+    local g = mf.randn(2, 3, o, o)
+    check_near(mf.adaptive_avg_pool2d_backward(g, xs, o), pool_grad_ref(g, 11, 13), 1e-6, 'adaptive ' .. o)
+  end
+end)
+
+T.test('avg pooling gradients: a -0 gradient spreads as +0, as the zeroed gradient plus it gives', function()
+  local x = mf.randn(1, 2, 6, 40)
+  local gy = mf.full({1, 2, 3, 20}, -0.0)
+  for _, y in ipairs{mf.avg_pool2d_backward(gy, x, 2), mf.avg_pool2d_backward(gy:double(), x:double(), 2),
+                     mf.adaptive_avg_pool2d_backward(mf.full({1, 2, 3, 20}, -0.0), x, {3, 20})} do
+    local p = elems(y)
+    for i = 0, y:numel() - 1 do
+      T.eq(1 / p[i], math.huge, ('%s element %d sign'):format(y:dtype(), i + 1))
+    end
+  end
+end)
+
 T.finish()

@@ -304,8 +304,38 @@ void avg_pool_typed(mf_tensor& y, const mf_tensor& x, const Pool& g, bool includ
   });
 }
 
-// gx = 0; per output row, the row of what its windows spread over the columns (tmp), added to
-// each input row the windows cover
+// Writes the gradient row tmp (W values) into rows [lo, hi) of a plane whose rows below `next` hold
+// their sums so far: those get tmp added, the others (the first window to reach them) a copy, and
+// rows no window reaches zeros. Window rows come in increasing order (their lo and hi never fall),
+// so this is the zeroed plane plus each window row in turn, without a zeroing pass: tmp must hold
+// what 0 + tmp gives (no -0), and then every sum is the one the zeroed plane would have got.
+template <typename T>
+inline void spread_rows(T* plane, int64_t W, const T* tmp, int64_t lo, int64_t hi, int64_t& next) {
+  for (int64_t r = lo; r < hi && r < next; ++r) row_add(plane + r * W, tmp, W, 1);
+  if (hi <= next) return;
+  if (lo > next) std::fill(plane + next * W, plane + lo * W, T(0));
+  for (int64_t r = std::max(lo, next); r < hi; ++r) std::memcpy(plane + r * W, tmp, size_t(W) * sizeof(T));
+  next = hi;
+}
+
+// tmp[2i] = tmp[2i+1] = g[i] / d + 0 (the + 0 turns a -0 into the +0 that 0 + (-0) gives) for n
+// windows, L at a time (the division vectorized: one scalar division a window bound the loop)
+template <typename T, int B>
+inline void spread2_step(const T* g, T d, T* o) {
+  using V = typename Vec<T, B>::V;
+  V v = vload<V>(g) / d + T(0);
+  interleave(o, v, v);
+}
+template <typename T>
+void spread2_row(const T* g, T d, T* o, int64_t n) {
+  windows<T>(
+      n, [&](int64_t i) { spread2_step<T, 32>(g + i, d, o + 2 * i); },
+      [&](int64_t i) { spread2_step<T, 16>(g + i, d, o + 2 * i); },
+      [&](int64_t i) { o[2 * i] = o[2 * i + 1] = g[i] / d + T(0); });
+}
+
+// per output row, the row of what its windows spread over the columns (tmp), added to each input
+// row the windows cover (spread_rows: one pass over gx, no zeroing first)
 template <typename T>
 void avg_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool& g, bool include_pad) {
   const T* gp = (const T*)gy.ptr;
@@ -314,13 +344,17 @@ void avg_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool& g, 
   for_planes<T>(g, g.H * g.W + g.Ho * g.Wo, g.W, [&](int64_t pl, int64_t n, int64_t c, T* tmp) {
     const T* gpl = gp + n * g.xs[0] + c * g.xs[1];
     T* out = op + pl * g.H * g.W;
-    std::fill(out, out + g.H * g.W, T(0));
+    int64_t next = 0;
     for (int64_t oh = 0; oh < g.Ho; ++oh) {
       Span h = span(oh, g.kh, g.sh, g.ph, g.H, include_pad);
       const T* grow = gpl + oh * g.xs[2];
       if (two) {
         const T d = T(h.div * 2);
-        for (int64_t ow = 0; ow < g.Wo; ++ow) tmp[2 * ow] = tmp[2 * ow + 1] = grow[ow * g.xs[3]] / d;
+        if (g.xs[3] == 1) {
+          spread2_row(grow, d, tmp, g.Wo);
+        } else {
+          for (int64_t ow = 0; ow < g.Wo; ++ow) tmp[2 * ow] = tmp[2 * ow + 1] = grow[ow * g.xs[3]] / d + T(0);
+        }
         std::fill(tmp + 2 * g.Wo, tmp + g.W, T(0));
       } else {
         std::fill(tmp, tmp + g.W, T(0));
@@ -330,8 +364,9 @@ void avg_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool& g, 
           for (int64_t k = w.lo; k < w.hi; ++k) tmp[k] += v;
         }
       }
-      for (int64_t r = h.lo; r < h.hi; ++r) row_add(out + r * g.W, tmp, g.W, 1);
+      spread_rows(out, g.W, tmp, h.lo, h.hi, next);
     }
+    if (next < g.H) std::fill(out + next * g.W, out + g.H * g.W, T(0));
   });
 }
 
@@ -396,7 +431,7 @@ void adaptive_avg_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool&
       std::fill(out, out + g.H * g.W, *gpl / T(g.H * g.W));
       return;
     }
-    std::fill(out, out + g.H * g.W, T(0));
+    int64_t next = 0;
     for (int64_t oh = 0; oh < g.Ho; ++oh) {
       Span h = adaptive_span(oh, g.H, g.Ho);
       std::fill(tmp, tmp + g.W, T(0));
@@ -405,8 +440,9 @@ void adaptive_avg_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool&
         T v = gpl[oh * g.xs[2] + ow * g.xs[3]] / T(h.div * w.div);
         for (int64_t k = w.lo; k < w.hi; ++k) tmp[k] += v;
       }
-      for (int64_t r = h.lo; r < h.hi; ++r) row_add(out + r * g.W, tmp, g.W, 1);
+      spread_rows(out, g.W, tmp, h.lo, h.hi, next);
     }
+    if (next < g.H) std::fill(out + next * g.W, out + g.H * g.W, T(0));
   });
 }
 
