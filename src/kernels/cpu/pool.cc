@@ -43,14 +43,13 @@ struct Ahead {
     if (on) prefetch_ahead(b, e, end, next);
   }
 };
-// for_planes for a gradient into gx: f(plane, n, c, row, ahead); row_bytes: the rows it writes
+// for_planes for a gradient into gx, with no scratch row: f(plane, n, c, ahead); row_bytes: the rows it writes
 template <typename T, typename F>
-void for_grad_planes(const Pool& g, T* gx, int64_t cost, int64_t row, int64_t row_bytes, F&& f) {
+void for_grad_planes(const Pool& g, T* gx, int64_t cost, int64_t row_bytes, F&& f) {
   const int64_t P = g.H * g.W;
   parallel_for(g.N * g.C, cost, [&](int64_t b, int64_t e) {
-    std::vector<T> tmp(size_t(std::max<int64_t>(row, 1)));
     Ahead a{uintptr_t(gx + b * P), gx + e * P, row_bytes < kPrefetchRowMax};
-    for (int64_t pl = b; pl < e; ++pl) f(pl, pl / g.C, pl % g.C, tmp.data(), a);
+    for (int64_t pl = b; pl < e; ++pl) f(pl, pl / g.C, pl % g.C, a);
   });
 }
 
@@ -260,8 +259,8 @@ void max_pool_backward_typed(mf_tensor& gx, const mf_tensor& gy, const mf_tensor
   const int64_t* gs = gy.strides;
   bool two = g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && s3 == 1 && gs[3] == 1;
   const int64_t row_bytes = (two ? 2 : g.H) * g.W * int64_t(sizeof(T));
-  for_grad_planes<T>(g, op, g.Ho * g.Wo * g.kh * g.kw + g.H * g.W, 0, row_bytes,
-                     [&](int64_t pl, int64_t n, int64_t c, T*, Ahead& ahead) {
+  for_grad_planes<T>(g, op, g.Ho * g.Wo * g.kh * g.kw + g.H * g.W, row_bytes,
+                     [&](int64_t pl, int64_t n, int64_t c, Ahead& ahead) {
     const T* xpl = xp + n * x.strides[0] + c * x.strides[1];
     const T* gpl = gp + n * gs[0] + c * gs[1];
     T* out = op + pl * g.H * g.W;
@@ -454,13 +453,19 @@ template <typename T>
 void adaptive_avg_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool& g) {
   const T* gp = (const T*)gy.ptr;
   T* op = (T*)gx.ptr;
+  const int64_t P = g.H * g.W;
+  if (g.Ho == 1 && g.Wo == 1) {  // global pooling: every input gets the same share (no scratch row)
+    parallel_for(g.N * g.C, P + 1, [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        T v = gp[(pl / g.C) * g.xs[0] + (pl % g.C) * g.xs[1]] / T(P);
+        std::fill(op + pl * P, op + (pl + 1) * P, v);
+      }
+    });
+    return;
+  }
   for_planes<T>(g, g.H * g.W + g.Ho * g.Wo, g.W, [&](int64_t pl, int64_t n, int64_t c, T* tmp) {
     const T* gpl = gp + n * g.xs[0] + c * g.xs[1];
     T* out = op + pl * g.H * g.W;
-    if (g.Ho == 1 && g.Wo == 1) {  // global pooling: every input gets the same share
-      std::fill(out, out + g.H * g.W, *gpl / T(g.H * g.W));
-      return;
-    }
     int64_t next = 0;
     for (int64_t oh = 0; oh < g.Ho; ++oh) {
       Span h = adaptive_span(oh, g.H, g.Ho);
