@@ -308,9 +308,24 @@ void gelu_f32_block(const float* x, float* y) {
     y[i] = 0.5f * x[i] * c;
   }
 }
+// A fresh eager result is cold memory: each block's stores would wait for their lines' reads for
+// ownership. The output's lines kAhead elements (8 KB) past each block are asked for first (a
+// prefetch for writing; the first call asks for the first 8 KB too), so those reads overlap the
+// blocks computed meanwhile; up to kAheadMax elements (1 MB): beyond, the hardware's stream
+// prefetch does it and these cost 2-5%. A prefetch writes nothing: results are unchanged. 1 thread,
+// eager mf.gelu float32: 16K 10.3 -> 9.0 us, 64K 38 -> 33 us; 256K and warm outputs unchanged.
+constexpr int64_t kAhead = 2048, kAheadMax = 262144;
+inline void prefetch_out(float* y, int64_t from, int64_t to, int64_t n) {
+  for (int64_t i = from; i < (to < n ? to : n); i += 16) __builtin_prefetch(y + i, 1, 3);
+}
 void gelu_f32(const float* x, float* y, int64_t n) {
   int64_t c = 0;
-  for (; c + kChunk <= n; c += kChunk) gelu_f32_block(x + c, y + c);
+  const bool ahead = n > kChunk && n <= kAheadMax;
+  if (ahead) prefetch_out(y, 0, kAhead, n);
+  for (; c + kChunk <= n; c += kChunk) {
+    if (ahead) prefetch_out(y, c + kAhead, c + kAhead + kChunk, n);
+    gelu_f32_block(x + c, y + c);
+  }
   if (c < n) {
     float in[kChunk] = {}, out[kChunk];
     std::memcpy(in, x + c, size_t(n - c) * sizeof(float));
