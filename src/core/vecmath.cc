@@ -254,7 +254,8 @@ void gelu_t(const T* x, T* y, int64_t n) {
 
 #if MF_VM_VECTOR
 // float32 gelu without the library's erfc (SLEEF's erfcf computes in double-float pairs: 2.1 ns an
-// element, 4x PyTorch's gelu). With z = -x / sqrt 2 (rounded, as in pw::Gelu) and a = |z|:
+// element, 4x PyTorch's gelu; the fits: scripts/vecmath/fit_gelu_erfc.py, the accuracy:
+// scripts/vecmath/gelu_accuracy.lua). With z = -x / sqrt 2 (rounded, as in pw::Gelu) and a = |z|:
 //   a < 0.75: erfc(z) = 1 - z S(z^2), S a degree-5 fit of erf(z) / z on z^2 in [0, 0.5625]
 //             (relative error 6e-8 with its float32 coefficients, as the degree-6 fit it replaced);
 //   a >= 0.75: erfc(a) = t exp(-a^2 + P(t)), t = 1 / (1 + a / 2), P a degree-8 fit of
