@@ -7,26 +7,12 @@ local T = require 'testlib'
 local mf = require 'moonflow'
 local ffi = require 'ffi'
 
-local SIZE = {float32 = 4, float64 = 8}
 local PTR = {float32 = 'const float *', float64 = 'const double *'}
 
--- the bytes of a tensor's elements, and a pointer to them (contiguous tensors only)
-local function bytes(t)
-  return ffi.string(ffi.cast('const char *', t:data()), t:numel() * SIZE[t:dtype()])
-end
+-- a pointer to a contiguous tensor's elements
 local function elems(t) return ffi.cast(PTR[t:dtype()], t:data()) end
 
--- f() run with 1 and with 2 threads gives the same bytes
-local function same_bits(what, f)
-  local before = mf.get_num_threads()
-  mf.set_num_threads(1)
-  local one = f()
-  mf.set_num_threads(2)
-  local two = f()
-  mf.set_num_threads(before)
-  T.eq(bytes(one) == bytes(two), true, what .. ': result differs between 1 and 2 threads')
-  return one
-end
+local same_bits = T.same_bits  -- 1 and 2 threads, the same bytes (testlib)
 
 -- batch_norm of x (N x C x inner...) against Lua's float64 two-pass statistics
 local function check_batch_norm(x, tol, what)

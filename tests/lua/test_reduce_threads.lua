@@ -6,31 +6,9 @@
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
 local T = require 'testlib'
 local mf = require 'moonflow'
-local ffi = require 'ffi'
 
 local nan = 0 / 0
-local SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
-
--- the bytes of a tensor's elements, row-major
-local function bytes(t)
-  local c = t:contiguous()
-  return ffi.string(ffi.cast('const char *', c:data()), c:numel() * SIZE[c:dtype()])
-end
-
--- f() run with 1 and with 2 threads gives the same bytes in each result
-local function same_bits(what, f)
-  local before = mf.get_num_threads()
-  mf.set_num_threads(1)
-  local one = {f()}
-  mf.set_num_threads(2)
-  local two = {f()}
-  mf.set_num_threads(before)
-  T.eq(#one, #two, what .. ': result count')
-  for k = 1, #one do
-    T.eq(one[k]:dtype(), two[k]:dtype(), what .. ': dtype')
-    T.eq(bytes(one[k]) == bytes(two[k]), true, what .. ': result ' .. k .. ' differs between 1 and 2 threads')
-  end
-end
+local same_bits = T.same_bits  -- 1 and 2 threads, the same bytes (testlib)
 
 mf.manual_seed(7)
 local X32 = mf.randn(640, 1000)                 -- 640K elements: every path goes parallel

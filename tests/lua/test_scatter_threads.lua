@@ -14,10 +14,7 @@ local SIZE = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
 local CT = {float32 = 'const float *', float64 = 'const double *', int32 = 'const int32_t *', int64 = 'const int64_t *',
             uint8 = 'const uint8_t *'}
 
-local function bytes(t)
-  local c = t:contiguous()
-  return ffi.string(ffi.cast('const char *', c:data()), c:numel() * SIZE[c:dtype()])
-end
+local bytes = T.bytes
 
 -- a tensor's elements, row-major, as a flat Lua array of numbers
 local function flat(t)
@@ -86,15 +83,7 @@ local function ref_index_add(x, xs, idx, src, ss, dim)
   return out
 end
 
-local function same_bits(what, f)
-  local before = mf.get_num_threads()
-  mf.set_num_threads(1)
-  local one = f()
-  mf.set_num_threads(2)
-  local two = f()
-  mf.set_num_threads(before)
-  T.eq(bytes(one) == bytes(two), true, what .. ': same bits with 1 and 2 threads')
-end
+local same_bits = T.same_bits  -- 1 and 2 threads, the same bytes (testlib)
 
 local S = {3, 200, 250}  -- 150,000 elements: past the one-thread limit (kGrain, 131,072)
 

@@ -68,4 +68,30 @@ function T.finish()
   os.exit(T.failed == 0 and 0 or 1, true)  -- closing the state runs the finalizers (LeakSanitizer)
 end
 
+-- The bytes of t's elements in row-major order (a contiguous copy first when t is a view).
+local BYTES = {float32 = 4, float64 = 8, int32 = 4, int64 = 8, uint8 = 1}
+function T.bytes(t)
+  local ffi = require 'ffi'
+  local c = t:contiguous()
+  return ffi.string(ffi.cast('const char *', c:data()), c:numel() * BYTES[c:dtype()])
+end
+
+-- f() run with 1 and then 2 threads (mf.set_num_threads) must give the same dtype and bytes in each
+-- of its results; returns the 1-thread results.
+function T.same_bits(what, f)
+  local mf = require 'moonflow'
+  local before = mf.get_num_threads()
+  mf.set_num_threads(1)
+  local one = {f()}
+  mf.set_num_threads(2)
+  local two = {f()}
+  mf.set_num_threads(before)
+  T.eq(#one, #two, what .. ': result count')
+  for k = 1, #one do
+    T.eq(one[k]:dtype(), two[k]:dtype(), what .. ': dtype')
+    T.eq(T.bytes(one[k]) == T.bytes(two[k]), true, what .. ': result ' .. k .. ' differs between 1 and 2 threads')
+  end
+  return unpack(one)
+end
+
 return T
