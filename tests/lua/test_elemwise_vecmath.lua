@@ -228,27 +228,33 @@ for _, dtype in ipairs({'float32', 'float64'}) do
   end)
 end
 
--- gelu names a cost (src/core/pointwise.h) that splits it between 2 threads from 4096 elements, not
--- 32768: at 6000 the halves meet at element 3000, inside a 256-element block of a 1-thread run, and
--- each element keeps the bits it has alone and against float64 erfc within the bound above
-T.test('gelu split between threads: the same bits as with 1 thread and as one element', function()
-  for _, dtype in ipairs({'float32', 'float64'}) do
-    local n, xs = 6000, {}
-    for i = 1, n do xs[i] = -9 + 15 * ((i * 7919) % n) / n end
-    local x = mf.tensor(xs, dtype)
-    local before = mf.get_num_threads()
-    mf.set_num_threads(1)
-    local one = values(mf.gelu(x))
-    mf.set_num_threads(2)
-    local two = values(mf.gelu(x))
-    mf.set_num_threads(before)
-    for i = 1, n do T.eq(two[i], one[i], ('gelu %s element %d with 2 threads'):format(dtype, i)) end
-    for _, i in ipairs({1, 2999, 3000, 3001, 3002, 5999, 6000}) do
-      local alone = values(mf.gelu(x:narrow(1, i, 1)))[1]
-      T.eq(two[i], alone, ('gelu %s element %d alone'):format(dtype, i))
-      local v = values(x:narrow(1, i, 1))[1]
-      T.near(two[i], 0.5 * v * C.erfc(-v * s2), (dtype == 'float32' and 2 ^ -23 or 2 ^ -52) * (4 + 2 * v * v),
-        ('gelu(%.9g) %s'):format(v, dtype))
+-- gelu, log, log1p, sigmoid, tanh, sin, cos and erf name a cost (src/core/pointwise.h) that splits
+-- them between 2 threads from 4096-6554 elements, not 32768: at 8000 the halves meet at element
+-- 4000, inside a 256-element block of a 1-thread run (gelu's), and each element keeps the bits it
+-- has alone (gelu: and against float64 erfc within the bound above)
+T.test('ops split between threads early: the same bits as with 1 thread and as one element', function()
+  for _, op in ipairs({'gelu', 'log', 'log1p', 'sigmoid', 'tanh', 'sin', 'cos', 'erf'}) do
+    for _, dtype in ipairs({'float32', 'float64'}) do
+      local n, xs = 8000, {}
+      local lo = ({log = 0.01, log1p = -0.99})[op] or -9  -- in each op's domain: NaN never equals NaN
+      for i = 1, n do xs[i] = lo + 15 * ((i * 7919) % n) / n end
+      local x = mf.tensor(xs, dtype)
+      local before = mf.get_num_threads()
+      mf.set_num_threads(1)
+      local one = values(mf[op](x))
+      mf.set_num_threads(2)
+      local two = values(mf[op](x))
+      mf.set_num_threads(before)
+      for i = 1, n do T.eq(two[i], one[i], ('%s %s element %d with 2 threads'):format(op, dtype, i)) end
+      for _, i in ipairs({1, 3999, 4000, 4001, 4002, 7999, 8000}) do
+        local alone = values(mf[op](x:narrow(1, i, 1)))[1]
+        T.eq(two[i], alone, ('%s %s element %d alone'):format(op, dtype, i))
+        if op == 'gelu' then
+          local v = values(x:narrow(1, i, 1))[1]
+          T.near(two[i], 0.5 * v * C.erfc(-v * s2), (dtype == 'float32' and 2 ^ -23 or 2 ^ -52) * (4 + 2 * v * v),
+            ('gelu(%.9g) %s'):format(v, dtype))
+        end
+      end
     end
   end
 end)
