@@ -209,6 +209,21 @@ return function(mf)
     if type(kj) ~= 'number' or kj ~= kj then return false end
     return node and ppos_key(node, kj, make)
   end
+  -- node stepped through vals[j0 .. last] by step (ppos_item or ppos_step); false once a step refuses. The
+  -- first three straight-line, a loop only past them: a loop of one to three turns (repeat's {2, 1}, roll's
+  -- two values) inside every caller's trace made LuaJIT abort those traces ('inner loop in root trace'), and
+  -- the call ran partly interpreted
+  local function ppos_walk(step, node, vals, j0, last, make)
+    if last < j0 then return node end
+    node = step(node, vals[j0], make)
+    if last >= j0 + 1 and node ~= false then node = step(node, vals[j0 + 1], make) end
+    if last >= j0 + 2 and node ~= false then node = step(node, vals[j0 + 2], make) end
+    for j = j0 + 3, last do
+      if node == false then return false end
+      node = step(node, vals[j], make)
+    end
+    return node
+  end
   local function ppos_step(node, v, make)
     local k = fast_key(v)
     if k ~= nil then return node and ppos_key(node, k, make) end
@@ -218,19 +233,7 @@ return function(mf)
     if next(v, n > 0 and n or nil) ~= nil or v[0] ~= nil then return false end
     node = node and ppos_key(node, LIST, make)
     node = node and ppos_key(node, n, make)
-    -- the items: straight-line for the first three, a loop only past them (a list of two, repeat's {2, 1},
-    -- made a loop of two turns inside every caller's trace: LuaJIT aborted those traces, 'inner loop in root
-    -- trace', and the call ran partly interpreted)
-    if n >= 1 then
-      node = ppos_item(node, v[1], make)
-      if n >= 2 and node ~= false then node = ppos_item(node, v[2], make) end
-      if n >= 3 and node ~= false then node = ppos_item(node, v[3], make) end
-      for j = 4, n do
-        if node == false then return false end
-        node = ppos_item(node, v[j], make)
-      end
-    end
-    return node
+    return ppos_walk(ppos_item, node, v, 1, n, make)
   end
 
   local function params_record(op, ptable, exact)
@@ -1032,14 +1035,7 @@ return function(mf)
           if type(v) == 'number' then  -- the list given as numbers: the same branch as the table
             node = root and root[LIST]
             node = node and node[last - nin_fixed]
-            local j0 = nin_fixed + 1  -- the first three sizes straight-line (see the inputs' check)
-            node = ppos_item(node, A[j0], false)
-            if last >= j0 + 1 and node ~= false then node = ppos_item(node, A[j0 + 1], false) end
-            if last >= j0 + 2 and node ~= false then node = ppos_item(node, A[j0 + 2], false) end
-            for j = j0 + 3, last do
-              if node == false then break end
-              node = ppos_item(node, A[j], false)
-            end
+            node = ppos_walk(ppos_item, node, A, nin_fixed + 1, last, false)
             if node == false then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
           else
             if last ~= nin_fixed + 1 then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
@@ -1072,15 +1068,8 @@ return function(mf)
             end
             rec = params_record(op, v)
           else
-            -- false for tensors, NaN, -0, named tables: the general path's. The first three values straight-line
-            local j0 = nin_fixed + 1
-            local node = ppos_step(op.ppos[last - nin_fixed], A[j0], false)
-            if last >= j0 + 1 and node ~= false then node = ppos_step(node, A[j0 + 1], false) end
-            if last >= j0 + 2 and node ~= false then node = ppos_step(node, A[j0 + 2], false) end
-            for j = j0 + 3, last do
-              if node == false then break end
-              node = ppos_step(node, A[j], false)
-            end
+            -- false for tensors, NaN, -0, named tables: the general path's
+            local node = ppos_walk(ppos_step, op.ppos[last - nin_fixed], A, nin_fixed + 1, last, false)
             if node == false then return slow(a1, a2, a3, a4, a5, a6, a7, a8) end
             rec = node and node[REC]
             if not rec then

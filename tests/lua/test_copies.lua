@@ -59,11 +59,7 @@ local function permuted_ref(shape, perm)
     local lin = 0
     for j = 1, #perm do lin = lin + idx[j] * st[perm[j]] end
     out[#out + 1] = lin % 251
-    for j = #oshape, 1, -1 do
-      idx[j] = idx[j] + 1
-      if idx[j] < oshape[j] then break end
-      idx[j] = 0
-    end
+    advance(idx, oshape)
   end
   return out, oshape
 end
