@@ -40,7 +40,7 @@ MF_PHILOX_HD float u32_to_unit_float(uint32_t x) { return float(x >> 8) * (1.0f 
 MF_PHILOX_HD double u64_to_unit_double(uint32_t hi, uint32_t lo) {
   return double(((uint64_t(hi) << 32) | lo) >> 11) * (1.0 / 9007199254740992.0);
 }
-// The 64-bit integer of a draw's first two words (randint, randperm, multinomial).
+// The 64-bit integer of a counter's first two words.
 MF_PHILOX_HD uint64_t u64_of(const Philox4& r) { return (uint64_t(r.v[0]) << 32) | r.v[1]; }
 
 // -- how a draw spends its counters (the element layout) ----------------------------------------
@@ -86,6 +86,18 @@ MF_PHILOX_HD uint64_t scale_u64(uint64_t x, uint64_t range) {
 #else
   return uint64_t((unsigned __int128)x * range >> 64);
 #endif
+}
+
+// randperm(n) from offset o: Fisher-Yates from the last position down; step i (n - 1 down to 1,
+// 0-based) swaps positions i and randperm_partner(seed, o, i), an integer in [0, i]: element i of a
+// P = 2 draw (counter o + i / 2, words (2h, 2h + 1), h = i % 2) scaled to i + 1 (scale_u64). The
+// offset is left at o + ceil(n / 2). The CPU draws the same words in vector lanes, a chunk ahead.
+// (Until 2026-11-27 step i took the first two words of counter o + i and x % (i + 1), the offset
+// moved by n: the same seed gives other permutations since.)
+MF_PHILOX_HD uint64_t randperm_partner(uint64_t seed, uint64_t offset, uint64_t i) {
+  Philox4 r = philox(seed, offset + i / 2);
+  int h = int(i % 2);
+  return scale_u64((uint64_t(r.v[2 * h]) << 32) | r.v[2 * h + 1], i + 1);
 }
 
 }  // namespace mf

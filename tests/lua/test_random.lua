@@ -244,21 +244,56 @@ T.test('the vector lanes equal a plain Philox over long draws and a 2^32 counter
   if not ok then error(err, 0) end
 end)
 
-T.test('randperm is Fisher-Yates on the counters offset + i, across its chunks of draws', function()
-  -- step i (n - 1 down to 1) swaps positions i and u64(counter offset + i) % (i + 1), 0-based; 1500
-  -- steps cross the kernel's 1024-step chunks of precomputed partners
-  local seed, start, n = 99, 12345, 1500
-  mf.set_rng_state({seed = seed, offset = start})
-  local got = mf.randperm(n):totable()
+T.test('randperm is Fisher-Yates on two steps a counter, across its chunks of draws', function()
+  -- step i (n - 1 down to 1, 0-based) swaps positions i and floor(x (i + 1) / 2^64), x the 64-bit
+  -- integer of words (2h, 2h + 1) of counter offset + floor(i / 2), h = i % 2 (src/core/philox.h:
+  -- randperm_partner); 2501 steps cross the kernel's chunks of precomputed partners (1024 steps,
+  -- whole blocks of 128) and end on half a counter; every dtype shuffles the same way
+  local seed, start, n = 99, 12345, 2501
   local want = {}
   for i = 1, n do want[i] = i end
   for i = n - 1, 1, -1 do
-    local w = philox(U64(seed), U64(start) + i)
-    local j = tonumber((U64(w[1]) * 2^32 + w[2]) % (i + 1))
+    local w = philox(U64(seed), U64(start) + math.floor(i / 2))
+    local h, r = i % 2, i + 1
+    local j = math.floor((w[2 * h + 1] * r + math.floor(w[2 * h + 2] * r / 2^32)) / 2^32)  -- exact: < 2^44
     want[i + 1], want[j + 1] = want[j + 1], want[i + 1]
   end
-  for i = 1, n do T.eq(got[i], want[i], 'randperm element ' .. i) end
-  T.eq(mf.get_rng_state().offset, start + n, 'offset after randperm')
+  for _, dtype in ipairs{'int64', 'int32', 'float64', 'float32'} do
+    mf.set_rng_state({seed = seed, offset = start})
+    local got = mf.randperm(n, {dtype = dtype}):totable()
+    for i = 1, n do T.eq(got[i], want[i], dtype .. ' randperm element ' .. i) end
+    T.eq(mf.get_rng_state().offset, start + 1251, 'offset after randperm: ceil(n / 2) counters')
+  end
+  -- uint8 (n <= 255): the same rule at n = 200
+  mf.set_rng_state({seed = seed, offset = start})
+  local got, ref = mf.randperm(200, {dtype = 'uint8'}):totable(), {}
+  for i = 1, 200 do ref[i] = i end
+  for i = 199, 1, -1 do
+    local w = philox(U64(seed), U64(start) + math.floor(i / 2))
+    local h, r = i % 2, i + 1
+    local j = math.floor((w[2 * h + 1] * r + math.floor(w[2 * h + 2] * r / 2^32)) / 2^32)
+    ref[i + 1], ref[j + 1] = ref[j + 1], ref[i + 1]
+  end
+  for i = 1, 200 do T.eq(got[i], ref[i], 'uint8 randperm element ' .. i) end
+end)
+
+T.test('randperm: each of the 24 permutations of 4 equally often (chi-squared)', function()
+  -- 24,000 draws, 1,000 expected per permutation; chi-squared with 23 degrees of freedom stays under
+  -- 49.7 with probability 0.999 (a fixed seed: it cannot flake; a biased shuffle exceeds it by far)
+  mf.manual_seed(2026)
+  local counts, draws = {}, 24000
+  for _ = 1, draws do
+    local v = mf.randperm(4):totable()
+    local key = v[1] * 1000 + v[2] * 100 + v[3] * 10 + v[4]
+    counts[key] = (counts[key] or 0) + 1
+  end
+  local kinds, chi2 = 0, 0
+  for _, c in pairs(counts) do
+    kinds = kinds + 1
+    chi2 = chi2 + (c - 1000) ^ 2 / 1000
+  end
+  T.eq(kinds, 24, 'distinct permutations seen')
+  assert(chi2 < 49.7, ('chi-squared %.1f over 23 degrees of freedom exceeds 49.7'):format(chi2))
 end)
 
 T.finish()

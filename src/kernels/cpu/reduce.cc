@@ -237,7 +237,8 @@ static void sum_prod_typed(int code, mf_tensor& out, const mf_tensor& x, const R
           if (!done)
             for (int64_t st = 0; st < steps; ++st, p += w)
               for (int64_t l = 0; l < w; ++l) acc[l] += A(p[l]);
-          for (int64_t l = 0; l < w; ++l) tot[l % len] += acc[l];
+          for (int64_t l = 0; l < w; l += len)  // lane l holds column l % len (no division per lane)
+            for (int64_t c = 0; c < len; ++c) tot[c] += acc[l + c];
           for (int64_t r = steps * m; r < rows; ++r, p += len)
             for (int64_t c = 0; c < len; ++c) tot[c] += A(p[c]);
           for (int64_t c = 0; c < len; ++c) put(oo + c, tot[c]);

@@ -255,40 +255,43 @@ void randint_cpu(mf_tensor& t, mf_rng& g, double low, double high) {
   });
 }
 
+// Fisher-Yates on positions [0, n) of p (philox.h: randperm_partner): serial, so the same
+// permutation whatever the thread count. A step's partner depends on its counter alone, not on the
+// data, so a chunk's partners are drawn first (Philox in lanes, two steps a counter, scaled by a
+// multiply instead of a division), and each swap's random access is prefetched kAhead steps early
+// (a large n misses the caches on nearly every swap otherwise).
+template <class T>
+void shuffle(T* p, int64_t n, uint64_t seed, uint64_t base) {
+  for (int64_t i = 0; i < n; ++i) p[i] = T(i + 1);
+  constexpr int64_t kSteps = 2 * kBlock, kChunk = 8 * kSteps, kAhead = 16;  // steps a Philox block gives
+  alignas(64) uint32_t w[4 * kBlock];
+  int64_t partner[kChunk];
+  for (int64_t hi = n - 1, lo; hi > 0; hi = lo - 1) {
+    lo = std::max<int64_t>(1, hi - hi % kSteps - (kChunk - kSteps));  // steps hi down to lo: whole blocks
+    for (int64_t b = lo - lo % kSteps; b <= hi; b += kSteps) {  // blocks of counters base + b / 2 ...
+      philox_block(seed, base + uint64_t(b / 2), w);
+      int64_t i0 = std::max(b, lo), i1 = std::min(b + kSteps - 1, hi);
+      for (int64_t i = i0; i <= i1; ++i)
+        partner[i - lo] = int64_t(scale_u64(u64_at(w, i - b), uint64_t(i + 1)));
+    }
+    for (int64_t i = hi; i >= lo; --i) {
+      if (i - kAhead >= lo) __builtin_prefetch(p + partner[i - kAhead - lo], 1);
+      std::swap(p[i], p[partner[i - lo]]);
+    }
+  }
+}
+
 void randperm_cpu(mf_tensor& t, mf_rng& g) {
   kcheck::meta("randperm", "output", t);
   kcheck::contiguous("randperm", "output", t);
   if (t.ndim != 1) fail("randperm: output is ", shape_str(t), "; expected 1 dim");
   int64_t n = t.count;
   if (n > 0) check_value_fits(double(n), t.dtype_id, "randperm");
-  // Fisher-Yates from the last position down, step i drawing from counter offset + i: serial, so
-  // it is the same permutation whatever the thread count.
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  std::iota(perm.begin(), perm.end(), int64_t(1));
-  // Step i's partner depends on its counter alone, not on the data: a chunk's partners are drawn
-  // first (Philox in lanes), and each swap's random access into perm is prefetched kAhead steps
-  // early (a large n misses the caches on nearly every swap otherwise).
   uint64_t seed = g.seed, base = g.offset;
-  constexpr int64_t kChunk = 16 * kBlock, kAhead = 16;
-  std::vector<int64_t> partner(static_cast<size_t>(std::min<int64_t>(n, kChunk)));
-  alignas(64) uint32_t w[4 * kBlock];
-  for (int64_t hi = n - 1; hi > 0; hi -= kChunk) {
-    int64_t lo = std::max<int64_t>(1, hi - kChunk + 1);  // steps hi down to lo
-    for (int64_t b = lo; b <= hi; b += kBlock) {
-      philox_block(seed, base + uint64_t(b), w);
-      for (int64_t i = b; i <= hi && i < b + kBlock; ++i)
-        partner[size_t(i - lo)] = int64_t(u64_at(w, 2 * (i - b)) % uint64_t(i + 1));
-    }
-    for (int64_t i = hi; i >= lo; --i) {
-      if (i - kAhead >= lo) __builtin_prefetch(&perm[size_t(partner[size_t(i - kAhead - lo)])], 1);
-      std::swap(perm[size_t(i)], perm[size_t(partner[size_t(i - lo)])]);
-    }
-  }
-  MF_DISPATCH(t.dtype_id, T, {
-    T* p = (T*)t.ptr;
-    for (int64_t i = 0; i < n; ++i) p[i] = T(perm[size_t(i)]);
-  });
-  g.offset = base + uint64_t(n);
+  // shuffled in place in the output: a swap moves values, so each position ends with T(its start
+  // position + 1), rounded as a copy from int64 would (float32 past 2^24)
+  MF_DISPATCH(t.dtype_id, T, shuffle((T*)t.ptr, n, seed, base));
+  g.offset = base + uint64_t((n + 1) / 2);
 }
 
 void multinomial_cpu(mf_tensor& out, mf_rng& g, const mf_tensor& probs, bool replacement) {

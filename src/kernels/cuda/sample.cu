@@ -109,11 +109,11 @@ int randperm(mf_tensor* t, mf_rng* g) {
     std::vector<int64_t> perm(static_cast<size_t>(n));
     std::iota(perm.begin(), perm.end(), int64_t(1));
     uint64_t seed = g->seed, base = g->offset;
-    for (int64_t i = n - 1; i > 0; --i) {  // the CPU's loop: step i draws from counter offset + i
-      int64_t j = int64_t(u64_of(philox(seed, base + uint64_t(i))) % uint64_t(i + 1));
+    for (int64_t i = n - 1; i > 0; --i) {  // the CPU's steps (src/core/philox.h: randperm_partner)
+      int64_t j = int64_t(randperm_partner(seed, base, uint64_t(i)));
       std::swap(perm[size_t(i)], perm[size_t(j)]);
     }
-    g->offset = base + uint64_t(n);
+    g->offset = base + uint64_t((n + 1) / 2);
     if (n == 0) return;
     auto put = [&](auto zero) {
       using T = decltype(zero);
