@@ -35,6 +35,7 @@ return function(mf)
     requires_grad_ = 't:requires_grad_([flag = true]): makes the leaf t record the ops that use it (or stop); returns t. Floating dtypes only (float32, float64); a tensor computed from others cannot stop (use t:detach()).',
     shape = "t.shape: t:size(), read-only: a fresh size object of the sizes, 1-based (t.shape[1] == t:size(1), as PyTorch's x.shape == x.size()); writing t.shape[i] changes only that list. t.shape = v raises (use t:reshape or t:view). Graph symbols and nn.Parameters have it too (nil for a size unknown until run).",
     ndim = 't.ndim: t:dim(), read-only (t.ndim = v raises). The C header\'s fields are private in Lua (_ptr, _shape, ...): t.ptr, t.strides, t.count ... raise naming the method to use (t:data(), t:stride(), t:numel()).',
+    out = "op(..., {out = t}) (as PyTorch's out=): writes the result into t and returns t, so a loop reuses one buffer instead of writing each result into fresh memory; for an op of several outputs, {out = {t1, t2}} and both are returned. t must have the result's size, dtype and device. A contiguous t that shares no memory with an input is written by the kernel itself; a strided view, or memory an input reads, receives the result through a copy after the kernel has read its inputs. Not for views (reshape, narrow, ...) nor in-place ops (add_, ...). Not recorded for autograd: in grad mode an input or t that requires grad is an error (use mf.no_grad, or the call without out=).",
     grad = 't.grad: the gradient backward accumulated into the leaf t (nil before the first backward); t.grad = nil clears it.',
     detach = 't:detach(): a tensor sharing t\'s storage with no autograd history (it does not require grad).',
     is_leaf = 't:is_leaf(): false when t was computed by recorded ops (it has a node on the tape), else true.',
@@ -156,6 +157,9 @@ return function(mf)
         lines[#lines + 1] = ('    %-12s %-13s default %-10s %s'):format(p.name, p.type,
           p.default == '' and '(empty)' or p.default, p.doc)
       end
+    end
+    if not op.view and not op.writes then
+      lines[#lines + 1] = "  out: a trailing {out = t} writes the result into t and returns t (help('out'))"
     end
     local aliases = {}
     for a, n in pairs(mf._aliases) do if n == name then aliases[#aliases + 1] = 'mf.' .. a end end

@@ -517,7 +517,8 @@ return function(mf)
     return e
   end
 
-  local function run_entry(op, rec, e, ins, nin)
+  -- dst (out=, call_out below): a list whose item i, when a tensor, receives output i instead of a new one
+  local function run_entry(op, rec, e, ins, nin, dst)
     local slots, outs = e.ins, e.outs
     -- an entry serves one layout (same_layout, signature: dtype, device, shape, strides), so of a slot's
     -- header only where the data lies changes from call to call: three stores, not a 184-byte copy.
@@ -557,14 +558,14 @@ return function(mf)
     local r1, results
     if nout == 1 then  -- the common case without a loop (see above)
       if not e.alias[1] then
-        r1 = mf._new_like_meta(e.metas[1], op.name)
+        r1 = dst and dst[1] or mf._new_like_meta(e.metas[1], op.name)
         local o = outs[1]  -- bound from metas[1]: a fresh tensor of it differs in its storage only
         o._ptr, o._store = r1._ptr, r1._store
       end
     else
       for i = 1, nout do
         if not e.alias[i] then
-          local t = mf._new_like_meta(e.metas[i], op.name)
+          local t = dst and dst[i] or mf._new_like_meta(e.metas[i], op.name)
           local o = outs[i]
           o._ptr, o._store = t._ptr, t._store
           if i == 1 then r1 = t end
@@ -618,6 +619,39 @@ return function(mf)
     return unpack(results, 1, nout)
   end
 
+  -- The entry for inputs that miss rec.last (e, or nil): one of the entries used before it (a training step
+  -- calls matmul with one params record in three or four layouts in turn, sum_to in six), else the one for
+  -- the inputs' signature (a string, built only here), bound on first use. Only a call that misses last
+  -- comes here: workload (a) always hits it
+  local function find_entry(op, rec, ins, nin, e)
+    local recent, found = rec.recent, nil
+    for k = 1, #recent do
+      local ek = recent[k]
+      if same_layout(ek, ins, nin) then
+        recent[k], found = e, ek
+        break
+      end
+    end
+    if found then
+      e = found
+    else
+      local sig = signature(ins, nin)
+      if e then
+        local k = rec.rpos % 8 + 1
+        recent[k], rec.rpos = e, k
+      end
+      e = rec.entries[sig]
+      if not e then
+        e = bind(op, rec, ins, nin)
+        if rec.nentries >= 64 then rec.entries, rec.nentries, rec.recent, rec.rpos = {}, 0, {}, 0 end
+        rec.entries[sig] = e
+        rec.nentries = rec.nentries + 1
+      end
+    end
+    rec.last = e
+    return e
+  end
+
   -- The eager path of every op: ins is a list of tensors (scalars already converted).
   local interrupt = C.mf_interrupt_flag()
   local function tape_call(...) return mf._tape_call(...) end
@@ -635,36 +669,7 @@ return function(mf)
       raise('interrupted')  -- blames the user's line
     end
     local e = rec.last
-    if not (e and same_layout(e, ins, nin)) then
-      -- one of the entries used before it (a training step calls matmul with one params record in three
-      -- or four layouts in turn, sum_to in six), else the one for the inputs' signature (a string, built
-      -- only here). Only a call that misses last reaches the loop: workload (a) always hits it
-      local recent, found = rec.recent, nil
-      for k = 1, #recent do
-        local ek = recent[k]
-        if same_layout(ek, ins, nin) then
-          recent[k], found = e, ek
-          break
-        end
-      end
-      if found then
-        e = found
-      else
-        local sig = signature(ins, nin)
-        if e then
-          local k = rec.rpos % 8 + 1
-          recent[k], rec.rpos = e, k
-        end
-        e = rec.entries[sig]
-        if not e then
-          e = bind(op, rec, ins, nin)
-          if rec.nentries >= 64 then rec.entries, rec.nentries, rec.recent, rec.rpos = {}, 0, {}, 0 end
-          rec.entries[sig] = e
-          rec.nentries = rec.nentries + 1
-        end
-      end
-      rec.last = e
-    end
+    if not (e and same_layout(e, ins, nin)) then e = find_entry(op, rec, ins, nin, e) end
     -- autograd (tape.lua): autograd ~= 0 flags a tensor that may have autograd state, and a write op
     -- bumps its target's version counter; a call on plain tensors pays these field tests only
     if op.writes then
@@ -690,6 +695,87 @@ return function(mf)
       end
     end
     return run_entry(op, rec, e, ins, nin)
+  end
+
+  -- out= (PyTorch's): op(..., {out = t}) computes into t instead of a new tensor and returns t (a list of
+  -- tensors for an op of several outputs, returned as the op returns them), so a loop can reuse one
+  -- buffer instead of writing each result into fresh memory. t must have the result's shape, dtype and
+  -- device. A contiguous t that shares no storage with an input is the kernel's output itself; any other
+  -- (a view with other strides, or memory an input reads) gets the result through a copy after the
+  -- kernel has run, so the inputs are read whole first. Not for views (reshape, narrow ...: their result
+  -- is the input's memory) nor in-place ops (add_ ...), and not recorded by the tape: in grad mode, an
+  -- input or t that requires grad is an error. Counts a write of t (tape.lua's versions).
+  local function out_list(op, dst, nout)
+    local one = is_tensor(dst)
+    if one and nout == 1 then return {dst} end
+    if one or type(dst) ~= 'table' or getmetatable(dst) ~= nil or #dst ~= nout then
+      raise(('%s: out= takes %s; got %s'):format(op.name, nout == 1 and 'a tensor' or
+        ('a list of %d tensors (one per output)'):format(nout), one and 'one tensor' or
+        type(dst) == 'table' and ('a table of %d items'):format(#dst) or type(dst)))
+    end
+    return dst
+  end
+  local function call_out(op, ins, nin, ptable, exact, dst)
+    stats.calls = stats.calls + 1
+    if interrupt[0] ~= 0 then interrupt[0] = 0; raise('interrupted') end
+    if op.writes then
+      raise(('%s: writes its input in place; out= is for ops that compute a new result'):format(op.name))
+    end
+    local rec = ptable and params_record(op, ptable, exact) or op.default
+    if not rec then rec = params_record(op, nil); op.default = rec end
+    local e = rec.last
+    if not (e and same_layout(e, ins, nin)) then e = find_entry(op, rec, ins, nin, e) end
+    local nout = e.nout
+    if nout == 0 then raise(('%s: has no output for out= to receive'):format(op.name)) end
+    dst = out_list(op, dst, nout)
+    local direct = {}
+    local flagged = false
+    for i = 1, nin do if ins[i]._autograd ~= 0 then flagged = true end end
+    for i = 1, nout do
+      local t, m = dst[i], e.metas[i]
+      if not is_tensor(t) then raise(('%s: out item %d is a %s; expected a tensor'):format(op.name, i, type(t))) end
+      if e.alias[i] then
+        raise(('%s: returns a view of its input (no new memory), so out= does not apply; write it with '
+          .. 'out:copy(...) instead'):format(op.name))
+      end
+      if t._dtype_id ~= m._dtype_id or t._device_id ~= m._device_id then
+        raise(('%s: out%s is %s on %s; the result is %s on %s'):format(op.name, nout > 1 and ' item ' .. i or '',
+          methods.dtype(t), K.device_name(t._device_id), methods.dtype(m), K.device_name(m._device_id)))
+      end
+      local same = t._ndim == m._ndim
+      for d = 0, m._ndim - 1 do if t._shape[d] ~= m._shape[d] then same = false end end
+      if not same then
+        raise(('%s: out%s has size %s; the result has size %s'):format(op.name, nout > 1 and ' item ' .. i or '',
+          methods.shape_str(t), methods.shape_str(m)))
+      end
+      for d = 0, t._ndim - 1 do
+        if t._strides[d] == 0 and t._shape[d] > 1 then
+          raise(('%s: out%s is expanded (dim %d repeats one element), so it cannot be written; give a tensor '
+            .. 'of its own (out:contiguous())'):format(op.name, nout > 1 and ' item ' .. i or '', d + 1))
+        end
+      end
+      local shared = false
+      for j = 1, i - 1 do  -- views of one tensor (its columns, say) go through copies
+        if dst[j]._store == t._store and t._count > 0 then
+          if dst[j]._ptr == t._ptr then
+            raise(('%s: out items %d and %d are the same memory; each output needs its own'):format(op.name, j, i))
+          end
+          shared, direct[j] = true, false
+        end
+      end
+      for k = 1, nin do if ins[k]._store == t._store then shared = true end end
+      direct[i] = t._is_contig == 1 and not shared and t
+      if t._autograd ~= 0 then flagged = true end
+    end
+    if flagged then mf._check_out(op, ins, nin, dst, nout) end
+    local results = {run_entry(op, rec, e, ins, nin, direct)}
+    if op.multi then results = results[1] end
+    for i = 1, nout do
+      if direct[i] then C.mf_storage_bump(dst[i], op.index)
+      else methods.copy(dst[i], results[i]) end  -- a strided or overlapping out: copy counts its write
+    end
+    if op.multi then return dst end
+    return unpack(dst, 1, nout)
   end
 
   -- argument adapters: Lua call syntax -> (input tensors, params table) -----------------------
@@ -896,7 +982,9 @@ return function(mf)
       -- binary ops called without params: no varargs, no tables on the common path
       f = function(a, b, extra)
         if extra ~= nil then
-          if #op.param_list == 0 then raise(op.name .. ': takes 2 inputs and no params') end
+          if #op.param_list == 0 and not (type(extra) == 'table' and extra.out ~= nil) then
+            raise(op.name .. ': takes 2 inputs and no params (a table may give out = t)')
+          end
           return op.general(a, b, extra)
         end
         local ta, tb = is_tensor(a), is_tensor(b)
@@ -925,7 +1013,10 @@ return function(mf)
     elseif fast1 then
       local one = {}
       f = function(a, extra)
-        if extra ~= nil then raise(op.name .. ': takes 1 input and no params') end
+        if extra ~= nil then
+          if type(extra) == 'table' and extra.out ~= nil then return op.general(a, extra) end
+          raise(op.name .. ': takes 1 input and no params (a table may give out = t)')
+        end
         if not is_tensor(a) then
           if is_holder(a) then
             one[1] = a
@@ -942,16 +1033,20 @@ return function(mf)
       end
     end
     local general
-    if not f or fast2 then
+    do
       general = function(...)
         local ins, ptable, exact = adapter(op, ...)
+        local dst = ptable and not op.param_kind.out and ptable.out  -- out= (call_out)
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
         for i = 1, nin do
           if is_holder(ins[i]) then mf._holder_operands(ins, nin) break end
         end
         for i = 1, nin do
-          if is_sym(ins[i]) then return mf._graph_call(op, ins, nin, ptable) end
+          if is_sym(ins[i]) then
+            if dst ~= nil then raise(op.name .. ': out= is for eager calls; a graph computes into its own buffers') end
+            return mf._graph_call(op, ins, nin, ptable)
+          end
         end
         for i = 1, nin do
           if ins[i] == nil then
@@ -963,6 +1058,15 @@ return function(mf)
         if rg ~= nil and op.param_kind.requires_grad then rg = nil end
         local dev = ptable and ptable.device  -- zeros(2, 3, {device = 'cuda'}): made, then moved there
         if dev ~= nil and op.param_kind.device then dev = nil end
+        if dst ~= nil then
+          if rg ~= nil or dev ~= nil then
+            raise(op.name .. ': out= takes no requires_grad or device option (the out tensor fixes its device; '
+              .. 'out= results are not recorded)')
+          end
+          local pt = {}
+          for k, v in pairs(ptable) do if k ~= 'out' then pt[k] = v end end
+          return call_out(op, ins, nin, next(pt) ~= nil and pt or nil, exact, dst)
+        end
         if rg ~= nil or dev ~= nil then  -- zeros(2, 3, {requires_grad = true})
           if dev ~= nil then K.find_device(dev, op.name) end  -- an unknown or absent device fails first
           local pt = {}
@@ -975,7 +1079,7 @@ return function(mf)
         end
         return call(op, ins, nin, ptable, exact)
       end
-      op.general = general  -- fast2's path for calls that give params
+      op.general = general  -- fast2's path for calls that give params, fast1's for out=
       f = f or general
     end
     -- Calls with tensor inputs and params given positionally (mf.matmul(a, b, false, true), mf.sum(x, 2, true))
@@ -1063,7 +1167,8 @@ return function(mf)
           local v = A[last]
           if type(v) == 'table' and type(next(v)) == 'string' then  -- one trailing table of named params, nothing
             -- positional before it (a list is a positional param, below)
-            if last ~= nin_fixed + 1 or getmetatable(v) ~= nil or v.requires_grad ~= nil or v.device ~= nil then
+            if last ~= nin_fixed + 1 or getmetatable(v) ~= nil or v.requires_grad ~= nil or v.device ~= nil
+                or v.out ~= nil then
               return slow(a1, a2, a3, a4, a5, a6, a7, a8)
             end
             rec = params_record(op, v)

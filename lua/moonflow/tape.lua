@@ -294,6 +294,29 @@ return function(mf)
     end
   end
 
+  -- out= (ops.lua's call_out) on flagged tensors: in grad mode the tape records nothing written into a
+  -- given tensor, so an input that requires grad (the result would lack that dependence) and an out
+  -- that requires grad (a leaf, or computed by recorded ops) are errors; under no_grad anything goes
+  function mf._check_out(op, ins, nin, dst, nout)
+    if not enabled then return end
+    for i = 1, nin do
+      local s = state(ins[i])
+      if s and (s.node or s.leaf) then
+        raise(("%s: input %d (%s) requires grad, and out= results are not recorded by the tape; call "
+          .. '%s without out= (or under mf.no_grad if no gradient should flow)'):format(op.name, i,
+          shape_str(ins[i]), op.name))
+      end
+    end
+    for i = 1, nout do
+      local s = state(dst[i])
+      if s and (s.node or s.leaf) then
+        raise(("%s: out%s (%s) requires grad; out= writes in place, which the tape does not record: "
+          .. 'give a tensor without history (t:detach()) or call under mf.no_grad'):format(op.name,
+          nout > 1 and ' item ' .. i or '', shape_str(dst[i])))
+      end
+    end
+  end
+
   -- The dispatcher (ops.lua's call) comes here for a write op, or when an input has autograd set.
   function mf._tape_call(op, rec, e, ins, nin, run)
     if op.writes then

@@ -35,8 +35,8 @@
 -- {m, n, k[, count]} products timed on raw OpenBLAS), pt_setup (a Python expression computed
 -- once per input set, passed to pt as P), dynamic (output sizes follow the values: only ranks are
 -- compared), unread (a set of input positions the op does not read: a destination it only writes,
--- a tensor whose shape alone is used; left out of the bytes moved). The PyTorch code must give
--- outputs of moonflow's dtypes and shapes, or the case fails. Elsewhere than views and gemm cases,
+-- a tensor whose shape alone is used; left out of the bytes moved), into (an out= variant: reported
+-- apart, see INTO). The PyTorch code must give outputs of moonflow's dtypes and shapes, or the case fails. Elsewhere than views and gemm cases,
 -- the limit is bandwidth-bound: the bytes of every tensor input read and output written once,
 -- over the copy bandwidth measured in the same run (large size only; a small input lives in the
 -- caches).
@@ -317,7 +317,36 @@ local OPTIM = {  -- one parameter tensor updated in place; PyTorch: its single-t
      .. 'den = (c.sqrt() / 0.999 ** 0.5).add_(1e-8)\nreturn a.addcdiv_(b, den, value=-1e-3 / 0.9)'},
 }
 
-local FAMILIES = {MATH, ELEMWISE, INPLACE, REDUCE, STATS, SORT, SHAPE, INDEX, INIT, NN, LINALG, OPTIM}
+-- out= (both sides): the result written into a given tensor, so what is timed is the kernel without a
+-- fresh result's first writes into cold memory (see README "Performance"). Flagged `into`: reported on a
+-- line of their own and left out of the geomean and counts above, which time every op the plain way.
+local function into(op, ins, mf_call, pt, extra)
+  local c = {op, name = op .. '_out', ins = ins, into = true, unread = {[#ins] = true}, mf = mf_call, pt = pt}
+  for k, v in pairs(extra or {}) do c[k] = v end
+  return c
+end
+local INTO = {
+  into('abs', {'n:M', 'n:M'}, function(_, a, o) return mf.abs(a, {out = o}) end, 'torch.abs(a, out=b)'),
+  into('neg', {'n:M', 'n:M'}, function(_, a, o) return mf.neg(a, {out = o}) end, 'torch.neg(a, out=b)'),
+  into('sqrt', {'p:M', 'n:M'}, function(_, a, o) return mf.sqrt(a, {out = o}) end, 'torch.sqrt(a, out=b)'),
+  into('exp', {'n:M', 'n:M'}, function(_, a, o) return mf.exp(a, {out = o}) end, 'torch.exp(a, out=b)'),
+  into('tanh', {'n:M', 'n:M'}, function(_, a, o) return mf.tanh(a, {out = o}) end, 'torch.tanh(a, out=b)'),
+  into('sigmoid', {'n:M', 'n:M'}, function(_, a, o) return mf.sigmoid(a, {out = o}) end, 'torch.sigmoid(a, out=b)'),
+  into('clamp', {'n:M', 'n:M'}, function(_, a, o) return a:clamp(-0.5, 0.5, {out = o}) end,
+    'torch.clamp(a, -0.5, 0.5, out=b)'),
+  into('add', {'n:M', 'n:M', 'n:M'}, function(_, a, b, o) return mf.add(a, b, {out = o}) end, 'torch.add(a, b, out=c)'),
+  into('mul', {'n:M', 'n:M', 'n:M'}, function(_, a, b, o) return mf.mul(a, b, {out = o}) end, 'torch.mul(a, b, out=c)'),
+  into('div', {'n:M', 'p:M', 'n:M'}, function(_, a, b, o) return mf.div(a, b, {out = o}) end, 'torch.div(a, b, out=c)'),
+  into('maximum', {'n:M', 'n:M', 'n:M'}, function(_, a, b, o) return mf.maximum(a, b, {out = o}) end,
+    'torch.maximum(a, b, out=c)'),
+  into('sum', {'n:M', 'n:R'}, function(_, a, o) return mf.sum(a, 2, {out = o}) end, 'torch.sum(a, 1, out=b)',
+    {name = 'sum_dim2_out'}),
+  into('zeros', {'n:M'}, function(S, o) return mf.zeros(S.r, S.c, {out = o}) end, 'torch.zeros(S.r, S.c, out=a)'),
+  into('matmul', {'n:M', 'n:M', 'n:M'}, function(_, a, b, o) return mf.matmul(a, b, {out = o}) end,
+    'torch.matmul(a, b, out=c)', {limit = 'gemm', gemm = MM_GEMM}),
+}
+
+local FAMILIES = {MATH, ELEMWISE, INPLACE, REDUCE, STATS, SORT, SHAPE, INDEX, INIT, NN, LINALG, OPTIM, INTO}
 
 -- Ops with no case of their own. The reason must say 'timed through <op>' (the op whose case
 -- runs this one's code) or 'not user-facing: <why>'.
@@ -634,13 +663,19 @@ local function main()
   local bw = T.median(bw_mf)
   if #bw_pt > 0 then bw = math.max(bw, T.median(bw_pt)) end
   local rows, ratios, worst, slow, slow_ops = {}, {}, nil, 0, {}
+  local into_ratios, into_worst = {}, nil  -- the out= cases (INTO), summed up apart
   for _, it in ipairs(inst) do
     local c, S = it.case, it.S
     local row = {op = c[1], case = c.name, dtype = it.dtype, size = S.label, bytes = it.bytes,
       mf_runs = it.mf, pt_runs = it.pt, mf_error = it.mf_error, pt_error = it.pt_error}
     row.mf_us = #it.mf > 0 and T.median({unpack(it.mf)}) or nil
     row.pt_us = #it.pt > 0 and T.median({unpack(it.pt)}) or nil
-    if row.mf_us and row.pt_us then
+    row.into = c.into
+    if row.mf_us and row.pt_us and c.into then
+      row.ratio = row.mf_us / row.pt_us
+      into_ratios[#into_ratios + 1] = row.ratio
+      if not into_worst or row.ratio > into_worst.ratio then into_worst = row end
+    elseif row.mf_us and row.pt_us then
       row.ratio = row.mf_us / row.pt_us
       ratios[#ratios + 1] = row.ratio
       if not worst or row.ratio > worst.ratio then worst = row end
@@ -676,7 +711,9 @@ local function main()
   local summary = {cases = #rows, compared = #ratios, geomean = #ratios > 0 and geomean(ratios) or nil,
     worst_case = worst and worst.case, worst_size = worst and worst.size, worst_dtype = worst and worst.dtype,
     worst_ratio = worst and worst.ratio, slower_than_1_2 = slow, ops_slower_than_1_2 = nslow_ops,
-    copy_gbps = bw, failures = #failures}
+    copy_gbps = bw, failures = #failures, into_compared = #into_ratios,
+    into_geomean = #into_ratios > 0 and geomean(into_ratios) or nil,
+    into_worst_case = into_worst and into_worst.case, into_worst_ratio = into_worst and into_worst.ratio}
   if #ratios > 0 then
     local sizes = {}
     for i, S in ipairs(size_list) do sizes[i] = S.label end
@@ -685,10 +722,15 @@ local function main()
     print(('worst: %s %s %s at %.2fx'):format(worst.case, worst.dtype, worst.size, worst.ratio))
     print(('slower than 1.2x PyTorch: %d figures, %d ops'):format(slow, nslow_ops))
   end
+  if #into_ratios > 0 then
+    print(('into out= (cases *_out, both sides given the output; not in the figures above): geomean %.3f over '
+      .. '%d figures, worst %s %s at %.2fx'):format(summary.into_geomean, #into_ratios, into_worst.case,
+      into_worst.size, into_worst.ratio))
+  end
   -- issue 12's bandwidth line: memory-bound figures (limit 'bw') under 0.7 of the copy bandwidth
   local under = {}
   for _, r in ipairs(rows) do
-    if r.limit_kind == 'bw' and r.of_limit and r.of_limit < 0.7 then
+    if r.limit_kind == 'bw' and r.of_limit and r.of_limit < 0.7 and not r.into then
       under[#under + 1] = ('%s %s %.2f'):format(r.case, r.dtype, r.of_limit)
     end
   end
