@@ -152,6 +152,9 @@ local function add_routines(Kd, tbl)
   function Kd.reduce_p(code, y, x, mask, p) check(k_reduce_p(code, y, x, mask, p)) end
   function Kd.softmax(y, x, dim0, log) check(k_softmax(y, x, dim0, log)) end
   function Kd.matmul(c, a, b, ta, tb) check(k_matmul(c, a, b, ta, tb)) end
+  -- c = alpha op(a) op(b) + beta c: one GEMM accumulating into c (read unless beta is 0)
+  local k_gemm = tbl.gemm
+  function Kd.gemm(c, a, b, ta, tb, alpha, beta) check(k_gemm(c, a, b, ta, tb, alpha, beta)) end
   function Kd.alias(view, base, offset) check(k_alias(view, base, offset)) end
   function Kd.concat(out, n, list, dim0) check(k_concat(out, n, list, dim0)) end
   function Kd.sum_to(y, g) check(k_sum_to(y, g)) end

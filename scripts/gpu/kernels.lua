@@ -125,6 +125,26 @@ for _, dt in ipairs({'float32', 'float64'}) do
   end)
 end
 
+-- -- gemm (c = alpha a b + beta c: addmm's one GEMM) ------------------------------------------------
+for _, dt in ipairs({'float32', 'float64'}) do
+  check('gemm ' .. dt, function()
+    local a, b, c0 = randn({37, 64}, dt), randn({64, 29}, dt), randn({37, 29}, dt)
+    local yc, yg = c0:clone(), gpu(c0)
+    Kc.gemm(yc, a, b, 0, 0, 0.5, 2)
+    Kg.gemm(yg, gpu(a), gpu(b), 0, 0, 0.5, 2)
+    compare('gemm ' .. dt .. ' alpha 0.5, beta 2', yg, yc)
+    local nc, ng = pair_zeros({37, 29}, dt)  -- beta 0: c is not read (NaN there is ignored)
+    Kc.fill(nc, 0 / 0); Kg.fill(ng, 0 / 0)
+    Kc.gemm(nc, a, b, 0, 0, 1, 0)
+    Kg.gemm(ng, gpu(a), gpu(b), 0, 0, 1, 0)
+    compare('gemm ' .. dt .. ' beta 0 over NaN', ng, nc)
+    local ec, eg = c0:clone(), gpu(c0)  -- k = 0: beta c alone
+    Kc.gemm(ec, mf.zeros({37, 0}, {dtype = dt}), mf.zeros({0, 29}, {dtype = dt}), 0, 0, 1, 3)
+    Kg.gemm(eg, gpu(mf.zeros({37, 0}, {dtype = dt})), gpu(mf.zeros({0, 29}, {dtype = dt})), 0, 0, 1, 3)
+    compare('gemm ' .. dt .. ' k = 0, beta 3', eg, ec)
+  end)
+end
+
 -- -- reductions ----------------------------------------------------------------------------------
 local R = Kc.R
 local function reduce_case(code, name, x, mask, out_shape, out_dtype, p)

@@ -12,17 +12,18 @@ namespace mf {
 namespace kcheck {
 
 // c = (batch) m x n with a (batch) m x k, b (batch) k x n after the transposes; a's and b's batch
-// dims broadcast to c's; one float dtype; c contiguous.
-inline void matmul(const mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
-  if (a.dtype_id != b.dtype_id || c.dtype_id != a.dtype_id) fail("matmul: a, b and the output must share one dtype");
+// dims broadcast to c's; one float dtype; c contiguous. op names the entry in messages.
+inline void matmul(const mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b,
+                   const char* op = "matmul") {
+  if (a.dtype_id != b.dtype_id || c.dtype_id != a.dtype_id) fail(op, ": a, b and the output must share one dtype");
   if (a.ndim < 2 || b.ndim < 2 || c.ndim < 2)
-    fail("matmul: a is ", shape_str(a), ", b ", shape_str(b), ", output ", shape_str(c),
+    fail(op, ": a is ", shape_str(a), ", b ", shape_str(b), ", output ", shape_str(c),
          "; the kernel expects operands of at least 2 dims");
-  meta("matmul", "a", a);
-  meta("matmul", "b", b);
-  meta("matmul", "output", c);
-  float_dtype("matmul", "a", a);
-  contiguous("matmul", "output", c);
+  meta(op, "a", a);
+  meta(op, "b", b);
+  meta(op, "output", c);
+  float_dtype(op, "a", a);
+  contiguous(op, "output", c);
   int64_t m = a.shape[a.ndim - (trans_a ? 1 : 2)], ka = a.shape[a.ndim - (trans_a ? 2 : 1)];
   int64_t kb = b.shape[b.ndim - (trans_b ? 1 : 2)], n = b.shape[b.ndim - (trans_b ? 2 : 1)];
   bool ok = ka == kb && c.shape[c.ndim - 2] == m && c.shape[c.ndim - 1] == n;
@@ -31,7 +32,7 @@ inline void matmul(const mf_tensor& c, const mf_tensor& a, const mf_tensor& b, b
   const mf_tensor* ins[] = {&ba, &bb};
   bool batch_ok = ba.ndim <= bc.ndim && bb.ndim <= bc.ndim && is_broadcast_of(bc, 2, ins);
   if (!ok || !batch_ok)
-    fail("matmul: output is ", shape_str(c), ", a ", shape_str(a), trans_a ? " (transposed)" : "", ", b ", shape_str(b),
+    fail(op, ": output is ", shape_str(c), ", a ", shape_str(a), trans_a ? " (transposed)" : "", ", b ", shape_str(b),
          trans_b ? " (transposed)" : "",
          "; expected a's columns to equal b's rows and the output of (broadcast batch) x a's rows x b's columns");
 }

@@ -16,6 +16,7 @@ typedef struct mf_rng mf_rng;
 typedef struct mf_fused mf_fused;
 
 /* Formulas and operand rules: src/kernels/cpu/kernels.h. fused runs a program from mf_fused_compile.
+   gemm: c = alpha op(a) op(b) + beta c, matmul's operands, c read unless beta is 0 (matmul: 1, 0).
    The updates make one pass each and read lr (and adam's step count t) from one-element float
    tensors on their device, so a step never reads them on the host; adam_update's form is 0 (L2
    decay, PyTorch's epsilon), bit 1 decoupled (AdamW), bit 2 TensorFlow's epsilon
@@ -46,6 +47,8 @@ typedef struct mf_fused mf_fused;
   X(reduce_p, (int32_t code, mf_tensor *out, const mf_tensor *x, uint32_t dim_mask, double p))                         \
   X(softmax, (mf_tensor *y, const mf_tensor *x, int32_t dim, int32_t log))                                             \
   X(matmul, (mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b))                  \
+  X(gemm, (mf_tensor *c, const mf_tensor *a, const mf_tensor *b, int32_t trans_a, int32_t trans_b, double alpha,       \
+           double beta))                                                                                               \
   X(alias, (mf_tensor *view, const mf_tensor *base, int64_t offset))                                                   \
   X(concat, (mf_tensor *out, int32_t n, const mf_tensor *const *ins, int32_t dim))                                     \
   X(index_select, (mf_tensor *out, const mf_tensor *x, const mf_tensor *idx, int32_t dim))                             \

@@ -477,6 +477,10 @@ int mf_k_softmax(mf_tensor* y, const mf_tensor* x, int32_t dim, int32_t log) {
 int mf_k_matmul(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t trans_a, int32_t trans_b) {
   return guard(__func__, [&] { matmul_cpu(*c, *a, *b, trans_a != 0, trans_b != 0); });
 }
+int mf_k_gemm(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t trans_a, int32_t trans_b, double alpha,
+              double beta) {
+  return guard(__func__, [&] { gemm_cpu(*c, *a, *b, trans_a != 0, trans_b != 0, alpha, beta); });
+}
 int mf_k_alias(mf_tensor* view, const mf_tensor* base, int64_t offset) {
   return guard(__func__, [&] {
     need(view, "alias");

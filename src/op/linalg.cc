@@ -206,25 +206,11 @@ end)lua")
 function(ins, outs, p, K)
   local y, c, a, b = outs[1], ins[1], ins[2], ins[3]
   local alpha, beta = p.alpha, p.beta
-  if beta == 0 and alpha == 1 then return function() K.matmul(y, a, b, 0, 0) end end
-  -- y = a b, then y = y * alpha + c * beta in one fused pass (scalars as one-element tensors)
-  local sa, sb = mf._new_tensor({}, y._dtype_id, y._device_id), mf._new_tensor({}, y._dtype_id, y._device_id)
-  K.fill(sa, alpha)
-  K.fill(sb, beta)
-  local mul, add = K.B.mul, K.B.add
-  if beta == 0 then
-    local prog, list = K.fused_program(2, {mul, 0, 1}), K.tensor_list{y, sa}
-    return function()
-      list[1] = sa  -- (the closure holds the scalar tensors the list points at)
-      K.matmul(y, a, b, 0, 0)
-      K.fused(prog, y, 2, list)
-    end
-  end
-  local prog, list = K.fused_program(4, {mul, 0, 2, mul, 1, 3, add, 4, 5}), K.tensor_list{y, c, sa, sb}
+  if beta == 0 then return function() K.gemm(y, a, b, 0, 0, alpha, 0) end end  -- c is not read
+  -- c broadcast into y, then one GEMM accumulating into it (PyTorch's way: no second pass over y)
   return function()
-    list[2], list[3] = sa, sb
-    K.matmul(y, a, b, 0, 0)
-    K.fused(prog, y, 4, list)
+    K.copy(y, c)
+    K.gemm(y, a, b, 0, 0, alpha, beta)
   end
 end)lua")
       .gradient(R"lua(

@@ -82,6 +82,25 @@ local cases = {
               T.errors(function() K.matmul(z(1, 1), z(2, 2), z(2, 2), 0, 0) end, 'matmul: output is 1x1, a 2x2, b 2x2')
               T.errors(function() K.matmul(z(2, 2), z(3, 2, 2), z(2, 2), 0, 0) end, 'matmul: output is 2x2, a 3x2x2')
             end},
+  -- c = alpha a b + beta c through sgemm / dgemm, gemv (one column), the dot (1 x 1) and k = 0; beta 0
+  -- never reads c (NaN there is ignored), as BLAS; a b = {{19, 22}, {43, 50}} by hand
+  gemm = {ok = function()
+            local a, b = mf.tensor{{1, 2}, {3, 4}}, mf.tensor{{5, 6}, {7, 8}}
+            local c = mf.tensor{{1, 2}, {3, 4}}; K.gemm(c, a, b, 0, 0, 2, 0.5); T.tensor_eq(c, {{38.5, 45}, {87.5, 102}})
+            c = mf.tensor({{1, 2}, {3, 4}}, 'float64')
+            K.gemm(c, a:double(), b:double(), 1, 0, 1, 1); T.tensor_eq(c, {{27, 32}, {41, 48}})  -- a^T b + c
+            c = mf.full({2, 2}, 0 / 0); K.gemm(c, a, b, 0, 0, 1, 0); T.tensor_eq(c, {{19, 22}, {43, 50}})
+            c = mf.tensor{{1}, {2}}; K.gemm(c, a, mf.tensor{{1}, {1}}, 0, 0, 1, 1); T.tensor_eq(c, {{4}, {9}})
+            c = mf.tensor{{10}}; K.gemm(c, mf.tensor{{1, 2}}, mf.tensor{{3}, {4}}, 0, 0, 2, 3); T.tensor_eq(c, {{52}})
+            c = mf.tensor{{0 / 0}}; K.gemm(c, mf.tensor{{1, 2}}, mf.tensor{{3}, {4}}, 0, 0, 1, 0); T.tensor_eq(c, {{11}})
+            c = mf.tensor{{1, 2}, {3, 4}}; K.gemm(c, z(2, 0), z(0, 2), 0, 0, 1, 3); T.tensor_eq(c, {{3, 6}, {9, 12}})
+            c = mf.full({2, 2}, 0 / 0); K.gemm(c, z(2, 0), z(0, 2), 0, 0, 1, 0); T.tensor_eq(c, {{0, 0}, {0, 0}})
+          end,
+          bad = function()
+            T.errors(function() K.gemm(z(1, 1), z(2, 2), z(2, 2), 0, 0, 1, 1) end, 'gemm: output is 1x1, a 2x2, b 2x2')
+            T.errors(function() K.gemm(z(2, 2), z(2, 2), z({2, 2}, {dtype = 'float64'}), 0, 0, 1, 1) end,
+                     'gemm: a, b and the output must share one dtype')
+          end},
   alias = {ok = function()
              local base = mf.tensor{1, 2, 3, 4}
              local h = K.header(base, z(2))

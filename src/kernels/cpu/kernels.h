@@ -43,6 +43,10 @@ void reduce_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask)
 void reduce_p_cpu(int code, mf_tensor& out, const mf_tensor& x, uint32_t dim_mask, double p);
 void softmax_cpu(mf_tensor& y, const mf_tensor& x, int dim, bool log);
 void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b);
+// c = alpha op(a) op(b) + beta c in one BLAS call per batch (beta 0: c is not read, NaN and inf
+// included, as BLAS); matmul_cpu is alpha 1, beta 0.
+void gemm_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b, double alpha,
+              double beta);
 void concat_cpu(mf_tensor& out, int n, const mf_tensor* const* ins, int dim);
 void sum_to_cpu(mf_tensor& out, const mf_tensor& g);
 void index_select_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& idx, int dim);

@@ -99,7 +99,7 @@ T dot_blocks(const T* a, int64_t sa, const T* b, int64_t sb, int64_t n) {
 }
 
 bool gemv(int32_t dtype, const GemmOperand& A, const GemmOperand& B, int64_t m, int64_t n, int64_t k, int64_t oa,
-          int64_t ob, char* y) {
+          int64_t ob, double alpha, double beta, char* y) {
   const GemmOperand *M, *V;
   CBLAS_TRANSPOSE t;
   int64_t rows, cols, incx;
@@ -123,30 +123,33 @@ bool gemv(int32_t dtype, const GemmOperand& A, const GemmOperand& B, int64_t m, 
   if (len > 0) {
     int64_t incm = t == CblasNoTrans ? 1 : M->ld;
     if (dtype == MF_FLOAT32) {
-      *(float*)y = dot_blocks((const float*)M->base + om, incm, (const float*)V->base + ov, incx, len);
+      float d = dot_blocks((const float*)M->base + om, incm, (const float*)V->base + ov, incx, len), *yp = (float*)y;
+      *yp = beta == 0 ? float(alpha) * d : float(alpha) * d + float(beta) * *yp;
       return true;
     }
     if (dtype == MF_FLOAT64) {
-      *(double*)y = dot_blocks((const double*)M->base + om, incm, (const double*)V->base + ov, incx, len);
+      double d = dot_blocks((const double*)M->base + om, incm, (const double*)V->base + ov, incx, len), *yp = (double*)y;
+      *yp = beta == 0 ? alpha * d : alpha * d + beta * *yp;
       return true;
     }
   }
   if (dtype == MF_FLOAT32) {
-    blas().sgemv(CblasRowMajor, t, int(rows), int(cols), 1.0f, (const float*)M->base + om, int(M->ld),
-                 (const float*)V->base + ov, int(incx), 0.0f, (float*)y, 1);
+    blas().sgemv(CblasRowMajor, t, int(rows), int(cols), float(alpha), (const float*)M->base + om, int(M->ld),
+                 (const float*)V->base + ov, int(incx), float(beta), (float*)y, 1);
   } else if (dtype == MF_FLOAT64) {
-    blas().dgemv(CblasRowMajor, t, int(rows), int(cols), 1.0, (const double*)M->base + om, int(M->ld),
-                 (const double*)V->base + ov, int(incx), 0.0, (double*)y, 1);
+    blas().dgemv(CblasRowMajor, t, int(rows), int(cols), alpha, (const double*)M->base + om, int(M->ld),
+                 (const double*)V->base + ov, int(incx), beta, (double*)y, 1);
   } else {
     return false;
   }
   return true;
 }
 
-}  // namespace
-
-void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
-  kcheck::matmul(c, a, b, trans_a, trans_b);  // src/core/gemm_plan.h, the CUDA entry's checks too
+// c = alpha op(a) op(b) + beta c, each batch one BLAS call (gemv for one row or column); op names
+// the entry in messages. beta 0 never reads c (BLAS's rule; a fresh output holds garbage).
+void gemm_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b, double alpha,
+               double beta, const char* op) {
+  kcheck::matmul(c, a, b, trans_a, trans_b, op);  // src/core/gemm_plan.h, the CUDA entry's checks too
   int es = dtype_size(a.dtype_id);
   Shape batch(c.shape, c.shape + c.ndim - 2);
   GemmOperand A = prepare(a, trans_a, batch, es), B = prepare(b, trans_b, batch, es);
@@ -154,27 +157,43 @@ void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans
   if (A.rows != m || B.cols != n || B.rows != k) {
     cpu_allocator().free(A.packed);
     cpu_allocator().free(B.packed);
-    fail("matmul: kernel shapes disagree with the output ", shape_str(c));
+    fail(op, ": kernel shapes disagree with the output ", shape_str(c));
   }
   int64_t nb = 1;
   for (int64_t s : batch) nb *= s;
   Shape cst = contiguous_strides(shape_of(c));
-  for (int64_t bi = 0; bi < nb && m * n > 0; ++bi) {
+  for (int64_t bi = 0; bi < nb && m * n > 0 && k > 0; ++bi) {
     int64_t oa, ob, oc;
     gemm_batch_offsets(bi, batch, int(batch.size()), A.batch_stride, B.batch_stride, cst, oa, ob, oc);
-    if (k == 0) continue;
-    if ((n == 1 || m == 1) && gemv(a.dtype_id, A, B, m, n, k, oa, ob, (char*)c.ptr + oc * es)) continue;
+    if ((n == 1 || m == 1) && gemv(a.dtype_id, A, B, m, n, k, oa, ob, alpha, beta, (char*)c.ptr + oc * es)) continue;
     if (a.dtype_id == MF_FLOAT32) {
-      blas().sgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0f, (const float*)A.base + oa,
-                   int(A.ld), (const float*)B.base + ob, int(B.ld), 0.0f, (float*)c.ptr + oc, int(n));
+      blas().sgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), float(alpha), (const float*)A.base + oa,
+                   int(A.ld), (const float*)B.base + ob, int(B.ld), float(beta), (float*)c.ptr + oc, int(n));
     } else if (a.dtype_id == MF_FLOAT64) {
-      blas().dgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), 1.0, (const double*)A.base + oa,
-                   int(A.ld), (const double*)B.base + ob, int(B.ld), 0.0, (double*)c.ptr + oc, int(n));
+      blas().dgemm(CblasRowMajor, A.trans, B.trans, int(m), int(n), int(k), alpha, (const double*)A.base + oa,
+                   int(A.ld), (const double*)B.base + ob, int(B.ld), beta, (double*)c.ptr + oc, int(n));
     }
   }
-  if (k == 0) fill_cpu(c, 0);
+  if (k == 0 && beta == 0) fill_cpu(c, 0);  // an empty sum: beta c alone
+  if (k == 0 && beta != 0 && beta != 1) {
+    MF_DISPATCH_FLOAT(c.dtype_id, T, op, {
+      T* p = (T*)c.ptr;
+      for (int64_t i = 0; i < c.count; ++i) p[i] = T(beta) * p[i];
+    });
+  }
   cpu_allocator().free(A.packed);
   cpu_allocator().free(B.packed);
+}
+
+}  // namespace
+
+void matmul_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
+  gemm_impl(c, a, b, trans_a, trans_b, 1, 0, "matmul");
+}
+
+void gemm_cpu(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b, double alpha,
+              double beta) {
+  gemm_impl(c, a, b, trans_a, trans_b, alpha, beta, "gemm");
 }
 
 }  // namespace mf

@@ -65,7 +65,8 @@ int to_int(int64_t v, const char* what) {
 }
 
 void gemm(const mf_tensor& c, const GemmOperand& A, const GemmOperand& B, int64_t m, int64_t n, int64_t k,
-          int64_t oa, int64_t ob, int64_t oc, int64_t sa, int64_t sb, int64_t sc, int64_t count) {
+          int64_t oa, int64_t ob, int64_t oc, int64_t sa, int64_t sb, int64_t sc, int64_t count, double alpha,
+          double beta, const char* op) {
   cublasOperation_t opb = B.trans ? CUBLAS_OP_T : CUBLAS_OP_N, opa = A.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
   int N = to_int(n, "n"), M = to_int(m, "m"), K = to_int(k, "k"), ldb = to_int(B.ld, "ldb"), lda = to_int(A.ld, "lda");
   int cnt = to_int(count, "the batch");
@@ -73,32 +74,34 @@ void gemm(const mf_tensor& c, const GemmOperand& A, const GemmOperand& B, int64_
   // at 27.7 TFLOP/s against torch.matmul's 37.8 on an H200 (2026-11-27); whether the batched call's
   // kernel choice is the cause has not been measured on a GPU yet.
   if (cnt == 1 && c.dtype_id == MF_FLOAT32) {
-    const float one = 1.0f, zero = 0.0f;
-    check(cublasSgemm(cublas(), opb, opa, N, M, K, &one, reinterpret_cast<const float*>(B.base) + ob, ldb,
-                      reinterpret_cast<const float*>(A.base) + oa, lda, &zero, static_cast<float*>(c.ptr) + oc, N),
-          "matmul", "cublasSgemm");
+    const float al = float(alpha), be = float(beta);
+    check(cublasSgemm(cublas(), opb, opa, N, M, K, &al, reinterpret_cast<const float*>(B.base) + ob, ldb,
+                      reinterpret_cast<const float*>(A.base) + oa, lda, &be, static_cast<float*>(c.ptr) + oc, N),
+          op, "cublasSgemm");
   } else if (cnt == 1) {
-    const double one = 1.0, zero = 0.0;
-    check(cublasDgemm(cublas(), opb, opa, N, M, K, &one, reinterpret_cast<const double*>(B.base) + ob, ldb,
-                      reinterpret_cast<const double*>(A.base) + oa, lda, &zero, static_cast<double*>(c.ptr) + oc, N),
-          "matmul", "cublasDgemm");
+    const double al = alpha, be = beta;
+    check(cublasDgemm(cublas(), opb, opa, N, M, K, &al, reinterpret_cast<const double*>(B.base) + ob, ldb,
+                      reinterpret_cast<const double*>(A.base) + oa, lda, &be, static_cast<double*>(c.ptr) + oc, N),
+          op, "cublasDgemm");
   } else if (c.dtype_id == MF_FLOAT32) {
-    const float one = 1.0f, zero = 0.0f;
-    check(cublasSgemmStridedBatched(cublas(), opb, opa, N, M, K, &one, reinterpret_cast<const float*>(B.base) + ob, ldb,
-                                    sb, reinterpret_cast<const float*>(A.base) + oa, lda, sa, &zero,
+    const float al = float(alpha), be = float(beta);
+    check(cublasSgemmStridedBatched(cublas(), opb, opa, N, M, K, &al, reinterpret_cast<const float*>(B.base) + ob, ldb,
+                                    sb, reinterpret_cast<const float*>(A.base) + oa, lda, sa, &be,
                                     static_cast<float*>(c.ptr) + oc, N, sc, cnt),
-          "matmul", "cublasSgemmStridedBatched");
+          op, "cublasSgemmStridedBatched");
   } else {
-    const double one = 1.0, zero = 0.0;
-    check(cublasDgemmStridedBatched(cublas(), opb, opa, N, M, K, &one, reinterpret_cast<const double*>(B.base) + ob,
-                                    ldb, sb, reinterpret_cast<const double*>(A.base) + oa, lda, sa, &zero,
+    const double al = alpha, be = beta;
+    check(cublasDgemmStridedBatched(cublas(), opb, opa, N, M, K, &al, reinterpret_cast<const double*>(B.base) + ob,
+                                    ldb, sb, reinterpret_cast<const double*>(A.base) + oa, lda, sa, &be,
                                     static_cast<double*>(c.ptr) + oc, N, sc, cnt),
-          "matmul", "cublasDgemmStridedBatched");
+          op, "cublasDgemmStridedBatched");
   }
 }
 
-void matmul_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b) {
-  kcheck::matmul(c, a, b, trans_a, trans_b);  // the CPU's checks (src/core/gemm_plan.h)
+// c = alpha op(a) op(b) + beta c (beta 0: c is not read, cuBLAS's rule); op names the entry
+void matmul_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool trans_a, bool trans_b, double alpha,
+                 double beta, const char* op) {
+  kcheck::matmul(c, a, b, trans_a, trans_b, op);  // the CPU's checks (src/core/gemm_plan.h)
   int es = dtype_size(a.dtype_id);
   Shape batch(c.shape, c.shape + c.ndim - 2);
   std::vector<Scratch*> packs;
@@ -110,10 +113,21 @@ void matmul_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool tran
   } free_packs{packs};
   GemmOperand A = prepare(a, trans_a, batch, es, packs), B = prepare(b, trans_b, batch, es, packs);
   int64_t m = c.shape[c.ndim - 2], n = c.shape[c.ndim - 1], k = A.cols;
-  if (A.rows != m || B.cols != n || B.rows != k) fail("matmul: kernel shapes disagree with the output ", shape_str(c));
+  if (A.rows != m || B.cols != n || B.rows != k) fail(op, ": kernel shapes disagree with the output ", shape_str(c));
   if (m * n == 0) return;
-  if (k == 0) {  // an empty sum: zeros (all-zero bits are 0.0)
-    check(cudaMemsetAsync(c.ptr, 0, size_t(c.count) * size_t(es), stream()), "matmul", "cudaMemsetAsync");
+  if (k == 0 && beta == 0) {  // an empty sum: zeros (all-zero bits are 0.0)
+    check(cudaMemsetAsync(c.ptr, 0, size_t(c.count) * size_t(es), stream()), op, "cudaMemsetAsync");
+    return;
+  }
+  if (k == 0) {  // beta c alone
+    if (beta == 1) return;
+    int cnt = to_int(c.count, "the output's size");
+    if (c.dtype_id == MF_FLOAT32) {
+      const float be = float(beta);
+      check(cublasSscal(cublas(), cnt, &be, static_cast<float*>(c.ptr), 1), op, "cublasSscal");
+    } else {
+      check(cublasDscal(cublas(), cnt, &beta, static_cast<double*>(c.ptr), 1), op, "cublasDscal");
+    }
     return;
   }
   // the trailing batch dims one stride walks for A, B and C alike, merged into one strided batch
@@ -139,14 +153,19 @@ void matmul_impl(mf_tensor& c, const mf_tensor& a, const mf_tensor& b, bool tran
   for (int64_t bi = 0; bi < outer; ++bi) {
     int64_t oa, ob, oc;
     gemm_batch_offsets(bi, batch, first, A.batch_stride, B.batch_stride, cst, oa, ob, oc);
-    gemm(c, A, B, m, n, k, oa, ob, oc, sa, sb, sc, inner);
+    gemm(c, A, B, m, n, k, oa, ob, oc, sa, sb, sc, inner, alpha, beta, op);
   }
 }
 
 }  // namespace
 
 int matmul(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t trans_a, int32_t trans_b) {
-  return entry("matmul", [&] { matmul_impl(*c, *a, *b, trans_a != 0, trans_b != 0); });
+  return entry("matmul", [&] { matmul_impl(*c, *a, *b, trans_a != 0, trans_b != 0, 1, 0, "matmul"); });
+}
+
+int gemm(mf_tensor* c, const mf_tensor* a, const mf_tensor* b, int32_t trans_a, int32_t trans_b, double alpha,
+         double beta) {
+  return entry("gemm", [&] { matmul_impl(*c, *a, *b, trans_a != 0, trans_b != 0, alpha, beta, "gemm"); });
 }
 
 }  // namespace cuda
