@@ -1,5 +1,6 @@
 // Convolution and pooling over NCHW tensors, with the backward ops their gradient rules build.
-// Kernels: src/kernels/cpu/conv.cc (im2col + OpenBLAS GEMM) and pool.cc (pooling over (N, C) planes).
+// Kernels: src/kernels/cpu/conv.cc (im2col + OpenBLAS GEMM; Winograd for 3x3 stride-1 layers,
+// winograd.cc) and pool.cc (pooling over (N, C) planes).
 #include <sstream>
 
 #include "registry.h"

@@ -1,6 +1,8 @@
 // -- conv2d ------------------------------------------------------------------------------------------
 // 2-D convolution (NCHW) as im2col + GEMM and its two gradients (GEMM + col2im, GEMM against the
-// columns). Pooling lives in pool.cc.
+// columns); 3x3 stride-1 layers with enough channels, forward and backward to the input, by
+// Winograd's F(4x4, 3x3) or F(2x2, 3x3) instead (winograd.cc; the choice: wino_tile). Pooling lives
+// in pool.cc.
 #include <omp.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -8,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -17,6 +20,7 @@
 #include "../../core/threads.h"
 #include "blas.h"
 #include "kernels.h"
+#include "winograd.h"
 
 namespace mf {
 
@@ -357,6 +361,56 @@ void from_chunk(const T* chunk, T* batch, int64_t cnt, int64_t O, int64_t P) {
     for (int64_t o = 0; o < O; ++o) std::memcpy(batch + (i * O + o) * P, chunk + o * cnt * P + i * P, size_t(P) * sizeof(T));
 }
 
+// -- Winograd ----------------------------------------------------------------------------------------
+// Which layers go through winograd.cc instead of im2col + GEMM: a 3x3 kernel at stride 1, dilation 1
+// (any padding), forward (kind 0) or backward to the input (kind 1: the convolution of gy, padded by
+// 2 - padding, with the flipped, transposed weights), when the channels are enough for the transforms
+// to pay (see wino_tile). MF_CONV_WINOGRAD (read once): "off" never, "2" or "4" forces that tile
+// wherever the geometry allows (tests, comparisons); unset or "auto": the rule below.
+int wino_env() {
+  static const int v = [] {
+    const char* e = std::getenv("MF_CONV_WINOGRAD");
+    if (!e || !*e || !std::strcmp(e, "auto")) return -1;
+    if (!std::strcmp(e, "off") || !std::strcmp(e, "0")) return 0;
+    if (!std::strcmp(e, "2")) return 2;
+    if (!std::strcmp(e, "4")) return 4;
+    return -1;
+  }();
+  return v;
+}
+
+// The tile side for w's Winograd path (2 or 4), 0 where im2col + GEMM is the better choice. Measured
+// at 1 thread (CPU time, F(2x2) / F(4x4) / im2col, ms): 4x16x16x16 by 16 channels 0.047 / 0.095 /
+// 0.029 (the bench's small case: im2col); 4x8x16x16 by 8 0.027 / 0.040 / 0.010; 16x16x32x32 by 16
+// 0.47 / 0.44 / 0.80; 16x32x16x16 by 32 0.34 / 0.50 / 0.51; 8x64x14x14 by 64 0.39 / 0.63 / 0.63;
+// 8x128x7x7 by 128 0.87 / 1.0 / 0.64, and 32x128x7x7 2.57 / 3.3 / 2.58 (7x7 maps: im2col);
+// 1x64x56x56 by 64 0.65 / 0.69 / 1.29; 32x32x28x28 by 32 1.9 / 1.6 / 3.4; 32x64x56x56 by 64 (the
+// bench's large case) 21 / 18 / 44. F(4x4) pays where rows are long (short rows leave its 16-tile
+// vectors part empty).
+int wino_tile(const WinoConv& w, int es) {
+  (void)es;
+  const double macs = double(w.N) * double(w.Ho) * double(w.Wo) * double(w.Ci) * double(w.Co) * 9;
+  if (w.Ci < 16 || w.Co < 16 || std::min(w.Ho, w.Wo) < 8 || macs < 16e6) return 0;
+  return std::min(w.Ho, w.Wo) >= 28 ? 4 : 2;
+}
+
+// Fills w with the Winograd geometry of routine kind on g; false where the path does not apply.
+bool wino_of(int kind, const Conv& g, int es, WinoConv* w) {
+  if (kind == 2 || g.kh != 3 || g.kw != 3 || g.sh != 1 || g.sw != 1 || g.dh != 1 || g.dw != 1) return false;
+  if (g.N == 0 || g.C == 0 || g.O == 0) return false;
+  WinoConv& v = *w;
+  v = WinoConv{};
+  if (kind == 0) {
+    v.N = g.N, v.Ci = g.C, v.H = g.H, v.W = g.W, v.Co = g.O, v.Ho = g.Ho, v.Wo = g.Wo, v.ph = g.ph, v.pw = g.pw, v.flip = false;
+  } else {  // gx (N x C x H x W) = gy (N x O x Ho x Wo) convolved with w^T flipped, padding 2 - p
+    v.N = g.N, v.Ci = g.O, v.H = g.Ho, v.W = g.Wo, v.Co = g.C, v.Ho = g.H, v.Wo = g.W, v.ph = 2 - g.ph, v.pw = 2 - g.pw;
+    v.flip = true;
+  }
+  const int env = wino_env();
+  const int m = env >= 0 ? env : wino_tile(v, es);
+  return m != 0 && wino_plan(v, m, es);
+}
+
 // kind 0: y = conv2d(x, w); 1: gx = conv2d_backward_input(gy, w); 2: gw = conv2d_backward_weight(gy, x).
 // a and b are the routine's two data inputs in that order.
 template <typename T>
@@ -367,6 +421,16 @@ void conv_run(int kind, const Conv& g, mf_tensor& out, const mf_tensor& a, const
   if (empty) {  // nothing to sum: zeros (or an empty output)
     std::fill(op, op + out.count, T(0));
     return;
+  }
+  WinoConv wg;
+  if (wino_of(kind, g, int(sizeof(T)), &wg)) {
+    const int wt = get_num_threads();
+    const size_t need = wino_scratch_bytes(wg, int(sizeof(T)), wt);
+    Scratch s(ws, pack_bytes(a) + pack_bytes(b) + need);
+    const T* ap = packed<T>(a, s);
+    const T* bp = packed<T>(b, s);
+    if (wino_run<T>(wg, ap, bp, op, s.take<char>(int64_t(need)), wt)) return;
+    // an output came out Inf or NaN: the direct path below gives the direct convolution's answer
   }
   ConvPlan pl = conv_plan(kind, g, int(sizeof(T)));
   int nt = pl.nt;
@@ -484,7 +548,10 @@ int64_t conv2d_workspace_cpu(int kind, const mf_tensor& out, const mf_tensor& a,
   Conv g = conv_of(kind, out, a, b, hp);
   int es = dtype_size(out.dtype_id);
   ConvPlan pl = conv_plan(kind, g, es);
-  return int64_t(pack_bytes(a) + pack_bytes(b) + pl.slot_bytes(es) * size_t(pl.nt));
+  size_t need = pl.slot_bytes(es) * size_t(pl.nt);
+  WinoConv wg;  // the Winograd path, and im2col + GEMM where an output comes out Inf or NaN
+  if (wino_of(kind, g, es, &wg)) need = std::max(need, wino_scratch_bytes(wg, es, get_num_threads()));
+  return int64_t(pack_bytes(a) + pack_bytes(b) + need);
 }
 
 void conv2d_cpu(mf_tensor& y, const mf_tensor& x, const mf_tensor& w, mf_tensor* ws, const int32_t* hp) {
