@@ -312,6 +312,59 @@ T.test('scatter_add: every dtype, repeated destinations summed in index order', 
   end
 end)
 
+-- index_add into a fresh output along a dim before the last (x and src contiguous, 16 or more
+-- slices of 16 or more elements) writes each output slice once: x's slice plus src's slices whose
+-- index is its own, in increasing index position. Every dtype, along dim 1 of 20x37 and dim 2 of
+-- 3x8x37 (that path) and the last dim (the pass over src), an index full of repeats that leaves some
+-- slices without any, the plain and in-place forms, against sums taken here in src's row-major order
+-- (float32 rounded at each add: another order would change the bits; uint8 wraps as a byte).
+T.test('index_add: every dtype, repeated destinations summed in index order', function()
+  math.randomseed(13)
+  local cell = ffi.new('float[1]')
+  for _, dt in ipairs{'float32', 'float64', 'int32', 'int64', 'uint8'} do
+    local int = dt ~= 'float32' and dt ~= 'float64'
+    local function draw(n)
+      local v = {}
+      for i = 1, n do v[i] = int and math.random(0, 90) or (math.random() - 0.5) * 10 ^ math.random(-3, 3) end
+      return v
+    end
+    local function round(v)
+      if dt == 'float32' then
+        cell[0] = v
+        return cell[0]
+      end
+      return dt == 'uint8' and v % 256 or v
+    end
+    for _, case in ipairs{{{20, 37}, 1}, {{3, 8, 37}, 2}, {{3, 8, 37}, 3}} do
+      local xs, dim = case[1], case[2]
+      local ss = {unpack(xs)}
+      ss[dim] = xs[dim] * 2 + 3  -- more src slices than destinations: repeats
+      local nx, ns = 1, 1
+      for d = 1, #xs do nx, ns = nx * xs[d], ns * ss[d] end
+      local x = mf.tensor(draw(nx), dt):reshape(unpack(xs))
+      local src = mf.tensor(draw(ns), dt):reshape(unpack(ss))
+      local iv = {}
+      for r = 1, ss[dim] do iv[r] = math.random(1, xs[dim] - 2) end  -- the last two slices get none
+      local idx = mf.tensor(iv, 'int64')
+      local fx, fs, want = flat(x), flat(src), {}
+      for i = 1, #fx do want[i] = fx[i] end
+      local xst = strides_of(xs)
+      for i = 1, #fs do
+        local c = coords(i, ss)
+        c[dim] = iv[c[dim]]
+        local p = pos(c, xst)
+        want[p] = round(want[p] + fs[i])
+      end
+      local tag = ('index_add %s %s along dim %d'):format(dt, table.concat(xs, 'x'), dim)
+      same_flat(flat(mf.index_add(x, idx, src, dim)), want, tag)
+      local y = x:clone()
+      mf.index_add_(y, idx, src, dim)
+      same_flat(flat(y), want, tag .. ', in place')
+      same_flat(flat(x), fx, tag .. ': x unchanged')
+    end
+  end
+end)
+
 -- masked_select's flat path takes 16 (4-byte dtypes) or 8 (8-byte) elements a turn while a whole
 -- vector fits the output, then one at a time: every dtype, and sizes short of the count, exact, past it
 T.test('masked_select flat path: every dtype, sizes below and past the count', function()
