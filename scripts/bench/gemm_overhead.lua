@@ -7,6 +7,8 @@
 --   matmul   mf.matmul(a, b): the eager call, a fresh output from the caching allocator (outputs
 --            freed by the collector, which runs when allocations outgrow the live bytes: 64 MiB
 --            cycle through the cache, and each collection's cost is shared by the calls)
+--   into     mf.matmul(a, b, {out = c3}): the eager call into one preallocated output (out=): what the
+--            eager path adds to the kernel, without a fresh output's first writes
 -- usage: MF_NUM_THREADS=1 moonflow scripts/bench/gemm_overhead.lua [--sizes 256,512] [--rounds 15]
 --        [--dtype float32] [--clock wall|cpu]
 -- --clock cpu times the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) instead of the wall clock: on
@@ -60,12 +62,15 @@ end
 
 print(('gemm overhead: %s, %d threads, %d rounds, %s clock (min / median us per call)'):format(opts.dtype,
   mf.get_num_threads(), rounds, opts.clock))
-print('|    n | raw min | raw med | kernel min | kernel med | matmul min | matmul med | kernel/raw | matmul/raw |')
-print('|------|---------|---------|------------|------------|------------|------------|------------|------------|')
+print('|    n | raw min | raw med | kernel min | kernel med | matmul min | matmul med | into min | into med '
+  .. '| kernel/raw | matmul/raw | into/raw |')
+print('|------|---------|---------|------------|------------|------------|------------|----------|----------'
+  .. '|------------|------------|------------|')
 for s in opts.sizes:gmatch('%d+') do
   local n = tonumber(s)
   local a, b = mf.randn({n, n}, {dtype = opts.dtype}), mf.randn({n, n}, {dtype = opts.dtype})
-  local c, c2 = mf.zeros({n, n}, {dtype = opts.dtype}), mf.zeros({n, n}, {dtype = opts.dtype})
+  local c, c2, c3 = mf.zeros({n, n}, {dtype = opts.dtype}), mf.zeros({n, n}, {dtype = opts.dtype}),
+    mf.zeros({n, n}, {dtype = opts.dtype})
   local K = mf.kernels
   local gemm = opts.dtype == 'float64' and ffi.C.cblas_dgemm or ffi.C.cblas_sgemm
   local pa, pb, pc = a:data(), b:data(), c:data()
@@ -73,19 +78,22 @@ for s in opts.sizes:gmatch('%d+') do
     raw = function() gemm(101, 111, 111, n, n, n, 1, pa, n, pb, n, 0, pc, n) end,
     kernel = function() K.matmul(c2, a, b, 0, 0) end,
     matmul = function() return mf.matmul(a, b) end,
+    into = function() return mf.matmul(a, b, {out = c3}) end,
   }
-  local names = {'raw', 'kernel', 'matmul'}
+  local names = {'raw', 'kernel', 'matmul', 'into'}
   local counts, times = {}, {}
   for _, k in ipairs(names) do counts[k], times[k] = calls_for(sides[k]), {} end
   for r = 1, rounds do
-    for j = 0, 2 do  -- rotate which side goes first
-      local k = names[(r + j) % 3 + 1]
+    for j = 0, 3 do  -- rotate which side goes first
+      local k = names[(r + j) % 4 + 1]
       times[k][r] = batch(sides[k], counts[k]) * 1e6
     end
   end
   local rmin, rmed = stats(times.raw)
   local kmin, kmed = stats(times.kernel)
   local mmin, mmed = stats(times.matmul)
-  print(('| %4d | %7.1f | %7.1f | %10.1f | %10.1f | %10.1f | %10.1f | %4.3f %4.3f | %4.3f %4.3f |'):format(n, rmin,
-    rmed, kmin, kmed, mmin, mmed, kmin / rmin, kmed / rmed, mmin / rmin, mmed / rmed))
+  local imin, imed = stats(times.into)
+  print(('| %4d | %7.1f | %7.1f | %10.1f | %10.1f | %10.1f | %10.1f | %8.1f | %8.1f | %4.3f %4.3f | %4.3f %4.3f '
+    .. '| %4.3f %4.3f |'):format(n, rmin, rmed, kmin, kmed, mmin, mmed, imin, imed, kmin / rmin, kmed / rmed,
+    mmin / rmin, mmed / rmed, imin / rmin, imed / rmed))
 end
