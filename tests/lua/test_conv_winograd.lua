@@ -157,12 +157,14 @@ if arg[1] == '--digest' then
 end
 
 -- forward cases: name, x, O, padding; every one takes the path under the shape rule (at least 16
--- channels each side, maps of 8 or more, 16M multiply-adds): F(4x4) where both output sides are 28
--- or more, F(2x2) below
+-- channels each side, maps of 8 or more, 16M multiply-adds): F(2x2) in float32; in float64 F(4x4)
+-- where both output sides are 28 or more, F(2x2) below
 local FWD = {
   {'odd_57x61', {2, 17, 57, 61}, 19, 1},
   {'pad0_batch1', {1, 32, 59, 45}, 24, 0},
-  {'pad2_f2x2', {11, 17, 21, 23}, 18, 2},
+  {'pad2_21x23', {11, 17, 21, 23}, 18, 2},
+  {'wide_30x300', {1, 16, 30, 300}, 16, 1},  -- 75 (F(4x4)) or 150 tiles a row: segments of at most 63
+  {'wide_20x150', {3, 16, 20, 150}, 16, 1},
 }
 local BWD = {  -- name, like (x's shape), O, padding
   {'bwd_pad1', {5, 19, 33, 29}, 21, 1},
@@ -235,14 +237,17 @@ if mode == 'auto' then
     local ok = p:close()
     return ok, out
   end
-  T.test('the shape rule takes the Winograd path (F(4x4) here)', function()
+  T.test('the shape rule takes the Winograd path (F(2x2) for float32)', function()
     local mine = digest()
     local ok, off = child('off', '--digest')
     T.eq(ok, true, 'the MF_CONV_WINOGRAD=off run: ' .. off)
+    local ok2, two = child('2', '--digest')
+    T.eq(ok2, true, 'the MF_CONV_WINOGRAD=2 run: ' .. two)
     local ok4, four = child('4', '--digest')
     T.eq(ok4, true, 'the MF_CONV_WINOGRAD=4 run: ' .. four)
     T.eq(mine ~= off:match('digest (%x+)'), true, 'the result differs from im2col + GEMM\'s')
-    T.eq(mine, four:match('digest (%x+)'), 'the result is F(4x4)\'s')
+    T.eq(mine ~= four:match('digest (%x+)'), true, 'the result differs from F(4x4)\'s')
+    T.eq(mine, two:match('digest (%x+)'), 'the result is F(2x2)\'s')
   end)
   for _, m in ipairs{'2', '4'} do
     T.test('every case with MF_CONV_WINOGRAD=' .. m, function()

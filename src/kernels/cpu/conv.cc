@@ -1,7 +1,7 @@
 // -- conv2d ------------------------------------------------------------------------------------------
 // 2-D convolution (NCHW) as im2col + GEMM and its two gradients (GEMM + col2im, GEMM against the
 // columns); 3x3 stride-1 layers with enough channels, forward and backward to the input, by
-// Winograd's F(4x4, 3x3) or F(2x2, 3x3) instead (winograd.cc; the choice: wino_tile). Pooling lives
+// Winograd's F(2x2, 3x3) or F(4x4, 3x3) instead (winograd.cc; the choice: wino_tile). Pooling lives
 // in pool.cc.
 #include <omp.h>
 #if defined(__AVX512F__)
@@ -386,12 +386,18 @@ int wino_env() {
 // 8x128x7x7 by 128 0.87 / 1.0 / 0.64, and 32x128x7x7 2.57 / 3.3 / 2.58 (7x7 maps: im2col);
 // 1x64x56x56 by 64 0.65 / 0.69 / 1.29; 32x32x28x28 by 32 1.9 / 1.6 / 3.4; 32x64x56x56 by 64 (the
 // bench's large case) 21 / 18 / 44. F(4x4) pays where rows are long (short rows leave its 16-tile
-// vectors part empty).
+// vectors part empty), but its float32 error is 5-25x the direct sum's (README, "Convolution"):
+// float32 takes F(2x2), as accurate as im2col, unless MF_CONV_WINOGRAD=4; float64 (F(4x4) error
+// under 1e-14 of the sum of |terms|) takes F(4x4) on maps of 28 or more (the bench's layer 46 ms by
+// F(2x2), 36 by F(4x4), 98 by im2col, loaded machine).
 int wino_tile(const WinoConv& w, int es) {
-  (void)es;
   const double macs = double(w.N) * double(w.Ho) * double(w.Wo) * double(w.Ci) * double(w.Co) * 9;
   if (w.Ci < 16 || w.Co < 16 || std::min(w.Ho, w.Wo) < 8 || macs < 16e6) return 0;
-  return std::min(w.Ho, w.Wo) >= 28 ? 4 : 2;
+  // the weights are transformed on every call: 1x512x16x16 by 512 (256 outputs a map) took 12 ms by
+  // F(2x2) against im2col's 6.8 before that transform ran as vector loops, and still needs more
+  // outputs than that to pay
+  if (w.N * w.Ho * w.Wo < 512) return 0;
+  return es == 8 && std::min(w.Ho, w.Wo) >= 28 ? 4 : 2;
 }
 
 // Fills w with the Winograd geometry of routine kind on g; false where the path does not apply.

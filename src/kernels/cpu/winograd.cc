@@ -32,6 +32,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../core/allocator.h"
 #include "blas.h"
 
 // The transforms are vector loops over a block's columns: 16-float vectors where AVX-512 is
@@ -102,6 +103,10 @@ size_t round64(size_t b) { return (b + 63) / 64 * 64; }
 // extra L2 misses cost; smaller shapes moved by under 5% between 768 KB and 3 MB.
 constexpr int64_t kBlockBytes = int64_t(2) << 20;
 constexpr int64_t kMaxCols = 512;   // most columns of a block
+// fewest columns of a block, past kBlockBytes: at 1 thread, 4x512x16x16 by 512 channels by F(2x2)
+// took 36 ms with 32 columns (im2col: 28), 23 with 64, 20 with 128; 8x256x14x14 by 256 5.5, 5.4
+// and 6.5 ms; 32x128x28x28 by 128 by F(4x4) 15.4, 16.7 and 17.3
+constexpr int64_t kMinCols = 64;
 constexpr int64_t kMaxUnits = 256;  // most units of a block
 constexpr int64_t kMaxSeg = 63;     // most tiles of a unit (a row's split is at most 4 chunks of 16)
 
@@ -113,14 +118,14 @@ constexpr int64_t kMaxSeg = 63;     // most tiles of a unit (a row's split is at
 inline int64_t ls_of(const WinoConv& g) { return (g.T + 1 + 15) / 16 * 16; }
 
 // Elements of one thread's scratch: V (A x Ci x T), M (A x Co x T), and the row buffers of the
-// input transform (A rows split into M phases, then the A rows after the pass down), of the inverse
-// one (M x A x T after the pass down) or of the weight transform (A x Ci): the largest.
+// input transform (A rows split into M phases, then the A rows after the pass down) or of the inverse
+// one (M x A x T after the pass down): the larger.
 struct Slot {
   int64_t v, m, buf;
 };
 Slot slot_of(const WinoConv& g) {
   const int64_t A = (g.m + 2) * (g.m + 2), a = g.m + 2, rows = 2 * a * g.m * ls_of(g);
-  return {A * g.Ci * g.T, A * g.Co * g.T, std::max({rows, g.m * a * g.T, A * g.Ci})};
+  return {A * g.Ci * g.T, A * g.Co * g.T, std::max(rows, g.m * a * g.T)};
 }
 
 // The unit (tile-row segment) u: image n, tile row ty, first tile tx0, sw tiles.
@@ -189,39 +194,54 @@ template <>
 inline void split_row<4, float>(const float* src, const RowSplit& rs, float* d, int64_t Ls) {
   // phase r of tiles 0..7 from a pair of vectors (tiles 0..3, 4..7) into lanes 0..7
   const __m512i base = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i halves = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);  // a's 0..7, b's 0..7
   for (int64_t ch = 0, k0 = 0; k0 < rs.L; ++ch, k0 += 16) {
     __m512 v[4];
     for (int q = 0; q < 4; ++q) v[q] = _mm512_maskz_loadu_ps(rs.ld[ch][q], src + 4 * k0 + 16 * q);
     for (int r = 0; r < 4; ++r) {
       const __m512i idx = _mm512_add_epi32(base, _mm512_set1_epi32(r));
       const __m512 a = _mm512_permutex2var_ps(v[0], idx, v[1]), b = _mm512_permutex2var_ps(v[2], idx, v[3]);
-      _mm512_mask_storeu_ps(d + r * Ls + k0, rs.st[ch], _mm512_shuffle_f32x4(a, b, 0x44));  // a's lanes 0..7, b's 0..7
+      _mm512_mask_storeu_ps(d + r * Ls + k0, rs.st[ch], _mm512_permutex2var_ps(a, halves, b));
     }
   }
 }
 #endif
 
 // U[e][o][c] (e = i*A + j) = (G g G^T)[i][j] of the 3x3 kernel that takes input channel c to output
-// channel o, for o in [ob, oe); computed in double, rounded once. One o at a time into tmp (A x Ci),
-// then copied out row by row: written straight into U, the A rows 16 KB apart (64 channels) fell in
-// one cache set.
+// channel o, for o in [ob, oe); computed in double, rounded once, as vector loops over c: one o at a
+// time, its taps gathered into taps (9 x Ci), G g into t (A x 3 x Ci), the result into tmp (A x A x
+// Ci), then copied out row by row (written straight into U, the A rows 16 KB apart at 64 channels
+// fell in one cache set).
 template <int M, typename T>
-void weights(const WinoConv& g, const T* w, T* U, int64_t ob, int64_t oe, T* tmp) {
+void weights(const WinoConv& g, const T* w, T* U, int64_t ob, int64_t oe, double* taps, double* t, T* tmp) {
   using W = Mat<M>;
   constexpr int A = W::A;
+  const int64_t Ci = g.Ci;
   for (int64_t o = ob; o < oe; ++o) {
-    for (int64_t c = 0; c < g.Ci; ++c) {
-      double k[3][3], t[A][3];
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j)
-          k[i][j] = g.flip ? double(w[((c * g.Co + o) * 3 + 2 - i) * 3 + 2 - j]) : double(w[((o * g.Ci + c) * 3 + i) * 3 + j]);
-      for (int i = 0; i < A; ++i)
-        for (int j = 0; j < 3; ++j) t[i][j] = W::G[i][0] * k[0][j] + W::G[i][1] * k[1][j] + W::G[i][2] * k[2][j];
-      for (int i = 0; i < A; ++i)
-        for (int j = 0; j < A; ++j)
-          tmp[(i * A + j) * g.Ci + c] = T(t[i][0] * W::G[j][0] + t[i][1] * W::G[j][1] + t[i][2] * W::G[j][2]);
+    if (g.flip) {  // w is Ci x Co x 3 x 3, read flipped
+      for (int64_t c = 0; c < Ci; ++c)
+        for (int q = 0; q < 9; ++q) taps[q * Ci + c] = double(w[(c * g.Co + o) * 9 + 8 - q]);
+    } else {
+      for (int64_t c = 0; c < Ci; ++c)
+        for (int q = 0; q < 9; ++q) taps[q * Ci + c] = double(w[(o * Ci + c) * 9 + q]);
     }
-    for (int e = 0; e < A * A; ++e) std::copy(tmp + e * g.Ci, tmp + (e + 1) * g.Ci, U + (e * g.Co + o) * g.Ci);
+    unroll<A>([&](auto i) MF_INLINE {
+      constexpr int I = decltype(i)::value;
+      for (int b = 0; b < 3; ++b) {
+        double* tb = t + (I * 3 + b) * Ci;
+        const double *k0 = taps + b * Ci, *k1 = taps + (3 + b) * Ci, *k2 = taps + (6 + b) * Ci;
+        for (int64_t c = 0; c < Ci; ++c) tb[c] = W::G[I][0] * k0[c] + W::G[I][1] * k1[c] + W::G[I][2] * k2[c];
+      }
+    });
+    for (int i = 0; i < A; ++i) {
+      const double *t0 = t + (i * 3) * Ci, *t1 = t0 + Ci, *t2 = t1 + Ci;
+      unroll<A>([&](auto j) MF_INLINE {
+        constexpr int J = decltype(j)::value;
+        T* u = tmp + (i * A + J) * Ci;
+        for (int64_t c = 0; c < Ci; ++c) u[c] = T(t0[c] * W::G[J][0] + t1[c] * W::G[J][1] + t2[c] * W::G[J][2]);
+      });
+    }
+    for (int e = 0; e < A * A; ++e) std::copy(tmp + e * Ci, tmp + (e + 1) * Ci, U + (e * g.Co + o) * Ci);
   }
 }
 
@@ -435,14 +455,36 @@ bool run_block(const WinoConv& g, const T* x, const T* U, T* y, T* V, T* Mm, T* 
   return out_block<M>(g, Mm, cols, y, us, ue - ub, buf);
 }
 
+// Bytes of the transformed weights U and, per thread, the weight transform's buffers (taps, t, tmp):
+// taken from the caching allocator for the call, not kept in the bind-time workspace (U of a
+// 512-channel layer is 38 MB at F(4x4)).
+struct WeightBytes {
+  size_t u, per_thread;
+};
+WeightBytes weight_bytes(const WinoConv& g, int es) {
+  const int64_t a = g.m + 2;
+  return {round64(size_t(a * a * g.Co * g.Ci) * es),
+          round64(size_t((9 + 3 * a) * g.Ci) * sizeof(double)) + round64(size_t(a * a * g.Ci) * es)};
+}
+
 template <int M, typename T>
 bool run(const WinoConv& g, const T* x, const T* w, T* y, void* scratch, int nt) {
-  constexpr int64_t A = (M + 2) * (M + 2);
   char* base = (char*)scratch;
-  T* U = (T*)base;
-  base += round64(size_t(A * g.Co * g.Ci) * sizeof(T));
   const Slot sl = slot_of(g);
   const size_t slot_bytes = round64(size_t(sl.v) * sizeof(T)) + round64(size_t(sl.m) * sizeof(T)) + round64(size_t(sl.buf) * sizeof(T));
+  const WeightBytes wb = weight_bytes(g, int(sizeof(T)));
+  struct Owned {
+    void* p;
+    ~Owned() { cpu_allocator().free(p); }
+  } owned{cpu_allocator().allocate(wb.u + wb.per_thread * size_t(std::max(nt, 1)))};
+  T* U = (T*)owned.p;
+  auto transform = [&](int tid, int64_t ob, int64_t oe) {
+    char* p = (char*)owned.p + wb.u + size_t(tid) * wb.per_thread;
+    double* taps = (double*)p;
+    double* t = taps + 9 * g.Ci;
+    T* tmp = (T*)(p + round64(size_t((9 + 3 * (M + 2)) * g.Ci) * sizeof(double)));
+    weights<M>(g, w, U, ob, oe, taps, t, tmp);
+  };
   const int64_t units = g.N * g.th * g.nseg;
   int bad = 0;
   auto thread_body = [&](int tid, bool team) {
@@ -463,15 +505,14 @@ bool run(const WinoConv& g, const T* x, const T* w, T* y, void* scratch, int nt)
     return mine;
   };
   if (nt <= 1) {
-    weights<M>(g, w, U, 0, g.Co, (T*)(base + round64(size_t(sl.v) * sizeof(T)) + round64(size_t(sl.m) * sizeof(T))));
+    transform(0, 0, g.Co);
     bad = thread_body(0, false);
   } else {
 #pragma omp parallel num_threads(nt) reduction(| : bad)
     {
       const int tid = omp_get_thread_num(), team = omp_get_num_threads();
       const int64_t chunk = (g.Co + team - 1) / team, ob = std::min(g.Co, tid * chunk);
-      weights<M>(g, w, U, ob, std::min(g.Co, ob + chunk),
-                 (T*)(base + size_t(tid) * slot_bytes + round64(size_t(sl.v) * sizeof(T)) + round64(size_t(sl.m) * sizeof(T))));
+      transform(tid, ob, std::min(g.Co, ob + chunk));
 #pragma omp barrier
       bad |= thread_body(tid, true);
     }
@@ -488,7 +529,7 @@ bool wino_plan(WinoConv& g, int m, int es) {
   g.tw = (g.Wo + m - 1) / m;
   const int64_t per_col = a * a * (g.Ci + g.Co) * es;
   const int64_t tiles = g.N * g.th * g.tw;
-  int64_t T = std::max<int64_t>(32, std::min<int64_t>(kMaxCols, kBlockBytes / std::max<int64_t>(per_col, 1)));
+  int64_t T = std::max<int64_t>(kMinCols, std::min<int64_t>(kMaxCols, kBlockBytes / std::max<int64_t>(per_col, 1)));
   // at least 2 blocks where the tiles allow it (32 columns a block or more), so that two threads
   // share a small layer (a shape rule: the thread count never enters)
   T = std::min(T, std::max<int64_t>(32, tiles / 2));
@@ -503,10 +544,9 @@ bool wino_plan(WinoConv& g, int m, int es) {
 }
 
 size_t wino_scratch_bytes(const WinoConv& g, int es, int nt) {
-  const int64_t A = (g.m + 2) * (g.m + 2);
   const Slot sl = slot_of(g);
   const size_t slot = round64(size_t(sl.v) * es) + round64(size_t(sl.m) * es) + round64(size_t(sl.buf) * es);
-  return round64(size_t(A * g.Co * g.Ci) * es) + slot * size_t(std::max(nt, 1));
+  return slot * size_t(std::max(nt, 1));
 }
 
 template <typename T>

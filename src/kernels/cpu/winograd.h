@@ -25,7 +25,8 @@ struct WinoConv {
 // Fills g's plan for tile side m (2 or 4) and element size es; false if the shape does not fit BLAS's
 // int sizes (the caller then takes another path).
 bool wino_plan(WinoConv& g, int m, int es);
-// Scratch bytes wino_run needs with nt threads.
+// Scratch bytes wino_run needs with nt threads (the bind-time workspace: each thread's transformed
+// input and products; the transformed weights are taken from the allocator for the call).
 size_t wino_scratch_bytes(const WinoConv& g, int es, int nt);
 // y (contiguous N x Co x Ho x Wo) = the convolution of x (contiguous) by w (contiguous); scratch holds
 // wino_scratch_bytes(g, sizeof(T), nt) bytes, 64-byte aligned. nt threads (1: the caller's only).
