@@ -25,7 +25,6 @@
 #include <immintrin.h>
 #endif
 
-#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -45,8 +44,12 @@ namespace mf {
 
 namespace {
 
-// Transform matrices of F(M x M, 3 x 3) (Lavin and Gray's, at the points 0, 1, -1 for M = 2 and
-// 0, 1, -1, 2, -2 for M = 4, plus infinity): BT is B^T (A x A), G (A x 3), AT is A^T (M x A).
+// Transform matrices of F(M x M, 3 x 3) (Toom-Cook at the points 0, 1, -1 for M = 2, Lavin and
+// Gray's, and 0, 1, -1, 1/2, -2 for M = 4, plus infinity): BT is B^T (A x A), G (A x 3), AT is A^T
+// (M x A). For M = 4 Lavin and Gray take 0, +-1, +-2; with 1/2 for 2 the float32 error, simulated
+// over 400 64-channel tiles, fell from 1.6e-6 to 5.7e-7 of the sum of |terms| (measured here on
+// conv2d: 4.5e-6 to 1.5e-6 at worst), for 26 nonzeros in B^T instead of 20. B^T was solved for
+// from A^T and G (A^T diag(G g) B^T d is the correlation of d and g for every d, g).
 template <int M>
 struct Mat;
 template <>
