@@ -312,6 +312,62 @@ T.test('scatter_add: every dtype, repeated destinations summed in index order', 
   end
 end)
 
+-- From 1 MB of x on, scatter and scatter_add into a fresh output along the last dim copy each of x's
+-- rows just before scattering into it (when the index has a row for each of x's rows), and gather and
+-- the scatters prefetch rows: x of 2x520x256 float32 (1.06 MB) with index rows as long as x's, shorter,
+-- longer (src as long) and fewer index rows than x has (x's copy first), the in-place forms, against
+-- row-by-row references in plain Lua (few distinct indices: repeats; random float src, whose sums
+-- rounded at each add show their order), and random floats with the same bits at 1 and 2 threads.
+T.test('scatter, gather along the last dim from 1 MB: reference values and 1 vs 2 threads', function()
+  local R, C, W = 2, 520, 256
+  local cell = ffi.new('float[1]')
+  local x = mf.arange(1, R * C * W + 1):reshape(R, C, W):float()
+  local fx = flat(x)
+  for _, case in ipairs{{C, W, W, 'index as x'}, {C, 100, 128, 'shorter index rows'},
+                        {C, 320, 320, 'longer index rows'}, {C - 20, W, W, 'fewer index rows'}} do
+    local rows, len, slen, what = case[1], case[2], case[3], case[4]
+    local idx = mf.randint(1, 6, {R, rows, len})
+    local src = mf.randn(R, rows, slen)
+    local fi, fs = flat(idx), flat(src)
+    local want, wadd = {}, {}
+    for i = 1, #fx do want[i], wadd[i] = fx[i], fx[i] end
+    for r = 0, R * rows - 1 do  -- index row r: x's row (r // rows) * C + r % rows
+      local xr = (math.floor(r / rows) * C + r % rows) * W
+      for j = 1, len do
+        local p, v = xr + fi[r * len + j], fs[r * slen + j]
+        cell[0] = wadd[p] + v  -- float32, rounded at each add: the order shows in the bits
+        want[p], wadd[p] = v, cell[0]
+      end
+    end
+    mf.set_num_threads(2)
+    local tag = what .. ': '
+    same_flat(flat(mf.scatter(x, idx, src, 3)), want, tag .. 'scatter')
+    same_flat(flat(mf.scatter_add(x, idx, src, 3)), wadd, tag .. 'scatter_add')
+    local y = x:clone()
+    mf.scatter_(y, idx, src, 3)
+    same_flat(flat(y), want, tag .. 'scatter_')
+    y = x:clone()
+    mf.scatter_add_(y, idx, src, 3)
+    same_flat(flat(y), wadd, tag .. 'scatter_add_')
+    local rx, rs = mf.randn(R, C, W), mf.randn(R, rows, slen)
+    same_bits(tag .. 'scatter', function() return mf.scatter(rx, idx, rs, 3) end)
+    same_bits(tag .. 'scatter_add', function() return mf.scatter_add(rx, idx, rs, 3) end)
+    same_bits(tag .. 'scatter_add_', function() return mf.scatter_add_(rx:clone(), idx, rs, 3) end)
+    if len <= W then
+      local g, gi = {}, 0
+      for r = 0, R * rows - 1 do
+        local xr = (math.floor(r / rows) * C + r % rows) * W
+        for j = 1, len do
+          gi = gi + 1
+          g[gi] = fx[xr + fi[gi]]
+        end
+      end
+      same_flat(flat(mf.gather(x, idx, 3)), g, tag .. 'gather')
+      same_bits(tag .. 'gather', function() return mf.gather(rx, idx, 3) end)
+    end
+  end
+end)
+
 -- index_add into a fresh output along a dim before the last (x and src contiguous, 16 or more
 -- slices of 16 or more elements) writes each output slice once: x's slice plus src's slices whose
 -- index is its own, in increasing index position. Every dtype, along dim 1 of 20x37 and dim 2 of
