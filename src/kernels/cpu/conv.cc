@@ -397,7 +397,9 @@ int wino_tile(const WinoConv& w, int es) {
   // F(2x2) against im2col's 6.8 before that transform ran as vector loops, and still needs more
   // outputs than that to pay
   if (w.N * w.Ho * w.Wo < 512) return 0;
-  return es == 8 && std::min(w.Ho, w.Wo) >= 28 ? 4 : 2;
+  // (F(4x4) mixes a whole 6x6 patch into each output: with padding 3 or more, windows wholly in the
+  // padding would come out near 0 rather than 0)
+  return es == 8 && std::min(w.Ho, w.Wo) >= 28 && w.ph <= 2 && w.pw <= 2 ? 4 : 2;
 }
 
 // Fills w with the Winograd geometry of routine kind on g; false where the path does not apply.
