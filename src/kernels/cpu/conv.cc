@@ -399,7 +399,12 @@ int wino_tile(const WinoConv& w, int es) {
   if (w.N * w.Ho * w.Wo < 512) return 0;
   // (F(4x4) mixes a whole 6x6 patch into each output: with padding 3 or more, windows wholly in the
   // padding would come out near 0 rather than 0)
-  return es == 8 && std::min(w.Ho, w.Wo) >= 28 && w.ph <= 2 && w.pw <= 2 ? 4 : 2;
+  const int m = es == 8 && std::min(w.Ho, w.Wo) >= 28 && w.ph <= 2 && w.pw <= 2 ? 4 : 2;
+  // the transformed weights, (m+2)^2 x Co x Ci, are a buffer of the call: at most 128 MB of it
+  // (1024 x 1024 channels at F(2x2) in float32 take 64 MiB: 2x1024x16x16 by 1024 ran 55 ms against
+  // im2col's 121; 2048 x 2048 would take 256 MiB)
+  if (double((m + 2) * (m + 2)) * double(w.Co) * double(w.Ci) * es > 128e6) return 0;
+  return m;
 }
 
 // Fills w with the Winograd geometry of routine kind on g; false where the path does not apply.
