@@ -314,12 +314,12 @@ end)
 
 -- From 1 MB of x on, scatter and scatter_add into a fresh output along the last dim copy each of x's
 -- rows just before scattering into it (when the index has a row for each of x's rows), and gather and
--- the scatters prefetch rows: x of 2x520x256 float32 (1.06 MB) with index rows as long as x's, shorter,
+-- the scatters prefetch rows: x of 2x540x250 float32 (1.08 MB) with index rows as long as x's, shorter,
 -- longer (src as long) and fewer index rows than x has (x's copy first), the in-place forms, against
 -- row-by-row references in plain Lua (few distinct indices: repeats; random float src, whose sums
 -- rounded at each add show their order), and random floats with the same bits at 1 and 2 threads.
 T.test('scatter, gather along the last dim from 1 MB: reference values and 1 vs 2 threads', function()
-  local R, C, W = 2, 520, 256
+  local R, C, W = 2, 540, 250  -- rows of 1000 bytes: whole 256-byte turns of the row copy and a tail
   local cell = ffi.new('float[1]')
   local x = mf.arange(1, R * C * W + 1):reshape(R, C, W):float()
   local fx = flat(x)

@@ -120,6 +120,27 @@ __attribute__((always_inline)) inline void fetch_row(const void* p, int64_t n) {
   for (int64_t k = 0; k < n; k += 64) __builtin_prefetch((const char*)p + k, 0, 3);
 }
 
+// Copies n bytes between disjoint buffers 256 bytes a turn, loaded whole before they are stored (a
+// dst a little above src modulo 4 KiB costs one aliased load a block, as copy_run's blocks): the
+// fused scatter's row copy. 8 KB rows of a 16 MB x into a fresh output, 1 thread, CPU time,
+// interleaved: eager scatter 3934 -> 3621 us, scatter_add 4219 -> 3943 against memcpy (copy_run).
+inline void copy_row(void* dst, const void* src, int64_t n) {
+  char* d = (char*)dst;
+  const char* s = (const char*)src;
+  int64_t k = 0;
+#if defined(__AVX512F__)
+  for (; k + 256 <= n; k += 256) {
+    const __m512i a0 = _mm512_loadu_si512(s + k), a1 = _mm512_loadu_si512(s + k + 64);
+    const __m512i a2 = _mm512_loadu_si512(s + k + 128), a3 = _mm512_loadu_si512(s + k + 192);
+    _mm512_storeu_si512(d + k, a0);
+    _mm512_storeu_si512(d + k + 64, a1);
+    _mm512_storeu_si512(d + k + 128, a2);
+    _mm512_storeu_si512(d + k + 192, a3);
+  }
+#endif
+  std::memcpy(d + k, s + k, size_t(n - k));
+}
+
 // Rows rb..re (w at rb's start) of idx, columns [jb, je): all in 1..n? Adjacent whole rows of a
 // contiguous index are one run.
 bool rows_in_range(const mf_tensor& idx, Walk w, int64_t rb, int64_t re, int64_t jb, int64_t je, uint64_t n) {
@@ -460,7 +481,7 @@ void scatter_cpu(mf_tensor& out, const mf_tensor& x, const mf_tensor& index, con
               prefetch_ahead(ob, ob + x.shape[L], o + out.count, next);
             }
             if (!scalar && sl == 1) fetch_row(sr, (je - jb) * int64_t(sizeof(T)));
-            copy_run(ob, xp + v.offset(x.strides), size_t(row_bytes));
+            copy_row(ob, xp + v.offset(x.strides), row_bytes);
           } else if (large && dim == L && od == 1) {
             fetch_row(ob, row_bytes);  // written at random
           }
