@@ -4,6 +4,7 @@
 -- the inputs' headers into the slots, allocates outputs and runs the closure.
 local ffi = require 'ffi'
 local C = require 'moonflow.ffi_abi'
+pcall(ffi.cdef, 'int memcmp(const void *a, const void *b, size_t n);')  -- out='s size check (call_out)
 
 return function(mf)
   local K, T, SZ, raise = mf.kernels, mf._T, mf._SZ, mf._raise
@@ -715,6 +716,7 @@ return function(mf)
     end
     return dst
   end
+  local dst1 = {}  -- call_out's one-output list (set just before each use)
   local function call_out(op, ins, nin, ptable, exact, dst)
     stats.calls = stats.calls + 1
     if interrupt[0] ~= 0 then interrupt[0] = 0; raise('interrupted') end
@@ -726,6 +728,24 @@ return function(mf)
     local e = rec.last
     if not (e and same_layout(e, ins, nin)) then e = find_entry(op, rec, ins, nin, e) end
     local nout = e.nout
+    -- the common case straight-line (no loop of one or two turns for LuaJIT to abort its trace on): one
+    -- output into a contiguous tensor of its size that shares no memory with the inputs, no autograd
+    -- flags; anything else takes the general code below, which also names what is wrong
+    if nout == 1 and nin <= 2 and not op.multi and is_tensor(dst) and not e.alias[1] then
+      local t, m = dst, e.metas[1]
+      local ok = t._is_contig == 1 and t._autograd == 0 and t._dtype_id == m._dtype_id
+        and t._device_id == m._device_id and t._ndim == m._ndim
+        and ffi.C.memcmp(t._shape, m._shape, 8 * m._ndim) == 0
+      if ok and nin >= 1 then ok = ins[1]._autograd == 0 and ins[1]._store ~= t._store end
+      if ok and nin == 2 then ok = ins[2]._autograd == 0 and ins[2]._store ~= t._store end
+      if ok then
+        dst1[1] = t
+        run_entry(op, rec, e, ins, nin, dst1)
+        dst1[1] = nil
+        C.mf_storage_bump(t, op.index)
+        return t
+      end
+    end
     if nout == 0 then raise(('%s: has no output for out= to receive'):format(op.name)) end
     dst = out_list(op, dst, nout)
     local direct = {}
@@ -976,12 +996,19 @@ return function(mf)
     -- a binary op with one param (add's alpha) keeps the fast path for calls that leave it out
     local fast2 = not op.variadic and nin_fixed == 2 and #op.param_list <= 1 and adapter == default_adapter
     local fast1 = not op.variadic and nin_fixed == 1 and #op.param_list == 0 and adapter == default_adapter
-    local pair = {}
+    local pair, one = {}, {}
+    local function clear1(...) one[1] = nil; return ... end
+    local function clear2(...) pair[1], pair[2] = nil, nil; return ... end
     local f
     if fast2 then
       -- binary ops called without params: no varargs, no tables on the common path
       f = function(a, b, extra)
         if extra ~= nil then
+          if type(extra) == 'table' and extra.out ~= nil and is_tensor(a) and is_tensor(b) and next(extra) == 'out'
+              and next(extra, 'out') == nil then  -- mf.add(a, b, {out = c}): nothing else in the table
+            pair[1], pair[2] = a, b
+            return clear2(call_out(op, pair, 2, nil, nil, extra.out))  -- every output (several: a list given)
+          end
           if #op.param_list == 0 and not (type(extra) == 'table' and extra.out ~= nil) then
             raise(op.name .. ': takes 2 inputs and no params (a table may give out = t)')
           end
@@ -1011,10 +1038,15 @@ return function(mf)
         return r
       end
     elseif fast1 then
-      local one = {}
       f = function(a, extra)
         if extra ~= nil then
-          if type(extra) == 'table' and extra.out ~= nil then return op.general(a, extra) end
+          if type(extra) == 'table' and extra.out ~= nil then  -- x:abs({out = y}): nothing else in the table
+            if is_tensor(a) and next(extra) == 'out' and next(extra, 'out') == nil then
+              one[1] = a
+              return clear1(call_out(op, one, 1, nil, nil, extra.out))  -- every output (several: a list given)
+            end
+            return op.general(a, extra)
+          end
           raise(op.name .. ': takes 1 input and no params (a table may give out = t)')
         end
         if not is_tensor(a) then
