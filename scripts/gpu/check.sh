@@ -3,7 +3,7 @@
 #   scripts/gpu/check.sh [build-dir]        (default build-gpu; MF_GPU_JOBS sets the build's -j)
 # 1. builds with MF_CUDA=ON (the backend must compile: -Werror for its sources);
 # 2. the GPU must be seen (mf.cuda.is_available);
-# 3. tests/lua/test_cuda.lua (device tensors, factories, views, mixed devices, memory) and the
+# 3. tests/lua/test_cuda.lua (device tensors, factories, views, out=, mixed devices, memory) and the
 #    allocator's bookkeeping test;
 # 4. the op harness with every case on cuda against the CPU's float64 references
 #    (float32 1e-5, float64 1e-12 relative; eager and inside a graph; MF_GPU_HARNESS_SHARDS
