@@ -1068,7 +1068,7 @@ return function(mf)
     do
       general = function(...)
         local ins, ptable, exact = adapter(op, ...)
-        local dst = ptable and not op.param_kind.out and ptable.out  -- out= (call_out)
+        local dst = ptable and not op.param_kind.out and ptable.out or nil  -- out= (call_out); nil, never false
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
         for i = 1, nin do

@@ -102,6 +102,11 @@ T.test('views and memory the inputs read: written through a copy after the kerne
   T.tensor_eq(x, {1, 2, 3, 4})
   local c = mf.tensor({1, 2, 3})
   T.tensor_eq(mf.cumsum(c, 1, {out = c}), {1, 3, 6})
+  -- selected rows (contiguous, at an offset: written directly) and columns (strided: a copy)
+  local g = mf.zeros(3, 2)
+  mf.neg(mf.tensor({1, 2}), {out = g:select(1, 2)})
+  mf.add(mf.tensor({1, 2, 3}), 1, {out = g:select(2, 2)})
+  T.tensor_eq(g, {{0, 2}, {-1, 3}, {0, 4}})
 end)
 
 T.test('wrong size, dtype, device or kind of out: clear errors, out untouched', function()
