@@ -206,7 +206,12 @@ struct Maximum { template <class T> static MF_HD T f(T x, T y) { return T(x != x
 struct Minimum { template <class T> static MF_HD T f(T x, T y) { return T(x != x ? x : (x < y || y != y) ? (y != y ? y : x) : y); } };
 // x: gradient, y: relu's input or output; PyTorch's threshold_backward: 0 where y <= 0, so the
 // gradient passes where y is NaN
-struct ReluBackward { template <class T> static MF_HD T f(T x, T y) { return y <= T(0) ? T(0) : x; } };
+struct ReluBackward {
+  template <class T> static MF_HD T f(T x, T y) { return y <= T(0) ? T(0) : x; }
+  template <class A> static auto run(const A* x, const A* y, A* z, int64_t n) -> decltype(vm::relu_backward(x, y, z, n)) {
+    vm::relu_backward(x, y, z, n);
+  }
+};
 struct Eq { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x == y); } };
 struct Ne { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x != y); } };
 struct Lt { template <class T> static MF_HD uint8_t f(T x, T y) { return uint8_t(x < y); } };

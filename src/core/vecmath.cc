@@ -360,6 +360,43 @@ void gelu(const double* x, double* y, int64_t n) { gelu_t(x, y, n); }
 void pow(const float* x, const float* y, float* z, int64_t n) { pow_f(x, y, z, n); }
 void pow(const double* x, const double* y, double* z, int64_t n) { pow_d(x, y, z, n); }
 
+// relu_backward: GCC compiles the functor's select (y <= 0 ? 0 : x) into a masked load of x whose
+// mask is the compare of y, so no load of x leaves before y's has arrived, and a 16 MB run (out of
+// the caches) went 20% slower than PyTorch's. Here x is loaded whole (the empty asm keeps GCC from
+// folding the mask back into the load) and and-ed with the mask, in every library's build: the same
+// bits as the functor (+0 where y <= 0, x where y > 0 or is NaN).
+namespace {
+#if defined(__AVX512F__)
+constexpr int kReluBytes = 64;  // one register's width: the asm's "x" operand must fit in one
+#elif defined(__AVX__)
+constexpr int kReluBytes = 32;
+#else
+constexpr int kReluBytes = 16;
+#endif
+template <class T, class I>
+void relu_backward_t(const T* x, const T* y, T* z, int64_t n) {
+  constexpr int L = kReluBytes / int(sizeof(T));
+  typedef T V __attribute__((vector_size(kReluBytes)));
+  typedef I M __attribute__((vector_size(kReluBytes)));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    V a, b;
+    std::memcpy(&a, x + i, kReluBytes);
+    std::memcpy(&b, y + i, kReluBytes);
+#if defined(__x86_64__)
+    __asm__("" : "+x"(a));
+#endif
+    M r = M(a) & ~M(b <= V{});
+    std::memcpy(z + i, &r, kReluBytes);
+  }
+  for (; i < n; ++i) z[i] = y[i] <= T(0) ? T(0) : x[i];
+}
+}  // namespace
+void relu_backward(const float* x, const float* y, float* z, int64_t n) { relu_backward_t<float, int32_t>(x, y, z, n); }
+void relu_backward(const double* x, const double* y, double* z, int64_t n) {
+  relu_backward_t<double, int64_t>(x, y, z, n);
+}
+
 const char* backend() {
 #if defined(MF_VECMATH_SLEEF)
 #define MF_VM_LIB "sleef"

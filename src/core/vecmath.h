@@ -32,6 +32,9 @@ MF_VM_UNARY(cos)
 // z[i] = x[i] ^ y[i]
 void pow(const float* x, const float* y, float* z, int64_t n);
 void pow(const double* x, const double* y, double* z, int64_t n);
+// z[i] = y[i] <= 0 ? 0 : x[i] (relu_backward): plain vector code in every build, see vecmath.cc
+void relu_backward(const float* x, const float* y, float* z, int64_t n);
+void relu_backward(const double* x, const double* y, double* z, int64_t n);
 
 // Which library and vector width this build uses, e.g. "sleef avx2 (8 x float32)": for help and
 // the benchmark's header.

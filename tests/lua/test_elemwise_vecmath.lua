@@ -259,4 +259,44 @@ T.test('ops split between threads early: the same bits as with 1 thread and as o
   end
 end)
 
+-- relu_backward's routine (vecmath.cc: x loaded whole and and-ed with the mask of y > 0 or NaN):
+-- bit for bit the functor's y <= 0 ? +0 : g (a -0 gradient passes as -0, +-0 in y gives +0, NaN in
+-- y passes g), over whole vectors and tails, at offsets, through the strided and broadcast path
+local function same_bits(got, want, dtype)
+  if dtype == 'float32' then
+    bits32.f = got
+    local a = bits32.i
+    bits32.f = want
+    return a == bits32.i
+  end
+  bits64.f = got
+  local a = bits64.i
+  bits64.f = want
+  return a == bits64.i
+end
+T.test('relu_backward: the functor\'s bits, -0 and NaN included', function()
+  local G, Y = {1.5, -0.0, inf, -2, nan, 0.0, -inf, 3}, {0.0, -0.0, 1, -1, nan, inf, -inf, 0.5, -0.5}
+  local gs, ys = {}, {}
+  for i = 1, 70 do gs[i], ys[i] = G[(i - 1) % #G + 1], Y[(i - 1) % #Y + 1] end
+  local function want(g, y) return y <= 0 and 0 or g end
+  for _, dtype in ipairs({'float32', 'float64'}) do
+    local g, y = mf.tensor(gs, dtype), mf.tensor(ys, dtype)
+    local check = function(got, off, what)
+      for i = 1, #got do
+        local w = want(gs[off + i], ys[off + i])
+        T.eq(same_bits(got[i], w, dtype), true, ('relu_backward %s %s element %d: %s, want %s'):format(dtype, what, off + i,
+          tostring(got[i]), tostring(w)))
+      end
+    end
+    check(values(mf.relu_backward(g, y)), 0, 'whole')
+    for off = 1, 17, 4 do check(values(mf.relu_backward(g:narrow(1, off, 40), y:narrow(1, off, 40))), off - 1, 'narrowed') end
+    local gt = g:reshape(7, 10):t()  -- strided operands: the chunked path
+    local yt = y:reshape(7, 10):t()
+    local st = values(mf.relu_backward(gt, yt):t():contiguous())
+    check(st, 0, 'transposed')
+    local b = values(mf.relu_backward(g, mf.tensor({-0.0}, dtype)))  -- y broadcast: every element +0
+    for i = 1, 70 do T.eq(same_bits(b[i], 0, dtype), true, 'relu_backward with y = -0 broadcast gives +0') end
+  end
+end)
+
 T.finish()

@@ -142,6 +142,15 @@ add{name = 'pow_int', op = 'pow', inputs = {input({3, 4}, {ilo = -3, ihi = 3}), 
     dtypes = {'int32', 'int64'}, exact = true, ref = ref_of.pow}
 add{name = 'pow_special', op = 'pow', ref = ref_of.pow,
     inputs = {input({6}, {values = {0, 0, -8, 2, huge, -2}}), input({6}, {values = {0, -1, 1 / 3, huge, -1, 0.5}})}}
+-- relu_backward's vector routine (vecmath.cc) over whole vectors and a tail: 70 elements, g with -0, inf
+-- and NaN, y with +-0, +-inf, NaN and both signs, in a cycle that puts each pair in every lane
+do
+  local G, Y = {1.5, -0.0, huge, -2, nan, 0.0, -huge, 3}, {0.0, -0.0, 1, -1, nan, huge, -huge, 0.5, -0.5}
+  local g, y = {}, {}
+  for i = 1, 70 do g[i], y[i] = G[(i - 1) % #G + 1], Y[(i - 1) % #Y + 1] end
+  add{name = 'relu_backward_vectors', op = 'relu_backward', exact = true, ref = ref_of.relu_backward,
+      dtypes = {'float32', 'float64'}, inputs = {input({70}, {values = g}), input({70}, {values = y})}}
+end
 for _, name in ipairs{'maximum', 'minimum', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'relu_backward'} do
   add{name = name .. '_nan', op = name, inputs = {input({3, 5}, HALF, {nan = 4}), input({5}, HALF, {nan = 3})},
       exact = true, out_dtype = not name:match('^m') and not name:match('^relu') and 'uint8' or nil, ref = ref_of[name]}
