@@ -194,6 +194,39 @@ T.test('bad indices deep in the parallel paths: the first is named, x in place u
   end
 end)
 
+-- From 1 MB of x on, the fused scatter rows (a fresh output along the last dim) check their index as
+-- they go, scatter_add's in groups of 8 and a tail: a bad index inside a group, one in a row's tail,
+-- each with a valid later one in its thread's half, for a tensor src and a number, every float and
+-- integer dtype of 4 and 8 bytes, 1 and 2 threads: the first in row-major order is named.
+T.test('bad indices in the fused scatter rows from 1 MB: the first is named', function()
+  local R, C, W = 2, 540, 250  -- 2 x 540 rows of 250: groups of 8 and a tail of 2
+  for _, threads in ipairs{1, 2} do
+    mf.set_num_threads(threads)
+    for _, dt in ipairs{'float32', 'float64', 'int32', 'int64'} do
+      local x = mf.zeros({R, C, W}, {dtype = dt})
+      local src = mf.ones({R, C, W}, {dtype = dt})
+      for _, bad in ipairs{{{2, 300, 13}, 0, {2, 500, 249}, W + 1}, {{1, 400, 250}, W + 1, {2, 10, 3}, -1}} do
+        local idx = mf.randint(1, W + 1, {R, C, W})
+        idx[bad[1]] = bad[2]  -- the first in row-major order: named
+        idx[bad[3]] = bad[4]
+        local at = table.concat(bad[1], ',')
+        for _, op in ipairs{'scatter', 'scatter_add'} do
+          for _, s in ipairs{src, 2} do
+            local tag = ('%s %s %d thread(s), %s src, bad at [%s]'):format(op, dt, threads, type(s) == 'number' and 'number'
+              or 'tensor', at)
+            local ok, err = pcall(mf[op], x, idx, s, 3)
+            T.eq(ok, false, tag .. ' fails')
+            local want = ('%s: index %d at position [%s] of the index is out of range 1..%d along dim 3'):format(op, bad[2],
+              at, W)
+            T.eq(tostring(err):find(want, 1, true) ~= nil, true, tag .. ': ' .. tostring(err))
+          end
+        end
+      end
+    end
+  end
+  mf.set_num_threads(2)
+end)
+
 T.test('masked_select and nonzero, flat paths (contiguous x and mask): plain-Lua references', function()
   local x = mf.arange(1, 3 * 50 * 70 + 1):reshape(3, 50, 70):float()
   local m = mf.randint(0, 2, {3, 50, 70}):type('uint8')
