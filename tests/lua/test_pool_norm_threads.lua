@@ -133,6 +133,28 @@ T.test('pooling gradients: 1 and 2 threads alike, values by hand', function()
   end
 end)
 
+-- Global pooling's gradient from 1 MiB of gx on is written by streaming stores (pool.cc stream_fill):
+-- planes of 61 x 67 (4087 elements, odd: each plane starts off a vector's alignment, a plain head and
+-- tail around the streamed middle), float32 and float64, every element exactly gy / 4087 (one
+-- division, correctly rounded in the dtype: the float64 quotient rounded to float32 for float32),
+-- the same bits with 1 and 2 threads
+T.test('adaptive_avg_pool2d_backward 1x1 from 1 MiB: every element gy / (H W), 1 and 2 threads', function()
+  local cell = ffi.new('float[1]')
+  for _, dt in ipairs{'float32', 'float64'} do
+    local x = mf.zeros({4, 16, 61, 67}, {dtype = dt})
+    local gy = mf.randn(4, 16, 1, 1):type(dt)
+    local y = same_bits('adaptive 1x1 streamed ' .. dt, function() return mf.adaptive_avg_pool2d_backward(gy, x, 1) end)
+    local g, p = elems(gy), elems(y)
+    for pl = 0, 63 do
+      local want = g[pl] / 4087
+      if dt == 'float32' then cell[0] = want; want = cell[0] end
+      for i = pl * 4087, pl * 4087 + 4086 do
+        if p[i] ~= want then error(('%s plane %d element %d: %.9g, want %.9g'):format(dt, pl + 1, i - pl * 4087 + 1, p[i], want)) end
+      end
+    end
+  end
+end)
+
 T.test('avg pooling gradients: a -0 gradient spreads as +0, as the zeroed gradient plus it gives', function()
   local x = mf.randn(1, 2, 6, 40)
   local gy = mf.full({1, 2, 3, 20}, -0.0)
