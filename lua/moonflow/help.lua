@@ -1,4 +1,7 @@
 -- help(): docs for registered ops (from the registry) and for the Lua-level functions below.
+local ffi = require 'ffi'
+local C = require 'moonflow.ffi_abi'
+
 return function(mf)
   local ops, fn_names = mf._ops, mf._fn_names
 
@@ -134,9 +137,10 @@ return function(mf)
   local NAMESPACES = {'nn', 'optim', 'data', 'train', 'autograd', 'cuda'}
 
   function mf.list_ops()
-    mf._load_new_ops()  -- ops other engines registered since this one loaded
+    -- the registry's names, ops other engines registered since this one loaded among them; none is
+    -- installed by being listed (ops.lua installs an op on first use)
     local names = {}
-    for name in pairs(ops) do names[#names + 1] = name end
+    for i = 0, C.mf_op_count() - 1 do names[#names + 1] = ffi.string(C.mf_op_name(i)) end
     table.sort(names)
     return names
   end

@@ -149,54 +149,6 @@ return function(mf)
     if tv == 'boolean' or tv == 'string' then return v end
     return nil
   end
-  -- walks (or with make, grows) the tree for ptable; returns the leaf's parent and key. exact: ptable
-  -- holds declared param names only (an adapter or make_function built it from positional values)
-  local function fast_walk(op, ptable, make, exact)
-    local names, node, found = op.param_list, op.pfast, 0
-    local parent, key
-    for i = 1, #names do
-      local v = ptable[names[i]]
-      if v ~= nil then found = found + 1 end
-      local k = fast_key(v)
-      if k == nil then
-        if type(v) ~= 'table' or (getmetatable(v) ~= nil and not mf.is_size(v)) then return nil end
-        local n = #v
-        -- a key past n: a hole ({2, nil, 4}, whose # may be 1, would find {2}'s record); the text path names it
-        -- [0] too, which LuaJIT keeps in the array part, before 1, where next does not see it
-        if next(v, n > 0 and n or nil) ~= nil or v[0] ~= nil then return nil end
-        local nxt = node[LIST]
-        if not nxt then if not make then return nil end nxt = {}; node[LIST] = nxt end
-        node = nxt
-        nxt = node[n]
-        if not nxt then if not make then return nil end nxt = {}; node[n] = nxt end
-        node = nxt
-        for j = 1, n - 1 do
-          local kj = v[j]
-          if type(kj) ~= 'number' or kj ~= kj then return nil end
-          local nxt = node[kj]
-          if not nxt then if not make then return nil end nxt = {}; node[kj] = nxt end
-          node = nxt
-        end
-        k = n > 0 and v[n] or NONE
-        if n > 0 and (type(k) ~= 'number' or k ~= k) then return nil end
-      end
-      if i == #names then parent, key = node, k
-      else
-        local nxt = node[k]
-        if not nxt then if not make then return nil end nxt = {}; node[k] = nxt end
-        node = nxt
-      end
-    end
-    -- a key that is no param: the text path says so. An exact table skips this loop over its keys, an inner
-    -- loop in the caller's trace (LuaJIT aborted that trace on every call: mf.concat({a, b}, 2))
-    if not exact then
-      for _ in pairs(ptable) do found = found - 1 end
-      if found ~= 0 then return nil end
-    end
-    if not parent then return nil end
-    return parent, key
-  end
-
   -- make_function's positional path: one step down op.ppos for the value v, node[k] (make: grown).
   -- A number, boolean or string is one key (fast_key); a plain list of numbers (or a Size) is LIST,
   -- its length, its items, as in fast_walk (no loop over the table's keys: pairs here made every
@@ -235,6 +187,74 @@ return function(mf)
     node = node and ppos_key(node, LIST, make)
     node = node and ppos_key(node, n, make)
     return ppos_walk(ppos_item, node, v, 1, n, make)
+  end
+
+  -- fast_walk's step for one param: the node that holds v's key, and the key (a list first steps down
+  -- LIST, its length and all its items but the last, as ppos_step); nil when only the text path may take v
+  local function fast_param(node, v, make)
+    local k = fast_key(v)
+    if k ~= nil then return node, k end
+    if type(v) ~= 'table' or (getmetatable(v) ~= nil and not mf.is_size(v)) then return nil end
+    local n = #v
+    -- a key past n: a hole ({2, nil, 4}, whose # may be 1, would find {2}'s record); the text path names it
+    -- [0] too, which LuaJIT keeps in the array part, before 1, where next does not see it
+    if next(v, n > 0 and n or nil) ~= nil or v[0] ~= nil then return nil end
+    node = ppos_key(node, LIST, make)
+    node = node and ppos_key(node, n, make)
+    node = node and ppos_walk(ppos_item, node, v, 1, n - 1, make)
+    if not node then return nil end
+    k = n > 0 and v[n] or NONE
+    if n > 0 and (type(k) ~= 'number' or k ~= k) then return nil end
+    return node, k
+  end
+  -- fast_walk past its third param: into node[k], then param name's node and key
+  local function fast_next(node, k, ptable, name, make)
+    node = ppos_key(node, k, make)
+    if not node then return nil end
+    return fast_param(node, ptable[name], make)
+  end
+  -- walks (or with make, grows) the tree for ptable; returns the leaf's parent and key. exact: ptable
+  -- holds declared param names only (an adapter or make_function built it from positional values).
+  -- The first three params straight-line, a loop only past them (ppos_walk says why: this loop of one
+  -- to three turns started root traces that left it, and was blacklisted as the adapter's was)
+  local function fast_walk(op, ptable, make, exact)
+    local names = op.param_list
+    local np = #names
+    if np == 0 then return nil end
+    local v = ptable[names[1]]
+    local found = v ~= nil and 1 or 0  -- the params given (false is given)
+    local node, k = fast_param(op.pfast, v, make)
+    if np >= 2 then
+      if ptable[names[2]] ~= nil then found = found + 1 end
+      if node then node, k = fast_next(node, k, ptable, names[2], make) end
+    end
+    if np >= 3 then
+      if ptable[names[3]] ~= nil then found = found + 1 end
+      if node then node, k = fast_next(node, k, ptable, names[3], make) end
+    end
+    for i = 4, np do
+      if not node then return nil end
+      if ptable[names[i]] ~= nil then found = found + 1 end
+      node, k = fast_next(node, k, ptable, names[i], make)
+    end
+    if not node then return nil end
+    -- a key that is no param: the text path says so. An exact table skips this loop over its keys, an inner
+    -- loop in the caller's trace (LuaJIT aborted that trace on every call: mf.concat({a, b}, 2))
+    -- Counted by next, straight-line for three params: pairs here was an inner loop that aborted the
+    -- caller's trace on every call (mf.sum(x, {dim = 1})), and each abort counted toward blacklisting
+    -- this function, after which every trace through it would abort
+    if not exact then
+      local key = next(ptable)
+      if found >= 2 then key = next(ptable, key) end
+      if found >= 3 then key = next(ptable, key) end
+      for _ = 4, found do key = next(ptable, key) end
+      if found == 0 then
+        if key ~= nil then return nil end
+      elseif key == nil or next(ptable, key) ~= nil then
+        return nil
+      end
+    end
+    return node, k
   end
 
   local function params_record(op, ptable, exact)
@@ -877,6 +897,59 @@ return function(mf)
   end
   mf._number_operands = number_operands  -- graph mode (graph.lua) converts numbers the same way
 
+  -- true when ins[1..nin] are all tensors: the general path then skips its loops over them (holders,
+  -- symbols, holes, numbers). Straight-line for four (ppos_walk says why: those loops of one or two turns
+  -- on every call started root traces of their own that left them)
+  local function all_tensors(ins, nin)
+    if nin >= 1 and not is_tensor(ins[1]) then return false end
+    if nin >= 2 and not is_tensor(ins[2]) then return false end
+    if nin >= 3 and not is_tensor(ins[3]) then return false end
+    if nin >= 4 and not is_tensor(ins[4]) then return false end
+    for i = 5, nin do
+      if not is_tensor(ins[i]) then return false end
+    end
+    return true
+  end
+
+  -- dst[k] = v for each field of src. By next, straight-line for three fields (a call's table of
+  -- params: {alpha = 2}), a loop past them: pairs here was an inner loop that aborted the caller's trace
+  -- on every call (ppos_walk says what such aborts lead to)
+  local function copy_fields(src, dst)
+    local k, v = next(src)
+    if k == nil then return end
+    dst[k] = v
+    k, v = next(src, k)
+    if k == nil then return end
+    dst[k] = v
+    k, v = next(src, k)
+    if k == nil then return end
+    dst[k] = v
+    k, v = next(src, k)
+    while k ~= nil do
+      dst[k] = v
+      k, v = next(src, k)
+    end
+  end
+
+  -- default_adapter's argument i of n (after nin inputs): a trailing {name = value} table's params, or
+  -- the next declared param's positional value (param i - nin; a nil skips it). Returns ptable, named.
+  local function default_arg(op, args, i, n, nin, ptable, named)
+    local v = args[i]
+    if i == n and is_options(v) and type(next(v)) == 'string' then  -- trailing {name = value} params
+      ptable, named = ptable or {}, true
+      copy_fields(v, ptable)
+    elseif v ~= nil then
+      local name = op.param_list[i - nin]
+      if not name then
+        raise(('%s: too many arguments (%d); it takes %d input%s and params %s'):format(op.name, n, nin,
+          nin == 1 and '' or 's', #op.param_list > 0 and table.concat(op.param_list, ', ') or '(none)'))
+      end
+      ptable = ptable or {}
+      ptable[name] = v
+    end
+    return ptable, named
+  end
+
   -- Default adapter: inputs first, then params positionally in declared order, then an optional
   -- table of named params. Each adapter returns the inputs, the params table and whether that table
   -- holds declared param names only (no named table given: fast_walk's exact).
@@ -896,30 +969,42 @@ return function(mf)
         ins[i] = list[i]
       end
       nin = 1
-    else
-      for i = 1, nin do ins[i] = args[i] end
+    else  -- straight-line for four inputs, then the first three arguments after them (ppos_walk says why)
+      if nin >= 1 then ins[1] = args[1] end
+      if nin >= 2 then ins[2] = args[2] end
+      if nin >= 3 then ins[3] = args[3] end
+      if nin >= 4 then ins[4] = args[4] end
+      for i = 5, nin do ins[i] = args[i] end
     end
     local ptable, named
-    local pi = 1
-    for i = nin + 1, n do
-      local v = args[i]
-      if i == n and is_options(v) and type(next(v)) == 'string' then  -- trailing {name = value} params
-        ptable, named = ptable or {}, true
-        for k, x in pairs(v) do ptable[k] = x end
-      elseif v ~= nil then
-        local name = op.param_list[pi]
-        if not name then
-          raise(('%s: too many arguments (%d); it takes %d input%s and params %s'):format(op.name, n, nin,
-            nin == 1 and '' or 's', #op.param_list > 0 and table.concat(op.param_list, ', ') or '(none)'))
-        end
-        ptable = ptable or {}
-        ptable[name] = v
-        pi = pi + 1
-      else
-        pi = pi + 1
-      end
-    end
+    if n > nin then ptable, named = default_arg(op, args, nin + 1, n, nin, nil, false) end
+    if n > nin + 1 then ptable, named = default_arg(op, args, nin + 2, n, nin, ptable, named) end
+    if n > nin + 2 then ptable, named = default_arg(op, args, nin + 3, n, nin, ptable, named) end
+    for i = nin + 4, n do ptable, named = default_arg(op, args, i, n, nin, ptable, named) end
     return ins, ptable, not named
+  end
+
+  -- args[i], args[i + 1], ... while they are numbers, appended to list; returns the index past them.
+  -- Straight-line for MAX_DIMS of them (more are refused later, as too many dims): the loop this was
+  -- (zeros(16384): one turn per call) started root traces of its own that left it, LuaJIT blacklisted
+  -- it after some ten such aborts, and then every trace through it aborted too: each call ran
+  -- interpreted, zeros(16384) 9.5 us instead of 2.4 (1 thread, 2026-11-27), from one run to the next
+  -- as LuaJIT's hot counters happened to fall
+  local function take_numbers(args, i, list)
+    local a = args[i]; if type(a) ~= 'number' then return i end; list[1] = a
+    a = args[i + 1]; if type(a) ~= 'number' then return i + 1 end; list[2] = a
+    a = args[i + 2]; if type(a) ~= 'number' then return i + 2 end; list[3] = a
+    a = args[i + 3]; if type(a) ~= 'number' then return i + 3 end; list[4] = a
+    a = args[i + 4]; if type(a) ~= 'number' then return i + 4 end; list[5] = a
+    a = args[i + 5]; if type(a) ~= 'number' then return i + 5 end; list[6] = a
+    a = args[i + 6]; if type(a) ~= 'number' then return i + 6 end; list[7] = a
+    a = args[i + 7]; if type(a) ~= 'number' then return i + 7 end; list[8] = a
+    i = i + 8
+    while type(args[i]) == 'number' do
+      list[#list + 1] = args[i]
+      i = i + 1
+    end
+    return i
   end
 
   -- MF_OPF_LIST_ARGS: the leading integer-list param may also be given as separate numbers after
@@ -936,16 +1021,13 @@ return function(mf)
       list = args[i]
       i = i + 1
     else
-      while type(args[i]) == 'number' do
-        list[#list + 1] = args[i]
-        i = i + 1
-      end
+      i = take_numbers(args, i, list)
     end
     ptable[field] = list
     for j = i, n do
       if is_options(args[j]) then
         named = true
-        for k, v in pairs(args[j]) do ptable[k] = v end
+        copy_fields(args[j], ptable)
       elseif args[j] == nil then  -- zeros(2, nil, 3): a hole, not the end of the sizes (a trailing nil is)
         for k = j + 1, n do
           if args[k] ~= nil then
@@ -1071,21 +1153,23 @@ return function(mf)
         local dst = ptable and not op.param_kind.out and ptable.out or nil  -- out= (call_out); nil, never false
         local nin = op.variadic and #ins or nin_fixed
         if op.variadic and nin == 0 then raise(op.name .. ': needs at least one tensor') end
-        for i = 1, nin do
-          if is_holder(ins[i]) then mf._holder_operands(ins, nin) break end
-        end
-        for i = 1, nin do
-          if is_sym(ins[i]) then
-            if dst ~= nil then raise(op.name .. ': out= is for eager calls; a graph computes into its own buffers') end
-            return mf._graph_call(op, ins, nin, ptable)
+        if not all_tensors(ins, nin) then
+          for i = 1, nin do
+            if is_holder(ins[i]) then mf._holder_operands(ins, nin) break end
           end
-        end
-        for i = 1, nin do
-          if ins[i] == nil then
-            raise(('%s: input %d (%s) is missing'):format(op.name, i, op.inputs[i] or op.inputs[1]))
+          for i = 1, nin do
+            if is_sym(ins[i]) then
+              if dst ~= nil then raise(op.name .. ': out= is for eager calls; a graph computes into its own buffers') end
+              return mf._graph_call(op, ins, nin, ptable)
+            end
           end
+          for i = 1, nin do
+            if ins[i] == nil then
+              raise(('%s: input %d (%s) is missing'):format(op.name, i, op.inputs[i] or op.inputs[1]))
+            end
+          end
+          number_operands(op, ins, nin)  -- numbers become tensors of the operands' dtype
         end
-        number_operands(op, ins, nin)  -- numbers become tensors of the operands' dtype
         local rg = ptable and ptable.requires_grad
         if rg ~= nil and op.param_kind.requires_grad then rg = nil end
         local dev = ptable and ptable.device  -- zeros(2, 3, {device = 'cuda'}): made, then moved there
@@ -1352,38 +1436,72 @@ return function(mf)
   -- other names of op functions (their blocks' alias(): TensorFlow and Torch7 spellings) -> op name
   local aliases = {}
   mf._aliases = aliases
+  local pending = {}  -- name or alias -> registry index, for the ops not installed yet (below)
   local function install(op)
     local f = make_function(op)
     op.fn = f
     for _, name in ipairs{op.name, unpack(op.aliases)} do
       mf[name] = f
       if #op.inputs > 0 and rawget(methods, name) == nil then methods[name] = f end
+      pending[name] = nil
     end
     for _, a in ipairs(op.aliases) do aliases[a] = op.name end
     fn_names[f] = op.name
   end
 
-  -- The registry is process-wide: another engine may register ops after this one loaded. A name
-  -- missing from mf, mf._ops or the tensor methods first loads any ops added since (a miss costs one
-  -- registry count; a hit costs nothing).
-  local nloaded = 0
-  local function load_new_ops()
+  -- Ops are installed on first use: the first lookup of an op's name (or alias) in mf, mf._ops or the
+  -- tensor methods, or of its index in mf._ops_by_index, reads its block from the registry and makes
+  -- its function; later lookups find the function itself (no cost on the call path). A record and its
+  -- closures are about 4 KB of Lua heap per op, 570 KB for the registry's 156, and the collector
+  -- marks and sweeps the whole heap in every cycle: with all of them installed at load a cycle took
+  -- 172 us, with 25 of them 95 us (1 thread, 2026-11-27), and an eager program runs one cycle per
+  -- allowance of fresh results (tensor.lua). The registry is process-wide: another engine may
+  -- register ops after this one loaded, so a name not yet seen first reads the names added since
+  -- (a miss costs one registry count). mf._load_all_ops() installs every op, for what lists mf.
+  local nseen = 0
+  local function scan_new()
     local n = C.mf_op_count()
-    if n == nloaded then return false end
-    for i = nloaded, n - 1 do
-      nloaded = i + 1  -- first: install's own lookups may come back here
-      if not ops_by_index[i] then install(load_op(i)) end
+    if n == nseen then return false end
+    for i = nseen, n - 1 do
+      nseen = i + 1
+      if not rawget(ops_by_index, i) then
+        pending[cstr(C.mf_op_name(i))] = i
+        for a = 0, C.mf_op_num_aliases(i) - 1 do pending[cstr(C.mf_op_alias(i, a))] = i end
+      end
     end
     return true
   end
-  load_new_ops()
-  mf._load_new_ops = load_new_ops
+  local function install_index(i)
+    local op = rawget(ops_by_index, i)
+    if op then return op end
+    op = load_op(i)
+    install(op)
+    return op
+  end
+  -- installs the op named (or aliased) k; false when no op has that name
+  local function install_name(k)
+    if type(k) ~= 'string' then return false end
+    local i = pending[k]
+    if i == nil and scan_new() then i = pending[k] end
+    if i == nil then return false end
+    install_index(i)
+    return true
+  end
+  function mf._load_all_ops()
+    scan_new()
+    for i = 0, nseen - 1 do install_index(i) end
+  end
+  scan_new()
   local function lookup_new(t, k)
-    if type(k) == 'string' and load_new_ops() then return rawget(t, k) end
+    if install_name(k) then return rawget(t, k) end
   end
   setmetatable(ops, {__index = lookup_new})
   setmetatable(methods, {__index = lookup_new})
   setmetatable(mf, {__index = lookup_new})
+  setmetatable(aliases, {__index = lookup_new})
+  setmetatable(ops_by_index, {__index = function(_, i)
+    if type(i) == 'number' and i >= 0 and i < C.mf_op_count() and i == math.floor(i) then return install_index(i) end
+  end})
 
   mf.nn = mf.nn or {}
   mf.nn.softmax, mf.nn.log_softmax, mf.nn.relu, mf.nn.sigmoid, mf.nn.tanh =

@@ -1,0 +1,79 @@
+-- The eager call paths stay compiled (ops.lua). A loop of one or two turns per call in the dispatch
+-- (over the inputs, the params, a list's numbers) becomes hot on its own: LuaJIT starts a root trace
+-- there, the trace leaves the loop ('leaving loop in root trace') or meets an inner loop it cannot
+-- unroll, and after about ten such aborts at one place LuaJIT blacklists it; every later trace that
+-- passes through a blacklisted place aborts too ('blacklisted'), so each call of that form ran
+-- interpreted (zeros(16384) 9.5 us instead of 2.4). This runs the common call forms many times,
+-- watching the JIT's trace events, and fails on any 'blacklisted' abort and on any place in the
+-- library where such loop aborts repeat (four or more: the way to a blacklist).
+package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
+local T = require 'testlib'
+
+if not (jit and jit.status() and pcall(require, 'jit.util') and pcall(require, 'jit.vmdef')) then
+  print('SKIP: no LuaJIT compiler here (jit off or jit.util missing)')
+  os.exit(0)
+end
+local jutil, vmdef = require 'jit.util', require 'jit.vmdef'
+
+local LOOP_ABORTS = {['leaving loop in root trace'] = true, ['inner loop in root trace'] = true}
+
+local x, v = mf.rand(4, 6), mf.rand(6)
+local CASES = {
+  {'zeros(n)', function() return mf.zeros(16) end},
+  {'zeros(m, n)', function() return mf.zeros(2, 3) end},
+  {'ones(a, b, c)', function() return mf.ones(2, 3, 4) end},
+  {'rand(m, n)', function() return mf.rand(2, 3) end},
+  {'full(list, value)', function() return mf.full({2, 3}, 1.5) end},
+  {'reshape', function() return x:reshape(6, 4) end},
+  {'view', function() return x:view(2, 12) end},
+  {'permute', function() return x:permute(2, 1) end},
+  {'expand', function() return v:expand(3, 6) end},
+  {'sum(x, dim)', function() return mf.sum(x, 2) end},
+  {'sum(x, {dim})', function() return mf.sum(x, {dim = 1}) end},
+  {'sum(x, dim, keepdim)', function() return mf.sum(x, 2, true) end},
+  {'concat', function() return mf.concat({x, x}, 2) end},
+  {'repeat', function() return mf['repeat'](x, {2, 1}) end},
+  {'softmax', function() return mf.softmax(x, 2) end},
+  {'narrow', function() return x:narrow(2, 1, 3) end},
+  {'max(x, dim)', function() return mf.max(x, 2) end},
+  {'matmul', function() return mf.matmul(x, x, false, true) end},
+  {'x + 1', function() return x + 1 end},
+  {'add(a, b, {alpha})', function() return mf.add(x, x, {alpha = 2}) end},
+}
+
+local current
+local problems, loop_aborts, start_of = {}, {}, {}
+local function in_library(loc) return loc and loc:match('^[%w_]+%.lua:') and not loc:match('^test_') end
+local function watch(what, tr, func, pc, otr, oex)
+  if what == 'start' then
+    start_of[tr] = jutil.funcinfo(func, pc).loc
+  elseif what == 'abort' then
+    local at = jutil.funcinfo(func, pc).loc
+    local msg = vmdef.traceerr[otr]
+    if type(msg) == 'string' and oex then msg = msg:format(oex) end
+    msg = tostring(msg)
+    if msg:match('^blacklisted') then
+      problems[#problems + 1] = ('%s: a trace from %s aborted, blacklisted at %s'):format(current, tostring(start_of[tr]), tostring(at))
+    elseif LOOP_ABORTS[msg] and in_library(start_of[tr]) then
+      local key = start_of[tr] .. ' (' .. msg .. ' at ' .. tostring(at) .. ')'
+      loop_aborts[key] = (loop_aborts[key] or 0) + 1
+    end
+  end
+end
+jit.attach(watch, 'trace')
+
+T.test('common eager calls stay compiled', function()
+  for _, c in ipairs(CASES) do
+    current = c[1]
+    local f = c[2]
+    for _ = 1, 30000 do f() end
+  end
+  jit.attach(watch)  -- detached
+  for key, n in pairs(loop_aborts) do
+    if n >= 4 then problems[#problems + 1] = ('%d aborts of root traces starting at %s'):format(n, key) end
+  end
+  table.sort(problems)
+  T.eq(table.concat(problems, '\n'), '', 'trace aborts on the way to a blacklist')
+end)
+
+T.finish()
