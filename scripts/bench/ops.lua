@@ -344,6 +344,24 @@ local INTO = {
   into('zeros', {'n:M'}, function(S, o) return mf.zeros(S.r, S.c, {out = o}) end, 'torch.zeros(S.r, S.c, out=a)'),
   into('matmul', {'n:M', 'n:M', 'n:M'}, function(_, a, b, o) return mf.matmul(a, b, {out = o}) end,
     'torch.matmul(a, b, out=c)', {limit = 'gemm', gemm = MM_GEMM}),
+  into('rsqrt', {'p:M', 'n:M'}, function(_, a, o) return mf.rsqrt(a, {out = o}) end, 'torch.rsqrt(a, out=b)'),
+  into('gelu', {'n:M', 'n:M'}, function(_, a, o) return mf.gelu(a, {out = o}) end,
+    'torch.ops.aten.gelu.out(a, out=b)'),
+  into('relu_backward', {'n:M', 'n:M', 'n:M'}, function(_, a, b, o) return mf.relu_backward(a, b, {out = o}) end,
+    'torch.ops.aten.threshold_backward.grad_input(a, b, 0, grad_input=c)'),
+  into('linspace', {'n:V'}, function(S, o) return mf.linspace(0, 1, S.n, {out = o}) end,
+    'torch.linspace(0, 1, S.n, out=a)'),
+  into('scatter', {'n:M', 'i:M@c', 'n:M', 'n:M'}, function(_, a, i, s, o) return mf.scatter(a, i, s, 2, {out = o}) end,
+    'torch.scatter(a, 1, b, c, out=d)'),
+  into('scatter_add', {'n:M', 'i:M@c', 'n:M', 'n:M'},
+    function(_, a, i, s, o) return mf.scatter_add(a, i, s, 2, {out = o}) end, 'torch.scatter_add(a, 1, b, c, out=d)'),
+  into('max_pool2d_backward', {'n:POOL', 'n:IMG', 'n:IMG'},
+    function(_, gy, x, o) return mf.max_pool2d_backward(gy, x, 2, {out = o}) end,
+    'torch.ops.aten.max_pool2d_with_indices_backward.grad_input(a, b, [2, 2], [2, 2], [0, 0], [1, 1], False, P, '
+      .. 'grad_input=c)', {pt_setup = 'F.max_pool2d(b, 2, return_indices=True)[1]'}),
+  into('adaptive_avg_pool2d_backward', {'n:POOL1', 'n:IMG', 'n:IMG'},
+    function(_, gy, x, o) return mf.adaptive_avg_pool2d_backward(gy, x, 1, {out = o}) end,
+    'torch.ops.aten._adaptive_avg_pool2d_backward.out(a, b, out=c)', {unread = {[2] = true, [3] = true}}),
 }
 
 local FAMILIES = {MATH, ELEMWISE, INPLACE, REDUCE, STATS, SORT, SHAPE, INDEX, INIT, NN, LINALG, OPTIM, INTO}
