@@ -324,6 +324,36 @@ T.test('index_select by rows: every dim, repeated indices, views, large enough f
     'index_select: index 201 at position 2 is out of range 1..200')
 end)
 
+T.test('runs of 512 B to 2 KiB (copy_run inline): every tail length, unaligned ends, three users', function()
+  -- byte lengths around the window's ends and 64-byte turns (whole turns, masked tails of 1..63
+  -- bytes); sources and destinations at odd byte offsets; uint8 so a length is its byte count
+  local lens = {500, 511, 512, 513, 575, 576, 577, 639, 700, 767, 768, 769, 1000, 1023, 1024, 1087, 1531,
+                2000, 2047, 2048, 2049}
+  for _, len in ipairs(lens) do
+    for _, off in ipairs{0, 1, 3, 63} do
+      local what = ('%d bytes at offset %d'):format(len, off)
+      local a = pattern({3, len + 70}, 'uint8', function(i) return (i * 7 + off) % 251 end)
+      local v = a:narrow(2, 1 + off, len)  -- rows of len bytes from odd addresses
+      same(read(v:contiguous()), read(v), 'contiguous of a narrow, ' .. what)
+      -- concat along dim 2: pieces of len and off + 1 bytes, so the second input's run starts unaligned
+      local b = pattern({3, off + 1}, 'uint8', function(i) return (i * 3) % 251 end)
+      local c = pattern({3, len}, 'uint8', function(i) return (i * 5 + 1) % 251 end)
+      local y, want = read(mf.concat({b, c}, 2)), {}
+      local rb, rc = read(b), read(c)
+      for r = 0, 2 do
+        for j = 1, off + 1 do want[#want + 1] = rb[r * (off + 1) + j] end
+        for j = 1, len do want[#want + 1] = rc[r * len + j] end
+      end
+      same(y, want, 'concat along dim 2, ' .. what)
+      -- index_select rows of len bytes, repeated, into rows one byte past alignment (a view of c's rows)
+      local s = mf.index_select(c, mf.tensor({3, 1, 3}, 'int64'), 1)
+      want = {}
+      for _, r in ipairs{3, 1, 3} do for j = 1, len do want[#want + 1] = rc[(r - 1) * len + j] end end
+      same(read(s), want, 'index_select rows, ' .. what)
+    end
+  end
+end)
+
 T.test("index_select in PyTorch's order, dim first, as gather (it was 'param dim is a tensor')", function()
   local x = mf.arange(6):reshape(2, 3)
   local i = mf.tensor({3, 1}, 'int64')

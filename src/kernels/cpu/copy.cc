@@ -194,13 +194,30 @@ void concat_rows(W* out, int64_t outer, int64_t R, int n, const W* const* src, c
     // rows of a join along an inner dim: their lines fetched ahead (copy.h)
     const bool ahead = R * int64_t(sizeof(W)) < kPrefetchRowMax;
     uintptr_t next = uintptr_t(out + b);
-    for (int64_t o = b / R; o * R < e; ++o) {
+    // the pieces of row o within [lo0, hi0): a row cut by the range's ends. Whole rows (below) copy
+    // each piece without clipping it to the range (128 x 128 float32 pairs along dim 2, warm, 1
+    // thread: 1.74 -> 1.70 us)
+    auto part = [&](int64_t o, int64_t lo0, int64_t hi0) {
       int64_t row = o * R;
-      if (ahead) prefetch_ahead(out + row, out + row + R, out + e, next);
       for (int i = 0; i < n; ++i) {
-        int64_t lo = std::max(b, row + at[i]), hi = std::min(e, row + at[i] + len[i]);
+        int64_t lo = std::max(lo0, row + at[i]), hi = std::min(hi0, row + at[i] + len[i]);
         if (lo < hi) run_copy(out + lo, src[i] + o * len[i] + (lo - row - at[i]), hi - lo);
       }
+    };
+    int64_t o = b / R, oe = e / R;
+    if (b % R != 0) {
+      if (ahead) prefetch_ahead(out + b, out + std::min(e, (o + 1) * R), out + e, next);
+      part(o, b, std::min(e, (o + 1) * R));
+      ++o;
+    }
+    for (; o < oe; ++o) {  // whole rows
+      W* row = out + o * R;
+      if (ahead) prefetch_ahead(row, row + R, out + e, next);
+      for (int i = 0; i < n; ++i) run_copy(row + at[i], src[i] + o * len[i], len[i]);
+    }
+    if (oe * R < e && oe * R >= b) {
+      if (ahead) prefetch_ahead(out + oe * R, out + e, out + e, next);
+      part(oe, oe * R, e);
     }
   });
 }
