@@ -325,6 +325,39 @@ local function into(op, ins, mf_call, pt, extra)
   for k, v in pairs(extra or {}) do c[k] = v end
   return c
 end
+-- the copy family into out=. Outputs of another shape or dtype than an input's are made at
+-- the first call of an input set (out_for), PyTorch's by pt_setup; where PyTorch has no out=, the
+-- twin times what its op does into the new result (repeat: a copy from an expanded view; roll: cat of
+-- two narrows; one_hot: zeros, then scatter_)
+local OUT_OF = setmetatable({}, {__mode = 'k'})  -- an input -> the out made for it
+local function out_for(key, dtype, ...)
+  local o = OUT_OF[key]
+  if not o then
+    o = mf.empty({...}, {dtype = dtype or key:dtype()})
+    OUT_OF[key] = o
+  end
+  return o
+end
+local INTO_COPY = {
+  into('cast', {'n:M'}, function(S, a) return a:cast('float64', {out = out_for(a, 'float64', S.r, S.c)}) end,
+    'P.copy_(a)', {unread = {}, pt_setup = 'torch.empty(S.r, S.c, dtype=torch.float64)'}),
+  into('concat', {'n:M', 'n:M'}, function(S, a, b) return mf.concat({a, b}, 1, {out = out_for(a, nil, 2 * S.r, S.c)}) end,
+    'torch.cat((a, b), 0, out=P)', {unread = {}, pt_setup = 'torch.empty(2 * S.r, S.c)'}),
+  into('concat', {'n:M', 'n:M'}, function(S, a, b) return mf.concat({a, b}, 2, {out = out_for(a, nil, S.r, 2 * S.c)}) end,
+    'torch.cat((a, b), 1, out=P)', {name = 'concat_dim2_out', unread = {}, pt_setup = 'torch.empty(S.r, 2 * S.c)'}),
+  into('stack', {'n:M', 'n:M'}, function(S, a, b) return mf.stack({a, b}, 1, {out = out_for(a, nil, 2, S.r, S.c)}) end,
+    'torch.stack((a, b), 0, out=P)', {unread = {}, pt_setup = 'torch.empty(2, S.r, S.c)'}),
+  into('repeat', {'n:M'}, function(S, a) return mf['repeat'](a, {2, 1}, {out = out_for(a, nil, 2 * S.r, S.c)}) end,
+    'P.view(2, S.r, S.c).copy_(a.expand(2, S.r, S.c))\nreturn P', {unread = {}, pt_setup = 'torch.empty(2 * S.r, S.c)'}),
+  into('roll', {'n:M', 'n:M'}, function(_, a, o) return a:roll(3, 2, {out = o}) end,
+    'torch.cat((a[:, -3:], a[:, :-3]), 1, out=b)'),
+  into('index_select', {'n:M', 'i:R@r', 'n:M'}, function(_, a, i, o) return mf.index_select(a, i, 1, {out = o}) end,
+    'torch.index_select(a, 0, b, out=c)'),
+  into('one_hot', {'i:R@c'}, function(S, i) return mf.one_hot(i, S.c, 'int64', {out = out_for(i, 'int64', S.r, S.c)}) end,
+    'P.zero_().scatter_(1, a.unsqueeze(1), 1)', {unread = {}, pt_setup = 'torch.empty(S.r, S.c, dtype=torch.int64)'}),
+  into('outer', {'n:R', 'n:C', 'n:M'}, function(_, a, b, o) return mf.outer(a, b, {out = o}) end,
+    'torch.outer(a, b, out=c)'),
+}
 local INTO = {
   into('abs', {'n:M', 'n:M'}, function(_, a, o) return mf.abs(a, {out = o}) end, 'torch.abs(a, out=b)'),
   into('neg', {'n:M', 'n:M'}, function(_, a, o) return mf.neg(a, {out = o}) end, 'torch.neg(a, out=b)'),
@@ -364,7 +397,8 @@ local INTO = {
     'torch.ops.aten._adaptive_avg_pool2d_backward.out(a, b, out=c)', {unread = {[2] = true, [3] = true}}),
 }
 
-local FAMILIES = {MATH, ELEMWISE, INPLACE, REDUCE, STATS, SORT, SHAPE, INDEX, INIT, NN, LINALG, OPTIM, INTO}
+local FAMILIES = {MATH, ELEMWISE, INPLACE, REDUCE, STATS, SORT, SHAPE, INDEX, INIT, NN, LINALG, OPTIM, INTO,
+  INTO_COPY}
 
 -- Ops with no case of their own. The reason must say 'timed through <op>' (the op whose case
 -- runs this one's code) or 'not user-facing: <why>'.
