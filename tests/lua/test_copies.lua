@@ -354,6 +354,60 @@ T.test('runs of 512 B to 2 KiB (copy_run inline): every tail length, unaligned e
   end
 end)
 
+T.test('casts into 16 MB and more (streaming stores): values, line heads and tails, views, threads', function()
+  local ffi = require 'ffi'
+  -- n elements: not a whole number of 4 KiB chunks; the source one element into its storage
+  local n = 2 * 1024 * 1024 + 37
+  local big = mf.randn(n + 1)
+  local x = big:narrow(1, 2, n)
+  local xp = x:data()
+  local function check(y, conv, what)
+    local yp = y:data()
+    local bad
+    for i = 0, n - 1 do
+      if yp[i] ~= conv(xp[i]) then bad = i break end
+    end
+    if bad then error(('%s: element %d is %s, want %s'):format(what, bad + 1, tostring(yp[bad]), tostring(conv(xp[bad])))) end
+  end
+  local d = ffi.typeof('double[1]')
+  local f = ffi.typeof('float[1]')
+  local old = mf.get_num_threads()
+  for _, nt in ipairs{1, 2} do
+    mf.set_num_threads(nt)
+    -- float32 -> float64 is exact; float32 -> int64 truncates toward zero (x scaled up first)
+    check(x:cast('float64'), function(v) return d(v)[0] end, 'float32 -> float64, ' .. nt .. ' thread(s)')
+    local xs = (x * 1000):contiguous()
+    local y = xs:cast('int64')
+    local yp, sp = y:data(), xs:data()
+    for i = 0, n - 1 do
+      local v = tonumber(sp[i])
+      local want = v < 0 and math.ceil(v) or math.floor(v)
+      if tonumber(yp[i]) ~= want then error(('float32 -> int64: element %d is %s, want %d'):format(i + 1, tostring(yp[i]), want)) end
+    end
+    -- float64 -> float32 rounds to nearest (the FFI's conversion is the reference)
+    local x64 = x:cast('float64') * (1 / 3)
+    local y32 = x64:cast('float32')
+    local p64, p32 = x64:data(), y32:data()
+    for i = 0, n - 1 do
+      if p32[i] ~= f(p64[i])[0] then error(('float64 -> float32: element %d differs'):format(i + 1)) end
+    end
+    -- into a view whose rows are contiguous but start mid-line: columns 2..2049 of 1025 rows of 2050
+    local rows = 1025
+    local src = mf.randn(rows, 2048)
+    local dst = mf.zeros({rows, 2050}, {dtype = 'float64'})
+    dst:narrow(2, 2, 2048):copy(src)
+    local dp, sp2 = dst:data(), src:data()
+    for r = 0, rows - 1 do
+      T.eq(dp[r * 2050], 0, 'column 1 untouched')
+      T.eq(dp[r * 2050 + 2049], 0, 'column 2050 untouched')
+      for c = 0, 2047, 97 do
+        if dp[r * 2050 + 1 + c] ~= d(sp2[r * 2048 + c])[0] then error(('view row %d column %d differs'):format(r + 1, c + 2)) end
+      end
+    end
+  end
+  mf.set_num_threads(old)
+end)
+
 T.test("index_select in PyTorch's order, dim first, as gather (it was 'param dim is a tensor')", function()
   local x = mf.arange(6):reshape(2, 3)
   local i = mf.tensor({3, 1}, 'int64')
