@@ -408,6 +408,58 @@ T.test('casts into 16 MB and more (streaming stores): values, line heads and tai
   mf.set_num_threads(old)
 end)
 
+T.test('copies into 16 MB and more (streaming stores): concat, stack, index_select, roll, repeat, threads', function()
+  -- outputs of 16.8 MB with odd row lengths (runs starting mid-line, thread ranges ending mid-row);
+  -- references read every element through raw pointers by index arithmetic
+  local function check(y, want_at, what)
+    local p, n = y:data(), y:numel()
+    for i = 0, n - 1 do
+      local w = want_at(i)
+      if p[i] ~= w then error(('%s: element %d is %s, want %s'):format(what, i + 1, tostring(p[i]), tostring(w))) end
+    end
+  end
+  local old = mf.get_num_threads()
+  for _, nt in ipairs{1, 2} do
+    mf.set_num_threads(nt)
+    local tag = (', %d thread(s)'):format(nt)
+    local a, b = mf.randn(1025, 2051), mf.randn(1025, 2047)
+    local ap, bp = a:data(), b:data()
+    check(mf.concat({a, b}, 2), function(i)
+      local r, c = math.floor(i / 4098), i % 4098
+      return c < 2051 and ap[r * 2051 + c] or bp[r * 2047 + c - 2051]
+    end, 'concat along dim 2' .. tag)
+    local c1, c2 = mf.randn(2049, 1025), mf.randn(2047, 1025)
+    local p1, p2 = c1:data(), c2:data()
+    check(mf.concat({c1, c2}, 1), function(i) return i < 2049 * 1025 and p1[i] or p2[i - 2049 * 1025] end,
+      'concat along dim 1' .. tag)
+    local s1 = mf.randn(1025, 2049)
+    local s2 = mf.randn(1025, 2049)
+    local q1, q2 = s1:data(), s2:data()
+    local half = 1025 * 2049
+    check(mf.stack({s1, s2}, 1), function(i) return i < half and q1[i] or q2[i - half] end, 'stack' .. tag)
+    check(mf['repeat'](s1, {2, 1}), function(i) return q1[i % half] end, 'repeat {2, 1}' .. tag)
+    -- roll along dim 2 by 3 (runs 12 bytes off their source modulo 4 KiB) and along dim 1 by -5
+    check(s1:roll(3, 2), function(i)
+      local r, c = math.floor(i / 2049), i % 2049
+      return q1[r * 2049 + (c - 3) % 2049]
+    end, 'roll(3, 2)' .. tag)
+    check(s1:roll(-5, 1), function(i)
+      local r, c = math.floor(i / 2049), i % 2049
+      return q1[((r + 5) % 1025) * 2049 + c]
+    end, 'roll(-5, 1)' .. tag)
+    -- index_select of rows of 2003 floats (8012 bytes), reversed with repeats
+    local x = mf.randn(2101, 2003)
+    local xp = x:data()
+    local ix = {}
+    for k = 1, 2101 do ix[k] = (k * 37) % 2101 + 1 end
+    check(mf.index_select(x, mf.tensor(ix, 'int64'), 1), function(i)
+      local r, c = math.floor(i / 2003), i % 2003
+      return xp[(ix[r + 1] - 1) * 2003 + c]
+    end, 'index_select rows' .. tag)
+  end
+  mf.set_num_threads(old)
+end)
+
 T.test("index_select in PyTorch's order, dim first, as gather (it was 'param dim is a tensor')", function()
   local x = mf.arange(6):reshape(2, 3)
   local i = mf.tensor({3, 1}, 'int64')

@@ -89,13 +89,14 @@ void select_rows(mf_tensor& out, const mf_tensor& x, const std::vector<int64_t>&
     }
     return off;
   };
+  const bool stream = out.count * int64_t(sizeof(W)) >= kStreamBytes;  // streaming stores (copy.h)
   parallel_for(rows, n + 16, [&](int64_t lo, int64_t hi) {
     // row r is index j of outer index o: both stepped, not divided out of r per row (K.index_select
     // of 128 rows of 128 float32, warm, 1 thread: 0.87-0.90 -> 0.82 us)
     int64_t o = lo / nidx, j = lo % nidx, base = outer_offset(o);
     // short rows: their lines fetched ahead for writing (copy.h; eager index_select of 128 rows of 128
     // float32, 1 thread, interleaved: 3.8 -> 3.2 us; 0.86 -> 1.02 us into one warm output)
-    const bool ahead = n * int64_t(sizeof(W)) < kPrefetchRowMax;
+    const bool ahead = !stream && n * int64_t(sizeof(W)) < kPrefetchRowMax;
     uintptr_t next = uintptr_t(dst + lo * n);
     for (int64_t r = lo; r < hi; ++r) {
       int64_t off = base + (p[size_t(j)] - 1) * sd;
@@ -107,11 +108,16 @@ void select_rows(mf_tensor& out, const mf_tensor& x, const std::vector<int64_t>&
       if (ahead) prefetch_ahead(q, q + n, dst + hi * n, next);
       const W* s = src + off;
       if (sn == 1 && n * int64_t(sizeof(W)) >= 128) {
-        copy_run(q, s, size_t(n) * sizeof(W));
+        if (stream) {
+          copy_stream(q, s, size_t(n) * sizeof(W));
+        } else {
+          copy_run(q, s, size_t(n) * sizeof(W));
+        }
       } else {
         for (int64_t i = 0; i < n; ++i) q[i] = s[i * sn];
       }
     }
+    if (stream) stream_fence();
   });
 }
 

@@ -68,7 +68,8 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
   }
   int64_t last = out.shape[nd - 1], rows = out.count / last;
   int64_t nruns = runs.empty() ? 1 : int64_t(runs.size());
-  const bool ahead = last * int64_t(sizeof(W)) < kPrefetchRowMax;  // short rows: lines fetched ahead (copy.h)
+  const bool stream = out.count * int64_t(sizeof(W)) >= kStreamBytes;  // streaming stores (copy.h)
+  const bool ahead = !stream && last * int64_t(sizeof(W)) < kPrefetchRowMax;  // short rows: lines fetched ahead (copy.h)
   parallel_for(rows * nruns, last / nruns + 8, [&](int64_t lo, int64_t hi) {
     // the row's index over the dims before the last, and its source offset, found by division
     // once per thread and then stepped like an odometer (issue 12: the divisions per item were
@@ -107,7 +108,11 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
       W* d = o + u.at;
       const W* s = src + base + u.from;
       if (u.step == 1 && u.len * int64_t(sizeof(W)) >= 128) {
-        copy_run(d, s, size_t(u.len) * sizeof(W));
+        if (stream) {
+          copy_stream(d, s, size_t(u.len) * sizeof(W));
+        } else {
+          copy_run(d, s, size_t(u.len) * sizeof(W));
+        }
       } else if (u.step == 1) {
         for (int64_t c = 0; c < u.len; ++c) d[c] = s[c];
       } else if (u.step == -1) {
@@ -116,6 +121,7 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
         for (int64_t c = 0; c < u.len; ++c) d[c] = s[c * u.step];
       }
     }
+    if (stream) stream_fence();
   });
 }
 
