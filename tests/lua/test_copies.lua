@@ -408,7 +408,7 @@ T.test('casts into 16 MB and more (streaming stores): values, line heads and tai
   mf.set_num_threads(old)
 end)
 
-T.test('copies into 16 MB and more (streaming stores): concat, stack, index_select, roll, repeat, threads', function()
+T.test('copies into 16 MB and more (streaming stores): concat, stack, copy, index_select, roll, repeat, threads', function()
   -- outputs of 16.8 MB with odd row lengths (runs starting mid-line, thread ranges ending mid-row);
   -- references read every element through raw pointers by index arithmetic
   local function check(y, want_at, what)
@@ -447,6 +447,17 @@ T.test('copies into 16 MB and more (streaming stores): concat, stack, index_sele
       local r, c = math.floor(i / 2049), i % 2049
       return q1[((r + 5) % 1025) * 2049 + c]
     end, 'roll(-5, 1)' .. tag)
+    -- copy: a whole tensor (one run split across threads) and the rows of a narrow (runs of 2047
+    -- floats from a float past the source's line starts) into a view whose rows start mid-line
+    local big = mf.randn(2050, 2049)
+    local gp = big:data()
+    check(big:clone(), function(i) return gp[i] end, 'clone' .. tag)
+    local wide = mf.zeros(2050, 2051)
+    wide:narrow(2, 3, 2047):copy(big:narrow(2, 2, 2047))
+    check(wide, function(i)
+      local r, c = math.floor(i / 2051), i % 2051
+      return (c < 2 or c > 2048) and 0 or gp[r * 2049 + c - 1]
+    end, 'copy of a narrow into a narrow' .. tag)
     -- index_select of rows of 2003 floats (8012 bytes), reversed with repeats
     local x = mf.randn(2101, 2003)
     local xp = x:data()
