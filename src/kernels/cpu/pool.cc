@@ -513,14 +513,21 @@ void adaptive_avg_backward_typed(mf_tensor& gx, const mf_tensor& gy, const Pool&
   T* op = (T*)gx.ptr;
   const int64_t P = g.H * g.W;
   if (g.Ho == 1 && g.Wo == 1) {  // global pooling: every input gets the same share (no scratch row)
-    const bool stream = gx.count * int64_t(sizeof(T)) >= kStreamBytes;
+    // the streamed planes in a loop of their own: a test per plane in the plain loop below cost
+    // 4x16x16x16 float32 (1 thread, CPU time, interleaved) 3.0-3.4 -> 3.7-3.9 us
+    if (gx.count * int64_t(sizeof(T)) >= kStreamBytes) {
+      parallel_for(g.N * g.C, P + 1, [&](int64_t b, int64_t e) {
+        for (int64_t pl = b; pl < e; ++pl)
+          stream_fill(op + pl * P, P, T(gp[(pl / g.C) * g.xs[0] + (pl % g.C) * g.xs[1]] / T(P)));
+        stream_fence();
+      });
+      return;
+    }
     parallel_for(g.N * g.C, P + 1, [&](int64_t b, int64_t e) {
       for (int64_t pl = b; pl < e; ++pl) {
         T v = gp[(pl / g.C) * g.xs[0] + (pl % g.C) * g.xs[1]] / T(P);
-        if (stream) stream_fill(op + pl * P, P, v);
-        else std::fill(op + pl * P, op + (pl + 1) * P, v);
+        std::fill(op + pl * P, op + (pl + 1) * P, v);
       }
-      if (stream) stream_fence();
     });
     return;
   }
