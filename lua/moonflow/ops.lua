@@ -239,20 +239,13 @@ return function(mf)
     end
     if not node then return nil end
     -- a key that is no param: the text path says so. An exact table skips this loop over its keys, an inner
-    -- loop in the caller's trace (LuaJIT aborted that trace on every call: mf.concat({a, b}, 2))
-    -- Counted by next, straight-line for three params: pairs here was an inner loop that aborted the
-    -- caller's trace on every call (mf.sum(x, {dim = 1})), and each abort counted toward blacklisting
-    -- this function, after which every trace through it would abort
+    -- loop in the caller's trace (LuaJIT aborted that trace on every call: mf.concat({a, b}, 2)). Counting by
+    -- next instead, straight-line, made no abort here, but next compiled into traces crashed this LuaJIT
+    -- (2.1.0-beta3, Debian's 2022 snapshot) in the same rewrite of the adapters' table copies
+    -- (test_gradients: a segfault in compiled code in 5 runs of 6), so pairs stays
     if not exact then
-      local key = next(ptable)
-      if found >= 2 then key = next(ptable, key) end
-      if found >= 3 then key = next(ptable, key) end
-      for _ = 4, found do key = next(ptable, key) end
-      if found == 0 then
-        if key ~= nil then return nil end
-      elseif key == nil or next(ptable, key) ~= nil then
-        return nil
-      end
+      for _ in pairs(ptable) do found = found - 1 end
+      if found ~= 0 then return nil end
     end
     return node, k
   end
@@ -539,6 +532,32 @@ return function(mf)
   end
 
   -- dst (out=, call_out below): a list whose item i, when a tensor, receives output i instead of a new one
+  -- run_entry's output i of several, before the run: a fresh (or the given) tensor's storage in its slot;
+  -- results (made on first need) holds it
+  local function fresh_out(e, op, dst, outs, i, results)
+    if e.alias[i] then return results end
+    local t = dst and dst[i] or mf._new_like_meta(e.metas[i], op.name)
+    local o = outs[i]
+    o._ptr, o._store = t._ptr, t._store
+    results = results or {}
+    results[i] = t
+    return results
+  end
+  -- after the run: a view output i as a tensor of its own (input 1 itself for a self_out op)
+  local function view_out(e, ins, outs, i, results)
+    if not e.alias[i] then return results end
+    local t
+    if i == 1 and e.self_out then
+      t = ins[1]
+    else
+      t = T()
+      C.mf_tensor_share(t, outs[i])
+    end
+    results = results or {}
+    results[i] = t
+    return results
+  end
+
   local function run_entry(op, rec, e, ins, nin, dst)
     local slots, outs = e.ins, e.outs
     -- an entry serves one layout (same_layout, signature: dtype, device, shape, strides), so of a slot's
@@ -583,17 +602,12 @@ return function(mf)
         local o = outs[1]  -- bound from metas[1]: a fresh tensor of it differs in its storage only
         o._ptr, o._store = r1._ptr, r1._store
       end
-    else
-      for i = 1, nout do
-        if not e.alias[i] then
-          local t = dst and dst[i] or mf._new_like_meta(e.metas[i], op.name)
-          local o = outs[i]
-          o._ptr, o._store = t._ptr, t._store
-          if i == 1 then r1 = t end
-          results = results or {}
-          results[i] = t
-        end
+    else  -- several: the first two straight-line (a loop of two turns started root traces that left it: ppos_walk)
+      if nout >= 2 then
+        results = fresh_out(e, op, dst, outs, 1, results)
+        results = fresh_out(e, op, dst, outs, 2, results)
       end
+      for i = 3, nout do results = fresh_out(e, op, dst, outs, i, results) end
     end
     local run = e.run
     if not run then  -- first use: the factory sees real shapes and storage
@@ -615,21 +629,10 @@ return function(mf)
           C.mf_tensor_share(r1, outs[1])
         end
       end
-    else
-      for i = 1, nout do
-        if e.alias[i] then
-          local t
-          if i == 1 and e.self_out then
-            t = ins[1]
-          else
-            t = T()
-            C.mf_tensor_share(t, outs[i])
-          end
-          if i == 1 then r1 = t end
-          results = results or {}
-          results[i] = t
-        end
-      end
+    elseif nout >= 2 then
+      results = view_out(e, ins, outs, 1, results)
+      results = view_out(e, ins, outs, 2, results)
+      for i = 3, nout do results = view_out(e, ins, outs, i, results) end
     end
     if op.multi then
       if nout == 1 then return {r1} end
@@ -911,33 +914,13 @@ return function(mf)
     return true
   end
 
-  -- dst[k] = v for each field of src. By next, straight-line for three fields (a call's table of
-  -- params: {alpha = 2}), a loop past them: pairs here was an inner loop that aborted the caller's trace
-  -- on every call (ppos_walk says what such aborts lead to)
-  local function copy_fields(src, dst)
-    local k, v = next(src)
-    if k == nil then return end
-    dst[k] = v
-    k, v = next(src, k)
-    if k == nil then return end
-    dst[k] = v
-    k, v = next(src, k)
-    if k == nil then return end
-    dst[k] = v
-    k, v = next(src, k)
-    while k ~= nil do
-      dst[k] = v
-      k, v = next(src, k)
-    end
-  end
-
   -- default_adapter's argument i of n (after nin inputs): a trailing {name = value} table's params, or
   -- the next declared param's positional value (param i - nin; a nil skips it). Returns ptable, named.
   local function default_arg(op, args, i, n, nin, ptable, named)
     local v = args[i]
     if i == n and is_options(v) and type(next(v)) == 'string' then  -- trailing {name = value} params
       ptable, named = ptable or {}, true
-      copy_fields(v, ptable)
+      for k, x in pairs(v) do ptable[k] = x end  -- pairs: next straight-line crashed this LuaJIT (fast_walk)
     elseif v ~= nil then
       local name = op.param_list[i - nin]
       if not name then
@@ -1027,7 +1010,7 @@ return function(mf)
     for j = i, n do
       if is_options(args[j]) then
         named = true
-        copy_fields(args[j], ptable)
+        for k, v in pairs(args[j]) do ptable[k] = v end
       elseif args[j] == nil then  -- zeros(2, nil, 3): a hole, not the end of the sizes (a trailing nil is)
         for k = j + 1, n do
           if args[k] ~= nil then
@@ -1229,8 +1212,13 @@ return function(mf)
       end
       -- a10: no call of ten arguments is valid (at most 8 dims in a list, nin_fixed + npar <= 8 and a
       -- table), so general's error names it; without it x:reshape(1, 1, 1, 1, 1, 1, 1, 2, 1) went on
-      -- with its ninth size dropped, an 8-dim result where 9 dims are refused
-      f = function(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
+      -- with its ninth size dropped, an 8-dim result where 9 dims are refused. The unused `...` makes f a
+      -- vararg function, where LuaJIT starts no root trace of its own (it still compiles f inside its
+      -- callers' traces): every op's f shares this prototype, so the root traces that began at its entry
+      -- for any op, and aborted on returning below it ('leaving loop in root trace'), blacklisted the
+      -- entry for every op after about ten, and then every trace through any op's f aborted (matmul in
+      -- tests/lua/test_jit_paths.lua, 2 runs of 6)
+      f = function(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, ...)
         if a9 ~= nil or a10 ~= nil then return general(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10) end
         A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = a1, a2, a3, a4, a5, a6, a7, a8
         if dim_first and type(a2) == 'number' then  -- straight-line moves (ops of 2 or 3 inputs)
