@@ -133,19 +133,19 @@ T.test('pooling gradients: 1 and 2 threads alike, values by hand', function()
   end
 end)
 
--- Global pooling's gradient from 1 MiB of gx on is written by streaming stores (pool.cc stream_fill):
--- planes of 61 x 67 (4087 elements, odd: each plane starts off a vector's alignment, a plain head and
--- tail around the streamed middle), float32 and float64, every element exactly gy / 4087 (one
--- division, correctly rounded in the dtype: the float64 quotient rounded to float32 for float32),
--- the same bits with 1 and 2 threads
-T.test('adaptive_avg_pool2d_backward 1x1 from 1 MiB: every element gy / (H W), 1 and 2 threads', function()
+-- Global pooling's gradient from 16 MiB of gx on is written by streaming stores (pool.cc stream_fill):
+-- 16x65 planes of 61 x 67 (4087 elements, odd: each plane starts off a vector's alignment, a plain
+-- head and tail around the streamed middle; 17 MB in float32), float32 and float64, every element
+-- exactly gy / 4087 (one division, correctly rounded in the dtype: the float64 quotient rounded to
+-- float32 for float32), the same bits with 1 and 2 threads
+T.test('adaptive_avg_pool2d_backward 1x1 from 16 MiB: every element gy / (H W), 1 and 2 threads', function()
   local cell = ffi.new('float[1]')
   for _, dt in ipairs{'float32', 'float64'} do
-    local x = mf.zeros({4, 16, 61, 67}, {dtype = dt})
-    local gy = mf.randn(4, 16, 1, 1):type(dt)
+    local x = mf.zeros({16, 65, 61, 67}, {dtype = dt})
+    local gy = mf.randn(16, 65, 1, 1):type(dt)
     local y = same_bits('adaptive 1x1 streamed ' .. dt, function() return mf.adaptive_avg_pool2d_backward(gy, x, 1) end)
     local g, p = elems(gy), elems(y)
-    for pl = 0, 63 do
+    for pl = 0, 16 * 65 - 1 do
       local want = g[pl] / 4087
       if dt == 'float32' then cell[0] = want; want = cell[0] end
       for i = pl * 4087, pl * 4087 + 4086 do

@@ -7,7 +7,7 @@
 #include <limits>
 #include <type_traits>
 #include <vector>
-#if defined(__x86_64__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -452,59 +452,31 @@ void adaptive_avg_typed(mf_tensor& y, const mf_tensor& x, const Pool& g) {
   });
 }
 
-// Global pooling's gradient into gx of kStreamBytes or more fills each plane with non-temporal
-// (streaming) stores: a vector store waits for its line's read for ownership from memory (a fresh
-// eager result is cold; under load even a warm 16 MB output left the shared L3), where a streaming
-// store writes the whole line without reading it. 32x64x56x56 float32, 1 thread, CPU time, load 3,
-// interleaved: into a warm out= 770-830 -> 630-690 us, eager 770-840 -> 650; 8x64x56x56 200 -> 165,
-// 2x32x56x56 (800 KB) 26 -> 22 (left to the plain stores below 1 MiB: the size where fill_cpu's
-// string stores start, and where a 64 KB plane fill stays in L2 for its reader).
-constexpr int64_t kStreamBytes = int64_t(1) << 20;
-// p[0, n) = v by streaming stores (the unaligned head and the tail by plain ones); the caller ends
-// with stream_fence() before another thread may read (streaming stores are weakly ordered)
+// Global pooling's gradient into gx of kStreamBytes (copy.h: 16 MiB) or more fills each plane by
+// streaming stores, as copy_stream writes copies that size: a vector store waits for its line's read
+// for ownership from DRAM (a fresh eager result is cold, and an output that size does not stay in
+// the shared L3 under load), where a streaming store writes the whole line without reading it.
+// 32x64x56x56 float32, 1 thread, CPU time, load 2.5-5, 6-8 runs interleaved with the plain stores:
+// into out= (min / median) 795 / 864 -> 661 / 695 us, eager 847 / 863 -> 680 / 693. Smaller outputs
+// keep plain stores: 8x64x56x56 (6.4 MB) streamed lost at best (min 124 -> 160 us) though it gained
+// in the median under load (240 -> 190), as copy.h found for a warm 8 MB output.
+// p[0, n) = v, the whole 64-byte lines by streaming stores (AVX-512; other builds plain stores);
+// the caller calls stream_fence() on each thread before the threads join
 template <typename T>
 void stream_fill(T* p, int64_t n, T v) {
   int64_t i = 0;
-#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
 #if defined(__AVX512F__)
-  constexpr int64_t B = 64;
-#elif defined(__AVX__)
-  constexpr int64_t B = 32;
-#else
-  constexpr int64_t B = 16;
-#endif
-  constexpr int64_t L = B / int64_t(sizeof(T));
-  for (; i < n && (uintptr_t(p + i) & (B - 1)) != 0; ++i) p[i] = v;
+  constexpr int64_t L = 64 / int64_t(sizeof(T));
+  for (; i < n && (uintptr_t(p + i) & 63) != 0; ++i) p[i] = v;
   if constexpr (std::is_same<T, float>::value) {
-#if defined(__AVX512F__)
     const __m512 x = _mm512_set1_ps(v);
     for (; i + L <= n; i += L) _mm512_stream_ps(p + i, x);
-#elif defined(__AVX__)
-    const __m256 x = _mm256_set1_ps(v);
-    for (; i + L <= n; i += L) _mm256_stream_ps(p + i, x);
-#else
-    const __m128 x = _mm_set1_ps(v);
-    for (; i + L <= n; i += L) _mm_stream_ps(p + i, x);
-#endif
   } else if constexpr (std::is_same<T, double>::value) {
-#if defined(__AVX512F__)
     const __m512d x = _mm512_set1_pd(v);
     for (; i + L <= n; i += L) _mm512_stream_pd(p + i, x);
-#elif defined(__AVX__)
-    const __m256d x = _mm256_set1_pd(v);
-    for (; i + L <= n; i += L) _mm256_stream_pd(p + i, x);
-#else
-    const __m128d x = _mm_set1_pd(v);
-    for (; i + L <= n; i += L) _mm_stream_pd(p + i, x);
-#endif
   }
 #endif
   for (; i < n; ++i) p[i] = v;
-}
-inline void stream_fence() {
-#if defined(__SSE2__)
-  _mm_sfence();
-#endif
 }
 
 template <typename T>
