@@ -463,10 +463,18 @@ T.test('copies into 16 MB and more (streaming stores): concat, stack, copy, inde
     local xp = x:data()
     local ix = {}
     for k = 1, 2101 do ix[k] = (k * 37) % 2101 + 1 end
-    check(mf.index_select(x, mf.tensor(ix, 'int64'), 1), function(i)
+    local function want_rows(i)
       local r, c = math.floor(i / 2003), i % 2003
       return xp[(ix[r + 1] - 1) * 2003 + c]
-    end, 'index_select rows' .. tag)
+    end
+    check(mf.index_select(x, mf.tensor(ix, 'int64'), 1), want_rows, 'index_select rows' .. tag)
+    -- into out=: the first write into o streams (fresh storage), the second takes plain stores
+    local o = mf.empty(2101, 2003)
+    for k = 1, 2 do
+      mf.index_select(x, mf.tensor(ix, 'int64'), 1, {out = o})
+      check(o, want_rows, ('index_select into out=, write %d'):format(k) .. tag)
+      o:fill(0)
+    end
   end
   mf.set_num_threads(old)
 end)

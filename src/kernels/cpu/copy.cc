@@ -145,11 +145,11 @@ void copy_words(mf_tensor& dst, const mf_tensor& src) {
   const char* sp = (const char*)src.ptr;
   const std::array<int, 2> es{int(sizeof(W)), int(sizeof(W))};
   if (ds == 1 && ss == 1) {  // contiguous runs (the whole tensor, or rows: narrow, concat parts)
-    // a large destination by streaming stores (copy.h). 2048 x 2048 float32, 1 thread, CPU time, 3
-    // interleaved runs: K.copy into a warm destination 507-543 -> 423-469 us, into 4 in turn
-    // 649-673 -> 422-431, from a narrow (rows 8 KB, the source's start a float past a line) 660-703
-    // -> 483-499; clone then sum, eager, no slower (1364-2178 -> 1389-1918, load 3-4)
-    const bool stream = dst.count * int64_t(sizeof(W)) >= kStreamBytes;
+    // a large fresh destination by streaming stores (copy.h). 2048 x 2048 float32, 1 thread, CPU
+    // time, 3 interleaved runs: K.copy into 4 destinations in turn 649-673 -> 422-431 us, from a
+    // narrow (rows 8 KB, the source's start a float past a line) 660-703 -> 483-499; clone then sum,
+    // eager, no slower (1364-2178 -> 1389-1918, load 3-4)
+    const bool stream = stream_into(dst, dst.count * int64_t(sizeof(W)));
     if (nd == 1) {
       parallel_for(it.shape[0], 1, [&](int64_t b, int64_t e) {
         if (stream) {
@@ -207,9 +207,7 @@ void copy_words(mf_tensor& dst, const mf_tensor& src) {
 // now 1.65, a memcpy of the output's bytes 1.0, one thread, warm buffers).
 template <typename W>
 void concat_rows(W* out, int64_t outer, int64_t R, int n, const W* const* src, const int64_t* at,
-                 const int64_t* len) {
-  // a large output by streaming stores (copy.h)
-  const bool stream = outer * R * int64_t(sizeof(W)) >= kStreamBytes;
+                 const int64_t* len, bool stream) {  // stream: by streaming stores (copy.h)
   parallel_for(outer * R, 1, [&](int64_t b, int64_t e) {
     // rows of a join along an inner dim: their lines fetched ahead (copy.h)
     const bool ahead = !stream && R * int64_t(sizeof(W)) < kPrefetchRowMax;
@@ -269,11 +267,12 @@ bool concat_contiguous(mf_tensor& out, int n, const mf_tensor* const* ins, int d
     col += len[i];
   }
   if (out.count == 0) return true;
+  const bool st = stream_into(out, tensor_nbytes(out));
   switch (dtype_size(out.dtype_id)) {
-    case 1: concat_rows((uint8_t*)out.ptr, outer, col, n, (const uint8_t* const*)src, at, len); break;
-    case 2: concat_rows((uint16_t*)out.ptr, outer, col, n, (const uint16_t* const*)src, at, len); break;
-    case 4: concat_rows((uint32_t*)out.ptr, outer, col, n, (const uint32_t* const*)src, at, len); break;
-    case 8: concat_rows((uint64_t*)out.ptr, outer, col, n, (const uint64_t* const*)src, at, len); break;
+    case 1: concat_rows((uint8_t*)out.ptr, outer, col, n, (const uint8_t* const*)src, at, len, st); break;
+    case 2: concat_rows((uint16_t*)out.ptr, outer, col, n, (const uint16_t* const*)src, at, len, st); break;
+    case 4: concat_rows((uint32_t*)out.ptr, outer, col, n, (const uint32_t* const*)src, at, len, st); break;
+    case 8: concat_rows((uint64_t*)out.ptr, outer, col, n, (const uint64_t* const*)src, at, len, st); break;
     default: fail("concat: invalid dtype code ", out.dtype_id);
   }
   return true;

@@ -85,16 +85,28 @@ inline void copy_run(void* dst, const void* src, size_t n) {
   std::memcpy(d + k, s + k, n - k);
 }
 
-// Copies into an output of kStreamBytes or more write it by streaming stores (copy_stream), without
-// each line's read for ownership: an output this size and its source do not both stay in the L3
-// (32 MB here) anyway, and vector or string stores then read every output line from DRAM before
-// overwriting it and write it back later. Zen 5, 1 thread, CPU time, microbench, into one output
-// reused (warm) and outputs in turn (cold): 2048 x 2048 float32 pairs joined along dim 2 1238 ->
-// 807 us warm, 1251 -> 801 cold; two 16 MB runs (repeat {2, 1}) 1166 -> 588, 1204 -> 632; 2048
-// rows of 8 KB gathered (index_select) 590-687 -> 308-323, 691-746 -> 317-354; roll(3, 2) of
-// 2048 x 2048 660 -> 417 (warm). An output that a pure write fills (outer: nothing read) stays in
-// the L3 and keeps plain stores (streaming lost there: 225 -> 400 us warm).
+// Copies into a fresh output of kStreamBytes or more (stream_into) write it by streaming stores
+// (copy_stream), without each line's read for ownership: a fresh eager result is memory no one has
+// touched for 64 MB of allocations (tensor.lua's allowance), gone from the caches, and vector or
+// string stores read every line of it from DRAM before overwriting it. Zen 5, 1 thread, CPU time,
+// microbench, outputs in turn (cold): 2048 x 2048 float32 pairs joined along dim 2 1251 -> 801 us;
+// two 16 MB runs (repeat {2, 1}) 1204 -> 632; 2048 rows of 8 KB gathered (index_select) 691-746 ->
+// 317-354. ops.lua, 2 threads, load 1, eager, the builds before and after interleaved twice:
+// index_select 16 MB 655-667 -> 457-463 us, roll 830-841 -> 475-509, concat 1717-1729 ->
+// 1161-1210, stack 1536-1616 -> 1118-1139, repeat 1301-1347 -> 898-937, cast 1420-1521 -> 890-943.
+// An output written before (an out= tensor) may be in the L3 with its source, where plain stores
+// won at 2 threads (index_select into out= 239-251 us plain against 404-405 streamed; cast 636-644
+// against 781-786), so only fresh storage streams. An output a pure write fills (outer: nothing
+// read) stays in the L3 and keeps plain stores (streaming lost there: 225 -> 400 us, 1 thread).
 constexpr int64_t kStreamBytes = int64_t(16) << 20;
+
+// Whether a copy of `bytes` into t streams: t is that large and its storage fresh, no recorded write
+// since it was made (storage version 0: a new eager result, or a tensor made empty and not yet
+// written; an out= write, a write op, a session's write count one). The graph executor's buffers
+// count none, so those of kStreamBytes and more stream too. Wrapped caller memory does not.
+inline bool stream_into(const mf_tensor& t, int64_t bytes) {
+  return bytes >= kStreamBytes && t.store != nullptr && t.store->version.load(std::memory_order_relaxed) == 0;
+}
 
 // As copy_run, the whole 64-byte lines of dst written by streaming stores (AVX-512; other builds
 // copy_run). The caller calls stream_fence() after its last copy_stream on each thread, before

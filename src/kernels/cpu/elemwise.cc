@@ -192,15 +192,14 @@ void where_cpu(mf_tensor& out, const mf_tensor& c, const mf_tensor& a, const mf_
 }
 
 // -- copy / cast ---------------------------------------------------------------------------
-// A cast into an output of kCastStreamBytes or more goes out by streaming stores: each 4 KiB of
-// results converted by the plain loop into a buffer on the stack (in L1), then written to the output
-// a line at a time without its read for ownership. Vector stores read every line first; an eager
-// result's lines are cold (see fill_span), and an output this size does not stay in the caches
-// beside its input anyway. float32 -> float64, 4M elements (32 MB), 1 thread, CPU time (microbench):
-// into one warm output 1075 -> 871 us, into outputs in turn (cold) 1254 -> 978; at 2M elements
-// (16 MB) warm 429 -> 400, cold 660 -> 417; under it warm outputs lost (1M: 153 -> 198 us), so
-// smaller casts keep plain stores. Same values: the conversion is the plain loop's.
-constexpr int64_t kCastStreamBytes = int64_t(16) << 20;
+// A cast into a fresh output of 16 MiB or more (copy.h's stream_into) goes out by streaming stores:
+// each 4 KiB of results converted by the plain loop into a buffer on the stack (in L1), then written
+// to the output a line at a time without its read for ownership. Vector stores read every line
+// first, and an eager result's lines are cold (see fill_span). float32 -> float64, 4M elements (32
+// MB), 1 thread, CPU time (microbench), into outputs in turn (cold): 1254 -> 978 us; 2M elements
+// 660 -> 417; under 16 MB a warm output lost (1M: 153 -> 198 us), and at 2 threads so did a warm
+// 32 MB one (cast into out=, ops.lua, load 1: 636-644 -> 781-786 us), hence fresh outputs only.
+// Same values: the conversion is the plain loop's.
 
 #if defined(__AVX512F__) || defined(__AVX__)
 template <typename D, typename S>
@@ -238,7 +237,7 @@ template <typename D, typename S>
 static void copy_typed(mf_tensor& dst, const mf_tensor& src) {
   Shape s = shape_of(dst);
   StridedIter<2> it(s, {strides_of(dst), broadcast_strides(src, s)});
-  const bool stream = kCastStreams && dst.count * int64_t(sizeof(D)) >= kCastStreamBytes;
+  const bool stream = kCastStreams && stream_into(dst, dst.count * int64_t(sizeof(D)));
   it.run({(char*)dst.ptr, (char*)src.ptr}, {int(sizeof(D)), int(sizeof(S))}, 1, [&](auto p, int64_t n, auto st) {
     D* dp = (D*)p[0];
     const S* sp = (const S*)p[1];

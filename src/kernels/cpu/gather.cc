@@ -89,7 +89,7 @@ void select_rows(mf_tensor& out, const mf_tensor& x, const std::vector<int64_t>&
     }
     return off;
   };
-  const bool stream = out.count * int64_t(sizeof(W)) >= kStreamBytes;  // streaming stores (copy.h)
+  const bool stream = stream_into(out, out.count * int64_t(sizeof(W)));  // streaming stores (copy.h)
   parallel_for(rows, n + 16, [&](int64_t lo, int64_t hi) {
     // row r is index j of outer index o: both stepped, not divided out of r per row (K.index_select
     // of 128 rows of 128 float32, warm, 1 thread: 0.87-0.90 -> 0.82 us)

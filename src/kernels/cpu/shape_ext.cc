@@ -68,7 +68,7 @@ void gather_rows(const mf_tensor& out, const mf_tensor& x, const std::vector<std
   }
   int64_t last = out.shape[nd - 1], rows = out.count / last;
   int64_t nruns = runs.empty() ? 1 : int64_t(runs.size());
-  const bool stream = out.count * int64_t(sizeof(W)) >= kStreamBytes;  // streaming stores (copy.h)
+  const bool stream = stream_into(out, out.count * int64_t(sizeof(W)));  // streaming stores (copy.h)
   const bool ahead = !stream && last * int64_t(sizeof(W)) < kPrefetchRowMax;  // short rows: lines fetched ahead (copy.h)
   parallel_for(rows * nruns, last / nruns + 8, [&](int64_t lo, int64_t hi) {
     // the row's index over the dims before the last, and its source offset, found by division
