@@ -77,6 +77,25 @@ inline void copy_run(void* dst, const void* src, size_t n) {
   char* d = (char*)dst;
   const char* s = (const char*)src;
   size_t k = 0;
+#if defined(__AVX512F__)
+  // the block in eight registers: through a stack buffer GCC kept some of the buffer's stores
+  // (roll(3, 2) of 2048 x 2048 float32 into a written output, K-level, 1 thread, CPU time, 4
+  // interleaved runs: 790-888 -> 743-785 us)
+  for (; k + 512 <= n; k += 512) {
+    const __m512i a0 = _mm512_loadu_si512(s + k), a1 = _mm512_loadu_si512(s + k + 64);
+    const __m512i a2 = _mm512_loadu_si512(s + k + 128), a3 = _mm512_loadu_si512(s + k + 192);
+    const __m512i a4 = _mm512_loadu_si512(s + k + 256), a5 = _mm512_loadu_si512(s + k + 320);
+    const __m512i a6 = _mm512_loadu_si512(s + k + 384), a7 = _mm512_loadu_si512(s + k + 448);
+    _mm512_storeu_si512(d + k, a0);
+    _mm512_storeu_si512(d + k + 64, a1);
+    _mm512_storeu_si512(d + k + 128, a2);
+    _mm512_storeu_si512(d + k + 192, a3);
+    _mm512_storeu_si512(d + k + 256, a4);
+    _mm512_storeu_si512(d + k + 320, a5);
+    _mm512_storeu_si512(d + k + 384, a6);
+    _mm512_storeu_si512(d + k + 448, a7);
+  }
+#endif
   for (; k + 512 <= n; k += 512) {
     char block[512];
     std::memcpy(block, s + k, 512);
