@@ -67,12 +67,11 @@ return function(mf)
   end
 
   -- symbols -----------------------------------------------------------------------------------
-  local Symbol = {}
+  local Symbol = mf._symbol_mt  -- made empty by init.lua, whose mf.is_symbol compares with it
   local sym_methods = {}
   mf.Symbol = sym_methods
 
-  local function is_symbol(x) return getmetatable(x) == Symbol end
-  mf.is_symbol = is_symbol
+  local is_symbol = mf.is_symbol
 
   local function new_symbol(g, node, index, shape, dtype)
     -- _shape: the static sizes (-1 unknown until run; nil: rank unknown too); _dtype_id: the dtype code.

@@ -189,6 +189,11 @@ return function(mf)
       end
       if name and mf._aliases[name] then name = mf._aliases[name] end
       text = name and (mf.op_doc(name) or DOCS[name] and DOCS[name])
+      -- a name a module not loaded yet documents (init.lua loads them on first use): load them all
+      if not text and name and type(x) == 'string' and mf._load_all then
+        mf._load_all()
+        text = mf.op_doc(name) or DOCS[name]
+      end
       if not text then
         text = ('help: no docs for %s'):format(type(x) == 'string' and ("'" .. x .. "'") or tostring(x))
       end

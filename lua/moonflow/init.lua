@@ -14,18 +14,66 @@ mf.kernels = require 'moonflow.kernels'
 require('moonflow.tensor')(mf)
 require('moonflow.ops')(mf)
 require('moonflow.torch7')(mf)
-require('moonflow.graph')(mf)
-require('moonflow.autodiff')(mf)
 require('moonflow.tape')(mf)
-require('moonflow.fusion')(mf)
-require('moonflow.session')(mf)
-require('moonflow.train')(mf)
-require('moonflow.data')(mf)
-require('moonflow.serialize')(mf)
-require('moonflow.nn')(mf)
-require('moonflow.optim')(mf)
-require('moonflow.fit')(mf)
 require('moonflow.help')(mf)
-require('moonflow.linalg')(mf)  -- einsum, allclose (after help: they add their docs to mf._docs)
-require('moonflow.cuda')(mf)  -- mf.cuda (after help, as linalg)
+
+-- The other modules load on first use, as ops do (ops.lua): the first lookup of a name one of them
+-- defines (mf.nn.Linear, mf.optim, mf.placeholder, mf.save, ...) loads it. An eager program carries
+-- only the Lua heap it uses, and every collector cycle marks and sweeps the whole heap:
+-- scripts/bench/gc_cycle.lua. LAZY lists each module's names in mf; tests/lua/test_lazy_ops.lua
+-- checks the list against what loading every module defines. A module's own lookups load the modules
+-- it needs. Until graph mode loads, no value is a graph symbol.
+local LAZY = {
+  graph = {'Graph', 'Symbol', 'Variable', '_graph_call', '_set_default_graph', '_shape_text', 'add_update_op',
+           'constant', 'get_default_graph', 'global_variables', 'global_variables_initializer', 'group',
+           'is_operation', 'placeholder', 'reset_default_graph', 'trainable_variables', 'update_ops'},
+  autodiff = {'_gradient_rule', '_no_gradient_error', 'gradients'},
+  fusion = {'_fuse'},
+  session = {'Session'},
+  train = {'train'},
+  data = {'data'},
+  serialize = {'_json_decode', 'load', 'save'},
+  nn = {'_holder_operands'},  -- and what mf.nn lacks (below)
+  optim = {'optim'},
+  fit = {'evaluate', 'fit', 'load_checkpoint', 'save_checkpoint'},
+  linalg = {'allclose', 'einsum'},
+  cuda = {'cuda'},
+}
+local ORDER = {'graph', 'autodiff', 'fusion', 'session', 'train', 'data', 'serialize', 'nn', 'optim', 'fit',
+               'linalg', 'cuda'}
+mf._lazy_modules = LAZY
+-- a graph symbol's metatable: made here, filled by graph.lua, so that mf.is_symbol is right before
+-- and after graph mode loads (modules keep it in locals)
+local symbol_mt = {}
+mf._symbol_mt = symbol_mt
+function mf.is_symbol(x) return getmetatable(x) == symbol_mt end
+local loaded, module_of = {}, {}
+for m, names in pairs(LAZY) do for _, k in ipairs(names) do module_of[k] = m end end
+local function load_module(m)
+  if loaded[m] then return false end
+  loaded[m] = true  -- first: the module's own lookups may come back here
+  local ok, err = pcall(require('moonflow.' .. m), mf)
+  if not ok then  -- out of memory half way, say: the next lookup tries again
+    loaded[m] = nil
+    error(err, 0)
+  end
+  return true
+end
+-- loads every module and installs every op: for what lists all of mf (help's search, REPL completion)
+function mf._load_all()
+  for _, m in ipairs(ORDER) do load_module(m) end
+  mf._load_all_ops()
+end
+local mt = getmetatable(mf)
+local op_index = mt.__index
+mt.__index = function(t, k)
+  local v = op_index(t, k)
+  if v ~= nil then return v end
+  local m = module_of[k]
+  if m and load_module(m) then return rawget(t, k) end
+end
+-- mf.nn exists from the start (ops.lua puts softmax and the like in it): a name it lacks loads nn.lua
+setmetatable(mf.nn, {__index = function(t, k)
+  if load_module('nn') then return rawget(t, k) end
+end})
 return mf

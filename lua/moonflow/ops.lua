@@ -216,8 +216,11 @@ return function(mf)
   -- walks (or with make, grows) the tree for ptable; returns the leaf's parent and key. exact: ptable
   -- holds declared param names only (an adapter or make_function built it from positional values).
   -- The first three params straight-line, a loop only past them (ppos_walk says why: this loop of one
-  -- to three turns started root traces that left it, and was blacklisted as the adapter's was)
-  local function fast_walk(op, ptable, make, exact)
+  -- to three turns started root traces that left it, and was blacklisted as the adapter's was). The
+  -- unused `...` (here and in params_record) makes a vararg function, where LuaJIT starts no root
+  -- trace: those that began here met the pairs loop below ('inner loop in root trace'), and enough of
+  -- them would blacklist the entry for every call with a table of params (test_jit_paths)
+  local function fast_walk(op, ptable, make, exact, ...)
     local names = op.param_list
     local np = #names
     if np == 0 then return nil end
@@ -250,7 +253,7 @@ return function(mf)
     return node, k
   end
 
-  local function params_record(op, ptable, exact)
+  local function params_record(op, ptable, exact, ...)  -- vararg: no root traces (fast_walk)
     if ptable then
       local parent, key = fast_walk(op, ptable, false, exact)
       local rec = parent and parent[key]

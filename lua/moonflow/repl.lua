@@ -42,8 +42,8 @@ end
 -- buffers and children); tensors: their methods and properties.
 local function names_of(v)
   local keys, seen = {}, {}
-  -- ops are installed on first use (ops.lua): mf and tensors offer every op's name once all are
-  if v == mf or mf.is_tensor(v) then mf._load_all_ops() end
+  -- ops and modules load on first use (ops.lua, init.lua): mf and tensors offer every name once all are
+  if v == mf or mf.is_tensor(v) then mf._load_all() end
   local function collect(t, depth)
     if seen[t] or depth > 16 then return end
     if type(t) == 'table' then

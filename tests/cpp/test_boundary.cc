@@ -145,8 +145,9 @@ TEST_CASE("boundary: an engine turns each kind into a Lua error and stays usable
   for (const Kind& k : kinds()) {
     INFO("kind " << k.kind);
     // mf.Graph() calls mf_graph_new first; `local g` keeps the call from being a tail call, so the
-    // error names the line
-    std::string code = "local C = require 'moonflow.ffi_abi'; C.mf_test_inject(" + std::to_string(k.kind) +
+    // error names the line. Graph mode loads on first use (lua/moonflow/init.lua), calling other
+    // entries: `local _ = mf.Graph` loads it before the fault is armed
+    std::string code = "local C = require 'moonflow.ffi_abi'; local _ = mf.Graph; C.mf_test_inject(" + std::to_string(k.kind) +
                        "); local g = mf.Graph(); return g";
     try {
       engine.eval(code, "inject.lua");

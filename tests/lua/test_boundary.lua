@@ -13,7 +13,10 @@ end
 
 local THIS = arg[0]:match('[^/]*$')
 
--- mf.Graph() calls mf_graph_new before anything else, so the entry named in the message is known
+-- mf.Graph() calls mf_graph_new before anything else, so the entry named in the message is known.
+-- Graph mode loads on first use (init.lua), which calls other entries: it is loaded here, before
+-- any fault is armed
+local _ = mf.Graph
 local kinds = {
   {C.MF_INJECT_ERROR, C.MF_ERR_ARG, 'injected error'},
   {C.MF_INJECT_OUT_OF_MEMORY, C.MF_ERR_MEMORY, 'out of memory: 123456789 bytes asked (injected)'},

@@ -23,7 +23,7 @@ T.test('every public function has help text', function()
       end
     end
   end
-  mf._load_all_ops()  -- ops are installed on first use; every op's function is listed once all are
+  mf._load_all()  -- ops and modules load on first use; all of mf is listed once all are
   scan(mf, 'mf.')
   for _, ns in ipairs{'nn', 'optim', 'data', 'train', 'autograd'} do scan(mf[ns], 'mf.' .. ns .. '.') end
   table.sort(missing)

@@ -1,7 +1,8 @@
 -- Ops are installed on first use (ops.lua): loading moonflow reads only the registry's names, and the
 -- first lookup of an op's name or alias, in mf, mf._ops, mf._aliases, the tensor methods or
--- mf._ops_by_index, makes its function. These checks run before this file uses any op, so they see
--- the state loading left: a module that captured every op at load would fail the first of them.
+-- mf._ops_by_index, makes its function; modules other than the eager core load on the first lookup of
+-- a name they define (init.lua). The first checks run before this file uses any op or module, so
+-- they see the state loading left: a module that captured every op at load would fail them.
 package.path = arg[0]:match('(.*/)') .. '?.lua;' .. package.path
 local T = require 'testlib'
 local C = require 'moonflow.ffi_abi'
@@ -19,6 +20,28 @@ T.test('loading moonflow installs few ops', function()
     T.eq(rawget(mf, name), nil, 'mf.' .. name .. ' before its first use')
     T.eq(rawget(mf._ops, name), nil, 'mf._ops.' .. name .. ' before its first use')
   end
+end)
+
+-- the names init.lua loads its modules by, and the keys each module adds to mf when it loads
+local RAW_AT_LOAD = {}
+for k in pairs(mf) do RAW_AT_LOAD[k] = true end
+
+T.test('loading moonflow loads no module that init.lua lists as lazy', function()
+  for m, names in pairs(mf._lazy_modules) do
+    for _, k in ipairs(names) do T.eq(rawget(mf, k), nil, ('mf.%s (%s.lua) before its first use'):format(k, m)) end
+  end
+  T.eq(rawget(mf.nn, 'Linear'), nil, 'mf.nn.Linear before its first use')
+  T.eq(mf.is_symbol({}), false, 'is_symbol before graph mode loads')
+end)
+
+T.test('first use loads a module: nn, optim, graph mode', function()
+  local lin = mf.nn.Linear(3, 2)  -- loads nn.lua
+  T.eq(#lin:parameters(), 2, 'Linear parameters')
+  assert(mf.optim.SGD, 'mf.optim.SGD')  -- loads optim.lua
+  local x = mf.placeholder('float32', {2}, 'x')  -- loads graph.lua
+  T.eq(mf.is_symbol(x), true, 'is_symbol of a placeholder (the function nn.lua kept as a local too)')
+  local y = x * 2 + 1
+  T.tensor_eq(mf.Session():run(y, {[x] = mf.tensor{1, 2}}), {3, 5})  -- session.lua
 end)
 
 T.test('a method call installs the op, and mf then holds the same function', function()
@@ -61,10 +84,26 @@ T.test('an index installs its op; names that are no op stay missing', function()
   T.errors(function() return mf.tensor{1}:no_such_op() end, 'no_such_op')
 end)
 
-T.test('mf._load_all_ops installs every op', function()
-  mf._load_all_ops()
+T.test('mf._load_all installs every op', function()
+  mf._load_all()
   T.eq(installed(), tonumber(C.mf_op_count()), 'installed ops')
   for _, name in ipairs(mf.list_ops()) do assert(rawget(mf, name) ~= nil, 'mf.' .. name) end
+end)
+
+T.test('init.lua lists every name a lazy module adds to mf', function()
+  mf._load_all()
+  local listed = {}
+  for _, names in pairs(mf._lazy_modules) do for _, k in ipairs(names) do listed[k] = true end end
+  local ops = {}
+  for _, name in ipairs(mf.list_ops()) do ops[name] = true end
+  for a in pairs(mf._aliases) do ops[a] = true end
+  local unlisted = {}
+  for k in pairs(mf) do
+    if not RAW_AT_LOAD[k] and not listed[k] and not ops[k] then unlisted[#unlisted + 1] = k end
+  end
+  table.sort(unlisted)
+  T.eq(table.concat(unlisted, ' '), '', 'names in mf that no module lists (a first use would not find them)')
+  for k in pairs(listed) do assert(rawget(mf, k) ~= nil, 'mf.' .. k .. ' listed but not defined by its module') end
 end)
 
 T.finish()

@@ -7,7 +7,7 @@ MF=${1:?usage: test_boundary_repl.sh path/to/moonflow}
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
 "$MF" >"$out" 2>"$err" <<'LUA'
-C = require 'moonflow.ffi_abi'
+C = require 'moonflow.ffi_abi'; _ = mf.Graph  -- graph mode loads on first use (init.lua): before any fault
 C.mf_test_inject(C.MF_INJECT_STD_EXCEPTION)
 g = mf.Graph()
 C.mf_test_inject(C.MF_INJECT_BAD_ALLOC)
