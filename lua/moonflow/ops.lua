@@ -743,14 +743,19 @@ return function(mf)
     return dst
   end
   local dst1 = {}  -- call_out's one-output list (set just before each use)
+  local call_out_rec
   local function call_out(op, ins, nin, ptable, exact, dst)
+    local rec = ptable and params_record(op, ptable, exact) or op.default
+    if not rec then rec = params_record(op, nil); op.default = rec end
+    return call_out_rec(op, rec, ins, nin, dst)
+  end
+  -- the same with the params record found (make_function's positional path: mf.cast(x, 'float64', {out = o}))
+  function call_out_rec(op, rec, ins, nin, dst)
     stats.calls = stats.calls + 1
     if interrupt[0] ~= 0 then interrupt[0] = 0; raise('interrupted') end
     if op.writes then
       raise(('%s: writes its input in place; out= is for ops that compute a new result'):format(op.name))
     end
-    local rec = ptable and params_record(op, ptable, exact) or op.default
-    if not rec then rec = params_record(op, nil); op.default = rec end
     local e = rec.last
     if not (e and same_layout(e, ins, nin)) then e = find_entry(op, rec, ins, nin, e) end
     local nout = e.nout
@@ -1239,6 +1244,20 @@ return function(mf)
         -- inner loop in the caller's trace (LuaJIT aborts that trace on every call)
         local last = a8 ~= nil and 8 or a7 ~= nil and 7 or a6 ~= nil and 6 or a5 ~= nil and 5 or a4 ~= nil and 4
           or a3 ~= nil and 3 or a2 ~= nil and 2 or 1
+        -- out= after the positional params (mf.cast(x, 'float64', {out = o})): a last table holding out
+        -- alone is set aside and the params before it found as without it (A keeps it for slow)
+        local dst
+        if not list_args and last > nin_fixed and not op.param_kind.out then
+          local v = A[last]
+          if type(v) == 'table' and v.out ~= nil and getmetatable(v) == nil and next(v) == 'out'
+              and next(v, 'out') == nil then
+            dst, last = v.out, last - 1
+            local w = A[last]  -- a table of named params before it: the general path says what it makes of that
+            if last > nin_fixed and type(w) == 'table' and type(next(w)) == 'string' then
+              return slow(a1, a2, a3, a4, a5, a6, a7, a8)
+            end
+          end
+        end
         local rec
         if list_args then  -- x:permute{2, 1} or x:reshape(4, 8): the first param's list, nothing else
           local v, root, node = A[nin_fixed + 1], op.ppos[1], nil
@@ -1303,6 +1322,7 @@ return function(mf)
         if nin_fixed >= 3 then pins[3] = A[3] end
         if nin_fixed >= 4 then pins[4] = A[4] end
         A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8] = nil, nil, nil, nil, nil, nil, nil, nil
+        if dst ~= nil then return done(call_out_rec(op, rec, pins, nin_fixed, dst)) end
         return done(call_rec(op, rec, pins, nin_fixed))
       end
     end

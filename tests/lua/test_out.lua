@@ -28,6 +28,33 @@ T.test('unary, binary and positional-param ops write out and return it', functio
   T.tensor_eq(mf.concat({mf.tensor({1}), mf.tensor({2, 3})}, 1, {out = mf.empty(3)}), {1, 2, 3})
 end)
 
+T.test('positional params before out: the same results, checks and refusals as the general path', function()
+  local x = mf.tensor({1.5, -2, 3})
+  local o = mf.full({3}, nan, {dtype = 'float64'})
+  for i = 1, 3 do  -- the first call finds the params record, later ones reuse it (new values each time)
+    T.eq(rawequal(mf.cast(x, 'float64', {out = o}), o), true, 'cast returns out')
+    T.tensor_eq(o, {1.5 * i, -2 * i, 3 * i})
+    T.eq(o:dtype(), 'float64', 'dtype of out')
+    x:mul_(2)
+    T.tensor_eq(x:cast('float64', {out = o}), {3 * i, -4 * i, 6 * i})
+    x:div_(2):mul_((i + 1) / i)
+  end
+  local m = mf.tensor({{1, 2}, {3, 4}})
+  local k = mf.full({2, 1}, nan)
+  T.tensor_eq(mf.sum(m, 2, true, {out = k}), {{3}, {7}})  -- two positional params, then out
+  T.errors(function() mf.cast(x, 'float64', {out = mf.empty(3)}) end, 'cast', 'float32', 'float64')
+  T.errors(function() mf.sum(m, {dim = 2}, {out = mf.empty(2)}) end, 'sum')  -- a table of params, then out
+  local w = mf.tensor({{1, 2}}, {requires_grad = true})
+  T.errors(function() mf.sum(w, 2, {out = mf.empty(1)}) end, 'sum: input 1 (1x2) requires grad')
+  -- into a warm out: no allocation (as the table form)
+  local y = mf.empty(3, {dtype = 'float64'})
+  mf.cast(x, 'float64', {out = y})
+  collectgarbage(); collectgarbage()
+  local before = mf.memory_stats().allocations
+  for _ = 1, 50 do mf.cast(x, 'float64', {out = y}) end
+  T.eq(mf.memory_stats().allocations - before, 0, 'allocations in 50 positional calls into out')
+end)
+
 T.test('a contiguous out is the kernel output itself: no new storage', function()
   local x = mf.randn(256, 256)
   local y = mf.empty(256, 256)
