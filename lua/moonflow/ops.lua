@@ -1358,6 +1358,15 @@ return function(mf)
           if not is_tensor(list[i]) then return vslow(list, a2, a3, a4, a5, a6, a7, a8) end
         end
         local last = a5 ~= nil and 5 or a4 ~= nil and 4 or a3 ~= nil and 3 or a2 ~= nil and 2 or 1
+        -- out= last (mf.concat({a, b}, 2, {out = o})): set aside, the params before it found as without it
+        local dst
+        if last >= 2 and not op.param_kind.out then
+          local v = last == 5 and a5 or last == 4 and a4 or last == 3 and a3 or a2
+          if type(v) == 'table' and v.out ~= nil and getmetatable(v) == nil and next(v) == 'out'
+              and next(v, 'out') == nil then
+            dst, last = v.out, last - 1
+          end
+        end
         local rec
         if last == 1 then
           rec = op.default
@@ -1383,6 +1392,7 @@ return function(mf)
             end
           end
         end
+        if dst ~= nil then return call_out_rec(op, rec, list, n, dst) end
         return call_rec(op, rec, list, n)
       end
     end

@@ -46,6 +46,14 @@ T.test('positional params before out: the same results, checks and refusals as t
   T.errors(function() mf.sum(m, {dim = 2}, {out = mf.empty(2)}) end, 'sum')  -- a table of params, then out
   local w = mf.tensor({{1, 2}}, {requires_grad = true})
   T.errors(function() mf.sum(w, 2, {out = mf.empty(1)}) end, 'sum: input 1 (1x2) requires grad')
+  local c = mf.full({2, 3}, nan)
+  for i = 1, 3 do  -- a list of inputs, a positional dim, then out (new values each time)
+    local a, b = mf.full({2, 1}, i), mf.tensor({{10, 20}, {30, 40}})
+    T.eq(rawequal(mf.concat({a, b}, 2, {out = c}), c), true, 'concat returns out')
+    T.tensor_eq(c, {{i, 10, 20}, {i, 30, 40}})
+  end
+  T.tensor_eq(mf.stack({mf.tensor({1, 2}), mf.tensor({3, 4})}, {out = mf.empty(2, 2)}), {{1, 2}, {3, 4}})
+  T.errors(function() mf.concat({x, x}, 1, {out = mf.empty(5)}) end, 'concat', '5', '6')
   -- into a warm out: no allocation (as the table form)
   local y = mf.empty(3, {dtype = 'float64'})
   mf.cast(x, 'float64', {out = y})
