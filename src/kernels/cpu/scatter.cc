@@ -127,21 +127,11 @@ __attribute__((always_inline)) inline void fetch_row(const void* p, int64_t n) {
 // Not copy_run's own loop: copy_run with this loop for runs of 256 B to 64 KiB made its other users
 // slower (eager, 2 threads, interleaved with copy_run as it is: copy 64 KB 0.57 -> 0.75 us, concat,
 // stack, repeat 64 KB 1.3-1.45x, index_select 16 MB 1.12x; 2026-11-27), where memcpy wins.
+// The whole 256-byte blocks by copy.h's copy_vec (where it is a vector loop), the tail by memcpy.
 inline void copy_row(void* dst, const void* src, int64_t n) {
-  char* d = (char*)dst;
-  const char* s = (const char*)src;
-  int64_t k = 0;
-#if defined(__AVX512F__)
-  for (; k + 256 <= n; k += 256) {
-    const __m512i a0 = _mm512_loadu_si512(s + k), a1 = _mm512_loadu_si512(s + k + 64);
-    const __m512i a2 = _mm512_loadu_si512(s + k + 128), a3 = _mm512_loadu_si512(s + k + 192);
-    _mm512_storeu_si512(d + k, a0);
-    _mm512_storeu_si512(d + k + 64, a1);
-    _mm512_storeu_si512(d + k + 128, a2);
-    _mm512_storeu_si512(d + k + 192, a3);
-  }
-#endif
-  std::memcpy(d + k, s + k, size_t(n - k));
+  const int64_t body = kHaveCopyVec ? n / 256 * 256 : 0;
+  copy_vec(dst, src, size_t(body));
+  std::memcpy((char*)dst + body, (const char*)src + body, size_t(n - body));
 }
 
 // Rows rb..re (w at rb's start) of idx, columns [jb, je): all in 1..n? Adjacent whole rows of a
