@@ -14,6 +14,7 @@
 #include "checks.h"
 #include "copy.h"
 #include "kernels.h"
+#include "stream_out.h"
 #include "strided.h"
 
 namespace mf {
@@ -30,10 +31,20 @@ static Shape strides_of(const mf_tensor& t) { return Shape(t.strides, t.strides 
 // of binary_typed's instructions (callgrind, graph exec bench).
 template <typename T>
 __attribute__((noinline)) static void unary_strided(UnaryLoop<T> loop, mf_tensor& y, const mf_tensor& x, double a,
-                                                    double b, int cost) {
+                                                    double b, int cost, bool can_stream) {
   StridedIter<2> it(shape_of(y), {strides_of(y), broadcast_strides(x, shape_of(y))});
+  const bool stream = can_stream && pointwise_streams(y, sizeof(T), {&x});
   it.run_rows({(char*)y.ptr, (char*)x.ptr}, {int(sizeof(T)), int(sizeof(T))}, cost,
               [&](auto p, int64_t n, auto st, int64_t rows, auto rst) {
+                if (stream && st[0] == 1 && n * int64_t(sizeof(T)) >= kStreamRowMin) {  // row by row (stream_out.h)
+                  for (int64_t r = 0; r < rows; ++r) {
+                    const T* xr = (const T*)p[1] + r * rst[1];
+                    stream_elems((char*)((T*)p[0] + r * rst[0]), int(sizeof(T)), n, [&](char* o, int64_t off, int64_t m) {
+                      loop((T*)o, xr + off * st[1], PwRun{m, 1, {1, st[1], 0}, {0, 0, 0}}, a, b);
+                    });
+                  }
+                  return stream_out_fence();
+                }
                 PwRun run{n, rows, {st[0], st[1], 0}, {rst[0], rst[1], 0}};
                 loop((T*)p[0], (const T*)p[1], run, a, b);
               });
@@ -41,11 +52,23 @@ __attribute__((noinline)) static void unary_strided(UnaryLoop<T> loop, mf_tensor
 
 // cost: the table entry's work per element (PointwiseKernels::cost), which sets where threads start
 template <typename T>
-static void unary_typed(UnaryLoop<T> loop, mf_tensor& y, const mf_tensor& x, double a, double b, int cost) {
-  if (!(x.count == y.count && y.is_contig && x.is_contig)) return unary_strided<T>(loop, y, x, a, b, cost);
+static void unary_typed(UnaryLoop<T> loop, mf_tensor& y, const mf_tensor& x, double a, double b, int cost,
+                        bool can_stream) {
+  if (!(x.count == y.count && y.is_contig && x.is_contig)) return unary_strided<T>(loop, y, x, a, b, cost, can_stream);
   // dense: one flat loop, no iterator set-up
   T* yp = (T*)y.ptr;
   const T* xp = (const T*)x.ptr;
+  if (can_stream && pointwise_streams(y, sizeof(T), {&x})) {  // a fresh output of 16 MiB and more (stream_out.h)
+    auto piece = [&](int64_t b0, int64_t e0) {
+      stream_elems((char*)(yp + b0), int(sizeof(T)), e0 - b0, [&](char* o, int64_t off, int64_t m) {
+        loop((T*)o, xp + b0 + off, PwRun{m, 1, {1, 1, 0}, {0, 0, 0}}, a, b);
+      });
+      stream_out_fence();
+    };
+    if (get_num_threads() == 1) piece(0, y.count);
+    else parallel_for(y.count, cost, piece);
+    return;
+  }
   // parallel_for's serial case, without its closure (see above); one thread skips the OpenMP region
   // too (entering it cost gelu 0.35 us at 6000 and 16384 elements, which its cost now sends there)
   if (y.count * cost < kGrain || get_num_threads() == 1) {
@@ -72,18 +95,33 @@ void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
   kcheck::writable(op, "output", y);
   if (k->nparams > 0 && !dtype_is_float(y.dtype_id) && (a != a || b != b))
     fail(op, ": a NaN parameter needs a float tensor; x is ", dtype_name(y.dtype_id));
-  MF_DISPATCH(x.dtype_id, T, unary_typed<T>(std::get<UnaryLoop<T>>(k->unary), y, x, a, b, k->cost));
+  MF_DISPATCH(x.dtype_id, T, unary_typed<T>(std::get<UnaryLoop<T>>(k->unary), y, x, a, b, k->cost, k->stream));
 }
 
 // Returns whether a loop reported its fault (integer division by zero).
 template <typename T>
 __attribute__((noinline)) static bool binary_strided(BinaryLoop<T> loop, mf_tensor& z, const mf_tensor& x,
-                                                     const mf_tensor& y) {
+                                                     const mf_tensor& y, bool can_stream) {
   std::atomic<bool> bad{false};
   Shape s = shape_of(z);
   StridedIter<3> it(s, {strides_of(z), broadcast_strides(x, s), broadcast_strides(y, s)});
-  it.run_rows({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {dtype_size(z.dtype_id), int(sizeof(T)), int(sizeof(T))}, 1,
+  const int zsize = dtype_size(z.dtype_id);
+  const bool stream = can_stream && pointwise_streams(z, zsize, {&x, &y});
+  it.run_rows({(char*)z.ptr, (char*)x.ptr, (char*)y.ptr}, {zsize, int(sizeof(T)), int(sizeof(T))}, 1,
               [&](auto p, int64_t n, auto st, int64_t rows, auto rst) {
+                if (stream && st[0] == 1 && n * zsize >= kStreamRowMin) {  // row by row (stream_out.h)
+                  bool any = false;
+                  for (int64_t r = 0; r < rows; ++r) {
+                    const T* xr = (const T*)p[1] + r * rst[1];
+                    const T* yr = (const T*)p[2] + r * rst[2];
+                    stream_elems(p[0] + r * rst[0] * zsize, zsize, n, [&](char* o, int64_t off, int64_t m) {
+                      any |= loop(o, xr + off * st[1], yr + off * st[2], PwRun{m, 1, {1, st[1], st[2]}, {0, 0, 0}});
+                    });
+                  }
+                  stream_out_fence();
+                  if (any) bad.store(true, std::memory_order_relaxed);
+                  return;
+                }
                 PwRun run{n, rows, {st[0], st[1], st[2]}, {rst[0], rst[1], rst[2]}};
                 if (loop(p[0], (const T*)p[1], (const T*)p[2], run)) bad.store(true, std::memory_order_relaxed);
               });
@@ -101,11 +139,24 @@ static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tenso
     const T* xp = (const T*)x.ptr;
     const T* yp = (const T*)y.ptr;
     int64_t xs = x.count == 1 && z.count != 1 ? 0 : 1, ys = y.count == 1 && z.count != 1 ? 0 : 1;
-    if (z.count < kGrain) {  // parallel_for's serial case, without its closure (see unary_strided)
+    const int zsize = dtype_size(z.dtype_id);
+    if (k.stream && pointwise_streams(z, zsize, {&x, &y})) {  // a fresh output of 16 MiB and more (stream_out.h)
+      std::atomic<bool> any{false};
+      auto piece = [&](int64_t b0, int64_t e0) {
+        bool f = false;
+        stream_elems((char*)z.ptr + b0 * zsize, zsize, e0 - b0, [&](char* o, int64_t off, int64_t m) {
+          f |= loop(o, xp + (b0 + off) * xs, yp + (b0 + off) * ys, PwRun{m, 1, {1, xs, ys}, {0, 0, 0}});
+        });
+        stream_out_fence();
+        if (f) any.store(true, std::memory_order_relaxed);
+      };
+      if (get_num_threads() == 1) piece(0, z.count);
+      else parallel_for(z.count, 1, piece);
+      bad = any.load();
+    } else if (z.count < kGrain) {  // parallel_for's serial case, without its closure (see unary_strided)
       PwRun run{z.count, 1, {1, xs, ys}, {0, 0, 0}};
       bad = z.count > 0 && loop(z.ptr, xp, yp, run);
     } else {
-      int zsize = dtype_size(z.dtype_id);
       std::atomic<bool> any{false};
       parallel_for(z.count, 1, [&](int64_t b0, int64_t e0) {
         PwRun run{e0 - b0, 1, {1, xs, ys}, {0, 0, 0}};
@@ -114,7 +165,7 @@ static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tenso
       bad = any.load();
     }
   } else {
-    bad = binary_strided<T>(loop, z, x, y);
+    bad = binary_strided<T>(loop, z, x, y, k.stream);
   }
   if (bad) fail(k.name, ": ", k.fault, " (", dtype_name(x.dtype_id), ")");
 }

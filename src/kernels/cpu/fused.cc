@@ -15,6 +15,7 @@
 #include "../../core/threads.h"
 #include "checks.h"
 #include "kernels.h"
+#include "stream_out.h"
 
 namespace mf {
 
@@ -66,7 +67,7 @@ void gather(T* buf, const Input& in, int64_t b0, int64_t n) {
 }
 
 template <typename T>
-void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
+void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins, bool stream) {
   int nin = prog.nin;
   T* dst = reinterpret_cast<T*>(out.ptr);
   const std::vector<Step>& steps = prog.steps;
@@ -74,10 +75,12 @@ void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
     // per-thread registers, kept between calls: one block per scratch register and per input
     thread_local std::vector<T> scratch;
     thread_local std::vector<const T*> val;
-    size_t need = size_t(kBlock) * size_t(prog.nregs + nin);
+    // stream: one more block, the last step's results, then streamed to the output (stream_out.h)
+    size_t need = size_t(kBlock) * size_t(prog.nregs + nin + (stream ? 1 : 0));
     if (scratch.size() < need) scratch.resize(need);
     if (val.size() < size_t(nin) + steps.size()) val.resize(size_t(nin) + steps.size());
     T* in_buf = scratch.data() + size_t(kBlock) * size_t(prog.nregs);
+    T* out_buf = in_buf + size_t(kBlock) * size_t(nin);
     for (int i = 0; i < nin; ++i)  // scalars broadcast once per call
       if (ins[i].src == Source::Scalar)
         std::fill(in_buf + size_t(kBlock) * size_t(i), in_buf + size_t(kBlock) * size_t(i + 1),
@@ -101,14 +104,16 @@ void run_program(const FusedProgram& prog, mf_tensor& out, const Input* ins) {
       }
       for (size_t s = 0; s < steps.size(); ++s) {
         const Step& st = steps[s];
-        T* d = st.reg < 0 ? dst + b0 : scratch.data() + size_t(kBlock) * size_t(st.reg);
+        T* d = st.reg >= 0 ? scratch.data() + size_t(kBlock) * size_t(st.reg) : stream ? out_buf : dst + b0;
         // one call per step and block: the entry's loop for T over one dense row
         const PwRun run{n, 1, {1, 1, 1}, {0, 0, 0}};
         if (st.b < 0) std::get<UnaryLoop<T>>(st.k->unary)(d, val[size_t(st.a)], run, 0, 0);
         else std::get<BinaryLoop<T>>(st.k->binary)(d, val[size_t(st.a)], val[size_t(st.b)], run);
         val[size_t(nin) + s] = d;
       }
+      if (stream) stream_copy(reinterpret_cast<char*>(dst + b0), reinterpret_cast<const char*>(out_buf), n * int64_t(sizeof(T)));
     }
+    if (stream) stream_out_fence();
   });
 }
 
@@ -156,8 +161,13 @@ void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor*
     }
   }
   if (out.count == 0) return;
-  if (out.dtype_id == MF_FLOAT32) run_program<float>(fp, out, inputs);
-  else run_program<double>(fp, out, inputs);
+  // a fresh output of 16 MiB and more by streaming stores (stream_out.h), unless a step's op keeps
+  // plain stores (PointwiseKernels::stream) or an input shares the output's storage
+  bool stream = pointwise_streams(out, dtype_size(out.dtype_id), {});
+  for (const Step& st : fp.steps) stream = stream && st.k->stream;
+  for (int i = 0; i < nin && stream; ++i) stream = ins[i]->store != out.store;
+  if (out.dtype_id == MF_FLOAT32) run_program<float>(fp, out, inputs, stream);
+  else run_program<double>(fp, out, inputs, stream);
 }
 
 }  // namespace mf
