@@ -69,7 +69,8 @@ struct Exp { template <class A> static MF_HD A f(A x) { return std::exp(x); } MF
 struct Log { template <class A> static MF_HD A f(A x) { return std::log(x); } MF_PW_RUN(log) static constexpr int cost = 28; };
 struct Log1p { template <class A> static MF_HD A f(A x) { return std::log1p(x); } MF_PW_RUN(log1p) static constexpr int cost = 32; };
 struct Sqrt { template <class A> static MF_HD A f(A x) { return std::sqrt(x); } };
-struct Rsqrt { template <class A> static MF_HD A f(A x) { return A(1) / std::sqrt(x); } };
+// float64 keeps plain stores (PointwiseKernels::stream): 1 / sqrt takes long enough in float64
+struct Rsqrt { template <class A> static MF_HD A f(A x) { return A(1) / std::sqrt(x); } static constexpr bool plain_stores_float64 = true; };
 struct Sigmoid {  // stable for large |x|: exp of a non-positive number only
   template <class A> static MF_HD A f(A x) { return x >= 0 ? A(1) / (A(1) + std::exp(-x)) : std::exp(x) / (A(1) + std::exp(x)); }
   MF_PW_RUN(sigmoid)
@@ -314,12 +315,14 @@ struct PointwiseKernels {
   const char* cuda = nullptr;   // fusable: the functor's CUDA source (CudaSrc), for NVRTC-compiled fused kernels
   const void* functor = nullptr;  // &FunctorId<F>::tag: which functor, for the CUDA backend's loops of it
   int cost = 4;                 // unary: work per element in parallel_for's units (kGrain, threads.h)
-  // A fresh output of 16 MiB and more may be written by streaming stores (src/kernels/cpu/
-  // stream_out.h). False for the functors with plain_stores: the vector library's math (exp, log,
-  // sigmoid, tanh, sin, cos, erf, gelu, pow) takes long enough a line that plain stores' reads hide
-  // under it, and streaming stalled it (1 thread, CPU time, 16 MB float32, eager: exp 811-820 ->
-  // 930-962 us, gelu 1981-2002 -> 2101-2132, sigmoid 1061 -> 1142-1184).
-  bool stream = true;
+  // Bit d set: a fresh output of dtype id d, 16 MiB and more, may be written by streaming stores
+  // (src/kernels/cpu/stream_out.h). None for the functors with plain_stores: the vector library's
+  // math (exp, log, sigmoid, tanh, sin, cos, erf, gelu, pow) takes long enough a line that plain
+  // stores' reads hide under it, and streaming stalled it (1 thread, CPU time, 16 MB float32, eager:
+  // exp 811-820 -> 930-962 us, gelu 1981-2002 -> 2101-2132, sigmoid 1061 -> 1142-1184); not
+  // float64 for those with plain_stores_float64 (rsqrt: 2M float64 1560-1630 -> 1800-1970 us, 1
+  // thread; float32 614-642 against 649-690, and at 2 threads 890-950 against 1200).
+  unsigned stream = ~0u;
   PerDtype<UnaryLoop> unary{};
   PerDtype<BinaryLoop> binary{};
 };
@@ -344,9 +347,12 @@ template <class F, class T> constexpr const char* fault(Rank<0>) { return nullpt
 // (an op many times a copy's cost splits among threads at fewer elements), else 4.
 template <class F> constexpr auto cost(Rank<1>) -> decltype(int(F::cost)) { return F::cost; }
 template <class F> constexpr int cost(Rank<0>) { return 4; }
-// Whether F's results may go out by streaming stores: not where F says plain_stores.
-template <class F> constexpr auto streams(Rank<1>) -> decltype(bool(F::plain_stores)) { return !F::plain_stores; }
-template <class F> constexpr bool streams(Rank<0>) { return true; }
+// The dtypes whose results of F may go out by streaming stores (PointwiseKernels::stream).
+template <class F> constexpr auto streams(Rank<2>) -> decltype(unsigned(F::plain_stores)) { return F::plain_stores ? 0u : ~0u; }
+template <class F> constexpr auto streams(Rank<1>) -> decltype(unsigned(F::plain_stores_float64)) {
+  return F::plain_stores_float64 ? ~(1u << MF_FLOAT64) : ~0u;
+}
+template <class F> constexpr unsigned streams(Rank<0>) { return ~0u; }
 
 // Whether F has a vector routine for T (float, double).
 template <class F, class T> constexpr auto has_run(Rank<1>) -> decltype(F::run((const T*)0, (T*)0, int64_t()), true) { return true; }
@@ -448,7 +454,7 @@ PointwiseKernels unary_kernels(const char* name) {
   k.nparams = nparams<F, double>(Rank<2>());
   k.fusable = k.nparams == 0;
   k.cost = cost<F>(Rank<1>());
-  k.stream = streams<F>(Rank<1>());
+  k.stream = streams<F>(Rank<2>());
   k.cuda = CudaSrc<F>::src;
   k.functor = &FunctorId<F>::tag;
   k.unary = {&unary_loop<F, float>, &unary_loop<F, double>, &unary_loop<F, int32_t>, &unary_loop<F, int64_t>,
@@ -469,7 +475,7 @@ PointwiseKernels binary_kernels(const char* name) {
   k.cuda = CudaSrc<F>::src;
   k.functor = &FunctorId<F>::tag;
   k.fault = fault<F, float>(Rank<1>());
-  k.stream = streams<F>(Rank<1>());
+  k.stream = streams<F>(Rank<2>());
   k.binary = {&binary_loop<F, float>, &binary_loop<F, double>, &binary_loop<F, int32_t>, &binary_loop<F, int64_t>,
               &binary_loop<F, uint8_t>};
   return k;

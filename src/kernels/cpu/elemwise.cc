@@ -95,7 +95,7 @@ void unary_cpu(int code, mf_tensor& y, const mf_tensor& x, double a, double b) {
   kcheck::writable(op, "output", y);
   if (k->nparams > 0 && !dtype_is_float(y.dtype_id) && (a != a || b != b))
     fail(op, ": a NaN parameter needs a float tensor; x is ", dtype_name(y.dtype_id));
-  MF_DISPATCH(x.dtype_id, T, unary_typed<T>(std::get<UnaryLoop<T>>(k->unary), y, x, a, b, k->cost, k->stream));
+  MF_DISPATCH(x.dtype_id, T, unary_typed<T>(std::get<UnaryLoop<T>>(k->unary), y, x, a, b, k->cost, (k->stream >> x.dtype_id) & 1));
 }
 
 // Returns whether a loop reported its fault (integer division by zero).
@@ -131,6 +131,7 @@ __attribute__((noinline)) static bool binary_strided(BinaryLoop<T> loop, mf_tens
 template <typename T>
 static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tensor& x, const mf_tensor& y) {
   BinaryLoop<T> loop = std::get<BinaryLoop<T>>(k.binary);
+  const bool can_stream = (k.stream >> x.dtype_id) & 1;  // PointwiseKernels::stream
   bool bad;
   // dense operands of z's size, or one of them a single element: flat loops without iterator
   // set-up (the eager a + b path, and most elementwise nodes of a graph)
@@ -140,7 +141,7 @@ static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tenso
     const T* yp = (const T*)y.ptr;
     int64_t xs = x.count == 1 && z.count != 1 ? 0 : 1, ys = y.count == 1 && z.count != 1 ? 0 : 1;
     const int zsize = dtype_size(z.dtype_id);
-    if (k.stream && pointwise_streams(z, zsize, {&x, &y})) {  // a fresh output of 16 MiB and more (stream_out.h)
+    if (can_stream && pointwise_streams(z, zsize, {&x, &y})) {  // a fresh output of 16 MiB and more (stream_out.h)
       std::atomic<bool> any{false};
       auto piece = [&](int64_t b0, int64_t e0) {
         bool f = false;
@@ -165,7 +166,7 @@ static void binary_typed(const PointwiseKernels& k, mf_tensor& z, const mf_tenso
       bad = any.load();
     }
   } else {
-    bad = binary_strided<T>(loop, z, x, y, k.stream);
+    bad = binary_strided<T>(loop, z, x, y, can_stream);
   }
   if (bad) fail(k.name, ": ", k.fault, " (", dtype_name(x.dtype_id), ")");
 }

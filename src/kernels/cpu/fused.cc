@@ -164,7 +164,7 @@ void fused_cpu(const FusedProgram& fp, mf_tensor& out, int nin, const mf_tensor*
   // a fresh output of 16 MiB and more by streaming stores (stream_out.h), unless a step's op keeps
   // plain stores (PointwiseKernels::stream) or an input shares the output's storage
   bool stream = pointwise_streams(out, dtype_size(out.dtype_id), {});
-  for (const Step& st : fp.steps) stream = stream && st.k->stream;
+  for (const Step& st : fp.steps) stream = stream && ((st.k->stream >> out.dtype_id) & 1);
   for (int i = 0; i < nin && stream; ++i) stream = ins[i]->store != out.store;
   if (out.dtype_id == MF_FLOAT32) run_program<float>(fp, out, inputs, stream);
   else run_program<double>(fp, out, inputs, stream);
