@@ -39,8 +39,6 @@ local LAZY = {
   linalg = {'allclose', 'einsum'},
   cuda = {'cuda'},
 }
-local ORDER = {'graph', 'autodiff', 'fusion', 'session', 'train', 'data', 'serialize', 'nn', 'optim', 'fit',
-               'linalg', 'cuda'}
 mf._lazy_modules = LAZY
 -- a graph symbol's metatable: made here, filled by graph.lua, so that mf.is_symbol is right before
 -- and after graph mode loads (modules keep it in locals)
@@ -59,9 +57,10 @@ local function load_module(m)
   end
   return true
 end
--- loads every module and installs every op: for what lists all of mf (help's search, REPL completion)
+-- loads every module and installs every op: for what lists all of mf (help's search, REPL completion).
+-- Any order: a module's own lookups load what it needs first
 function mf._load_all()
-  for _, m in ipairs(ORDER) do load_module(m) end
+  for m in pairs(LAZY) do load_module(m) end
   mf._load_all_ops()
 end
 local mt = getmetatable(mf)
