@@ -1,8 +1,8 @@
 -- Gradient cases of the statistics (var, std, norm, logsumexp) and the strict-shape products
 -- (dot, mm, mv, bmm, addmm, outer), loaded by test_gradients.lua. Norms of odd order or at the
 -- kinks (p = 1, +-inf) take inputs of magnitude 0.1..1 with mixed signs, all |x| distinct.
-return function(case, POS)
-  local function signed(x) return x * mf.tensor({{1, -1, 1, -1}, {-1, 1, 1, -1}, {1, 1, -1, -1}}, 'float64') end
+return function(case, POS, K)
+  local function signed(x) return x * K({{1, -1, 1, -1}, {-1, 1, 1, -1}, {1, 1, -1, -1}}, 'float64') end
   case('var', 'var', {{{2, 3, 4}}}, function(x) return mf.var(x) end)
   case('var dim 2 biased keepdim', 'var', {{{2, 3, 4}}}, function(x) return mf.var(x, 2, false, true) end)
   case('var dims 1,3', 'var', {{{2, 3, 4}}}, function(x) return mf.var(x, {dim = {1, 3}}) end)
