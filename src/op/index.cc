@@ -172,7 +172,9 @@ const char* const kScatterGradient = R"lua(
   local function winners(idx, y, dim)
     local n = 1
     for d = 1, idx:dim() do n = n * idx:size(d) end
-    local pos = mf.arange(1, n + 1, 1, {dtype = 'float64'}):reshape(idx:size())
+    -- on idx's device in the tape (a graph moves the constant to its session's device)
+    local dev = mf.is_tensor(idx) and idx:device() or nil
+    local pos = mf.arange(1, n + 1, 1, {dtype = 'float64', device = dev}):reshape(idx:size())
     local won = mf.scatter(mf.cast(mf.zeros_like(y), 'float64'), idx, pos, dim)
     return mf.eq(mf.gather(won, idx, dim), pos)
   end
