@@ -240,4 +240,18 @@ T.test('memory stats and empty_cache on cuda', function()
   assert(mf.memory_stats('cuda').cached <= s1.cached, 'empty_cache gives cached memory back')
 end)
 
+-- Dead device tensors wait for a collector cycle (a larger allowance on a device, tensor.lua); with
+-- the collector stopped, as a program may, only the retry after a failed allocation frees them:
+-- 2 GiB results, 100 of them, more than any GPU holds.
+T.test('garbage never runs the device out of memory (the collector stopped)', function()
+  collectgarbage('stop')
+  local ok, err = pcall(function()
+    for _ = 1, 100 do local _ = mf.empty(2 ^ 29, {device = 'cuda'}) end
+  end)
+  collectgarbage('restart')
+  collectgarbage(); collectgarbage()
+  mf.empty_cache('cuda')
+  assert(ok, err)
+end)
+
 T.finish()
