@@ -150,7 +150,7 @@ return function(mf)
   local Operation = {}
   Operation.__index = Operation
   Operation.__tostring = function(o) return ('Operation %s'):format(o.graph.nodes[o.node].name) end
-  local function is_operation(x) return getmetatable(x) == Operation end
+  local function is_operation(x) return type(x) == 'table' and getmetatable(x) == Operation end
   mf.is_operation = is_operation
 
   -- source nodes ------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ mf._lazy_modules = LAZY
 -- and after graph mode loads (modules keep it in locals)
 local symbol_mt = {}
 mf._symbol_mt = symbol_mt
-function mf.is_symbol(x) return getmetatable(x) == symbol_mt end
+function mf.is_symbol(x) return type(x) == 'table' and getmetatable(x) == symbol_mt end  -- getmetatable of a cdata (a tensor) aborts a trace
 local loaded, module_of = {}, {}
 for m, names in pairs(LAZY) do for _, k in ipairs(names) do module_of[k] = m end end
 local function load_module(m)

@@ -130,7 +130,7 @@ return function(mf)
     end
     return new_parameter(t)
   end
-  function nn.is_parameter(x) return getmetatable(x) == Parameter end
+  function nn.is_parameter(x) return type(x) == 'table' and getmetatable(x) == Parameter end
   local Buffer, new_buffer = holder_class('Buffer')
   Buffer.__tostring = function(b) return ('Buffer(%s, %s)'):format(b.data:shape_str(), b.data:dtype()) end
   -- a rebindable tensor holder (optimizer state, learning rates)
