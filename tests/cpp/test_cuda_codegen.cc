@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/pointwise.h"
+#include "kernels/cuda/backend.h"
 #include "kernels/cuda/fused_codegen.h"
 #include "kernels/cuda/fused_jit.h"
 #include "op/registry.h"
@@ -120,4 +121,10 @@ TEST_CASE("cuda codegen: bad requests are clear errors", "[cuda]") {
   // source that does not compile: NVRTC's log comes back in the message
   CHECK_THROWS_WITH(mf::cuda::fused_module("extern \"C\" __global__ void mf_fused() { undeclared_thing(); }", 90),
                     Catch::Contains("NVRTC") && Catch::Contains("undeclared_thing"));
+}
+
+// cuBLAS and NVRTC are opened on first use (src/kernels/cuda/lazy_libs.cc), not linked: every routine
+// the backend calls must be in the libraries found the way the backend finds them.
+TEST_CASE("cuda libraries: cuBLAS and NVRTC load on first use with every routine the backend calls", "[cuda]") {
+  CHECK(mf::cuda::lazy_libs_check() == "");
 }

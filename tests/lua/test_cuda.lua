@@ -9,6 +9,14 @@ local has_gpu = mf.cuda.is_available()
 local reason = mf.cuda.reason()
 
 -- -- status, everywhere -------------------------------------------------------------------------
+-- cuBLAS and NVRTC are opened on first use (src/kernels/cuda/lazy_libs.cc): linked, their
+-- initialisers made every start of a CUDA-enabled build 60-100 ms slower, GPU or not
+T.test('cuBLAS and NVRTC are not loaded before a product or a fused kernel needs them', function()
+  local maps = assert(io.open('/proc/self/maps')):read('*a')
+  T.eq(maps:find('libcublas', 1, true), nil, 'libcublas mapped at start')
+  T.eq(maps:find('libnvrtc', 1, true), nil, 'libnvrtc mapped at start')
+end)
+
 T.test('mf.cuda status functions agree', function()
   T.eq(type(has_gpu), 'boolean', 'is_available')
   T.eq(type(mf.cuda.device_count()), 'number', 'device_count')

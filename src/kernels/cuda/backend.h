@@ -25,6 +25,9 @@ int64_t sync_count();
 // TF32 in cuBLAS products (kernels.h's set_allow_tf32), off by default.
 void set_tf32(bool allow);
 bool tf32();
+// cuBLAS and NVRTC are loaded on first use (lazy_libs.cc): loads both now and returns what is missing,
+// a line per library that cannot be loaded or routine it lacks; empty when everything is there.
+std::string lazy_libs_check();
 
 }  // namespace cuda
 }  // namespace mf
