@@ -41,6 +41,9 @@ int mf_tensor_share(mf_tensor *dst, const mf_tensor *src);
 int mf_tensor_restride(mf_tensor *t, int32_t ndim, const int64_t *shape, const int64_t *strides, int64_t offset);
 void mf_tensor_release(mf_tensor *t);
 int64_t mf_tensor_nbytes(const mf_tensor *t);
+/* 1 when a and b have the same dtype, device, rank, shape and strides (where they point may differ): the
+   eager dispatcher's cache test, one call per input instead of a field read per dim in Lua */
+int mf_tensor_same_layout(const mf_tensor *a, const mf_tensor *b);
 int mf_storage_refcount(const mf_tensor *t);
 /* the write count of t's storage (every write by any engine: eager write ops, element writes, graph
    sessions; the eager tape compares it) and, when last_writer is not NULL, who wrote last: an op index,
