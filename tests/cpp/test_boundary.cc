@@ -171,6 +171,7 @@ TEST_CASE("boundary: an engine turns each kind into a Lua error and stays usable
 TEST_CASE("boundary: every extern \"C\" entry in src/lua runs through the wrapper", "[boundary]") {
   const std::set<std::string> trivial = {
       "mf_last_error", "mf_last_status", "mf_interrupt_flag", "mf_version", "mf_clock", "mf_tensor_nbytes",
+      "mf_tensor_same_layout",
       "mf_storage_refcount", "mf_storage_version", "mf_storage_bump", "mf_dtype_size", "mf_get_num_threads",
       "mf_params_free", "mf_params_canonical",
       "mf_params_count", "mf_params_key", "mf_params_kind", "mf_params_number", "mf_params_string",
