@@ -82,6 +82,27 @@ T.test('layouts: alternating input layouts bind once each and compute right', fu
   end
 end)
 
+-- the cache test (mf_tensor_same_layout) tells apart what shares a shape: strides (a transpose, a
+-- narrow of a wider matrix), dtype, rank; called in turn, each computes its own values
+T.test('layouts: the same shape with other strides, dtype or rank is another entry', function()
+  local m = mf.tensor{{1, -2, 3}, {-4, 5, -6}, {7, -8, 9}}
+  local mt, m64 = m:t(), m:cast('float64')
+  local nar = m:narrow(2, 2, 2)                      -- 3x2, strides (3, 1)
+  local packed = mf.tensor{{-2, 3}, {5, -6}, {-8, 9}}  -- 3x2, strides (2, 1)
+  local flat = m:reshape(9)
+  for _ = 1, 3 do
+    T.tensor_eq(mf.abs(m), {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}})
+    T.tensor_eq(mf.abs(mt), {{1, 4, 7}, {2, 5, 8}, {3, 6, 9}})
+    local a64 = mf.abs(m64)
+    T.eq(a64:dtype(), 'float64')
+    T.tensor_eq(a64, {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}})
+    T.tensor_eq(mf.abs(nar), {{2, 3}, {5, 6}, {8, 9}})
+    T.tensor_eq(mf.abs(packed), {{2, 3}, {5, 6}, {8, 9}})
+    T.tensor_eq(mf.abs(flat), {1, 2, 3, 4, 5, 6, 7, 8, 9})
+    T.tensor_eq(mf.abs(m:t():t()), {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}})
+  end
+end)
+
 T.test('optimizers: refilled params tables keep each optimizer its own values', function()
   local w1, w2 = mf.tensor{1, 2}, mf.tensor{1, 2}
   local o1 = mf.optim.SGD({w1}, {lr = 0.5, momentum = 0.5})
