@@ -50,17 +50,82 @@ void* lazy_sym(LazyLib& lib, const char* name) {
 
 }  // namespace
 
+#define MF_HIDDEN __attribute__((visibility("hidden")))
+
+// A routine of lib returning status type ST (fail: what it returns when lib cannot be loaded).
+#define MF_LAZY(lib, ST, fail, name, params, args)                                  \
+  extern "C" MF_HIDDEN ST name params {                                             \
+    using Fn = ST(*) params;                                                        \
+    static const Fn f = reinterpret_cast<Fn>(lazy_sym(lib, #name));                 \
+    return f ? f args : fail;                                                       \
+  }
+
+// The routines that return their library's status: (name, parameters, arguments), one list per
+// library, which both defines them and names them for lazy_libs_check below
+#define MF_CUBLAS_ROUTINES(X)                                                                                   \
+  X(cublasCreate_v2, (cublasHandle_t * handle), (handle))                                                      \
+  X(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream), (handle, stream))                         \
+  X(cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode), (handle, mode))                              \
+  X(cublasSgemm_v2,                                                                                             \
+    (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,     \
+     const float* A, int lda, const float* B, int ldb, const float* beta, float* C, int ldc),                   \
+    (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))                                                  \
+  X(cublasDgemm_v2,                                                                                             \
+    (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* alpha,    \
+     const double* A, int lda, const double* B, int ldb, const double* beta, double* C, int ldc),               \
+    (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))                                                  \
+  X(cublasSgemmStridedBatched,                                                                                  \
+    (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,     \
+     const float* A, int lda, long long int sA, const float* B, int ldb, long long int sB, const float* beta,    \
+     float* C, int ldc, long long int sC, int batch),                                                           \
+    (h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch))                               \
+  X(cublasDgemmStridedBatched,                                                                                  \
+    (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* alpha,    \
+     const double* A, int lda, long long int sA, const double* B, int ldb, long long int sB,                    \
+     const double* beta, double* C, int ldc, long long int sC, int batch),                                      \
+    (h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch))                               \
+  X(cublasSscal_v2, (cublasHandle_t h, int n, const float* alpha, float* x, int incx), (h, n, alpha, x, incx))  \
+  X(cublasDscal_v2, (cublasHandle_t h, int n, const double* alpha, double* x, int incx), (h, n, alpha, x, incx))
+
+#define MF_NVRTC_ROUTINES(X)                                                                                    \
+  X(nvrtcCreateProgram,                                                                                         \
+    (nvrtcProgram * prog, const char* src, const char* name, int numHeaders, const char* const* headers,        \
+     const char* const* includeNames),                                                                          \
+    (prog, src, name, numHeaders, headers, includeNames))                                                       \
+  X(nvrtcCompileProgram, (nvrtcProgram prog, int numOptions, const char* const* options),                       \
+    (prog, numOptions, options))                                                                                \
+  X(nvrtcDestroyProgram, (nvrtcProgram * prog), (prog))                                                         \
+  X(nvrtcGetPTX, (nvrtcProgram prog, char* ptx), (prog, ptx))                                                   \
+  X(nvrtcGetPTXSize, (nvrtcProgram prog, size_t* size), (prog, size))                                           \
+  X(nvrtcGetProgramLog, (nvrtcProgram prog, char* log), (prog, log))                                            \
+  X(nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t* size), (prog, size))
+
+#define MF_CUBLAS(name, params, args) MF_LAZY(g_cublas, cublasStatus_t, CUBLAS_STATUS_NOT_INITIALIZED, name, params, args)
+#define MF_NVRTC(name, params, args) MF_LAZY(g_nvrtc, nvrtcResult, NVRTC_ERROR_INTERNAL_ERROR, name, params, args)
+MF_CUBLAS_ROUTINES(MF_CUBLAS)
+MF_NVRTC_ROUTINES(MF_NVRTC)
+
+// The status strings: the library's, or why it could not be loaded
+extern "C" MF_HIDDEN const char* cublasGetStatusString(cublasStatus_t status) {
+  using Fn = const char* (*)(cublasStatus_t);
+  static const Fn f = reinterpret_cast<Fn>(lazy_sym(g_cublas, "cublasGetStatusString"));
+  return f ? f(status) : g_cublas.error.c_str();
+}
+
+extern "C" MF_HIDDEN const char* nvrtcGetErrorString(nvrtcResult result) {
+  using Fn = const char* (*)(nvrtcResult);
+  static const Fn f = reinterpret_cast<Fn>(lazy_sym(g_nvrtc, "nvrtcGetErrorString"));
+  return f ? f(result) : g_nvrtc.error.c_str();
+}
+
 namespace mf::cuda {
 
 std::string lazy_libs_check() {
+#define MF_NAME(name, params, args) #name,
+  static const char* const kCublas[] = {MF_CUBLAS_ROUTINES(MF_NAME) "cublasGetStatusString"};
+  static const char* const kNvrtc[] = {MF_NVRTC_ROUTINES(MF_NAME) "nvrtcGetErrorString"};
+#undef MF_NAME
   std::string missing;
-  static const char* const kCublas[] = {"cublasCreate_v2", "cublasSetStream_v2", "cublasSetMathMode",
-                                        "cublasGetStatusString", "cublasSgemm_v2", "cublasDgemm_v2",
-                                        "cublasSgemmStridedBatched", "cublasDgemmStridedBatched",
-                                        "cublasSscal_v2", "cublasDscal_v2"};
-  static const char* const kNvrtc[] = {"nvrtcCreateProgram", "nvrtcCompileProgram", "nvrtcDestroyProgram",
-                                       "nvrtcGetErrorString", "nvrtcGetPTX", "nvrtcGetPTXSize",
-                                       "nvrtcGetProgramLog", "nvrtcGetProgramLogSize"};
   for (LazyLib* lib : {&g_cublas, &g_nvrtc}) {
     if (!open_lib(*lib)) missing += lib->error + "\n";
   }
@@ -72,64 +137,3 @@ std::string lazy_libs_check() {
 }
 
 }  // namespace mf::cuda
-
-#define MF_HIDDEN __attribute__((visibility("hidden")))
-
-// A routine of lib returning status type ST (fail: what it returns when lib cannot be loaded).
-#define MF_LAZY(lib, ST, fail, name, params, args)                                  \
-  extern "C" MF_HIDDEN ST name params {                                             \
-    using Fn = ST(*) params;                                                        \
-    static const Fn f = reinterpret_cast<Fn>(lazy_sym(lib, #name));                 \
-    return f ? f args : fail;                                                       \
-  }
-
-#define MF_CUBLAS(name, params, args) MF_LAZY(g_cublas, cublasStatus_t, CUBLAS_STATUS_NOT_INITIALIZED, name, params, args)
-#define MF_NVRTC(name, params, args) MF_LAZY(g_nvrtc, nvrtcResult, NVRTC_ERROR_INTERNAL_ERROR, name, params, args)
-
-MF_CUBLAS(cublasCreate_v2, (cublasHandle_t * handle), (handle))
-MF_CUBLAS(cublasSetStream_v2, (cublasHandle_t handle, cudaStream_t stream), (handle, stream))
-MF_CUBLAS(cublasSetMathMode, (cublasHandle_t handle, cublasMath_t mode), (handle, mode))
-MF_CUBLAS(cublasSgemm_v2,
-          (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,
-           const float* A, int lda, const float* B, int ldb, const float* beta, float* C, int ldc),
-          (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
-MF_CUBLAS(cublasDgemm_v2,
-          (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* alpha,
-           const double* A, int lda, const double* B, int ldb, const double* beta, double* C, int ldc),
-          (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc))
-MF_CUBLAS(cublasSgemmStridedBatched,
-          (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha,
-           const float* A, int lda, long long int sA, const float* B, int ldb, long long int sB, const float* beta,
-           float* C, int ldc, long long int sC, int batch),
-          (h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch))
-MF_CUBLAS(cublasDgemmStridedBatched,
-          (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* alpha,
-           const double* A, int lda, long long int sA, const double* B, int ldb, long long int sB,
-           const double* beta, double* C, int ldc, long long int sC, int batch),
-          (h, ta, tb, m, n, k, alpha, A, lda, sA, B, ldb, sB, beta, C, ldc, sC, batch))
-MF_CUBLAS(cublasSscal_v2, (cublasHandle_t h, int n, const float* alpha, float* x, int incx), (h, n, alpha, x, incx))
-MF_CUBLAS(cublasDscal_v2, (cublasHandle_t h, int n, const double* alpha, double* x, int incx), (h, n, alpha, x, incx))
-
-extern "C" MF_HIDDEN const char* cublasGetStatusString(cublasStatus_t status) {
-  using Fn = const char* (*)(cublasStatus_t);
-  static const Fn f = reinterpret_cast<Fn>(lazy_sym(g_cublas, "cublasGetStatusString"));
-  return f ? f(status) : g_cublas.error.c_str();
-}
-
-MF_NVRTC(nvrtcCreateProgram,
-         (nvrtcProgram * prog, const char* src, const char* name, int numHeaders, const char* const* headers,
-          const char* const* includeNames),
-         (prog, src, name, numHeaders, headers, includeNames))
-MF_NVRTC(nvrtcCompileProgram, (nvrtcProgram prog, int numOptions, const char* const* options),
-         (prog, numOptions, options))
-MF_NVRTC(nvrtcDestroyProgram, (nvrtcProgram * prog), (prog))
-MF_NVRTC(nvrtcGetPTX, (nvrtcProgram prog, char* ptx), (prog, ptx))
-MF_NVRTC(nvrtcGetPTXSize, (nvrtcProgram prog, size_t* size), (prog, size))
-MF_NVRTC(nvrtcGetProgramLog, (nvrtcProgram prog, char* log), (prog, log))
-MF_NVRTC(nvrtcGetProgramLogSize, (nvrtcProgram prog, size_t* size), (prog, size))
-
-extern "C" MF_HIDDEN const char* nvrtcGetErrorString(nvrtcResult result) {
-  using Fn = const char* (*)(nvrtcResult);
-  static const Fn f = reinterpret_cast<Fn>(lazy_sym(g_nvrtc, "nvrtcGetErrorString"));
-  return f ? f(result) : g_nvrtc.error.c_str();
-}
