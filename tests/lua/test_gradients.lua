@@ -132,7 +132,7 @@ case('unreduce_like', 'unreduce_like', {{{3}}, {{2, 3}, const = true}}, function
 case('reshape_as', 'reshape_as', {{{2, 3}}, {{6}, const = true}}, function(x, like) return mf.reshape_as(x, like) end)
 
 -- more cases live next to this file as grad_cases_<family>.lua, each returning
--- function(case, POS) that adds its cases with the same case() helper
+-- function(case, POS, K) that adds its cases with the same case() helper (K: a constant on the device)
 local dir = arg[0]:match('(.*/)') or './'
 local p = io.popen('ls ' .. dir .. 'grad_cases_*.lua 2>/dev/null')
 for file in p:lines() do dofile(file)(case, POS, K) end
