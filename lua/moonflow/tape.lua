@@ -56,10 +56,18 @@ return function(mf)
   end
 
   local function state(t) return t._autograd ~= 0 and AG[t] or nil end
-  -- the finalizer of a flagged tensor (tensor.lua's __gc) drops its state at once: a key being
-  -- finalized counts as alive for that collection, so the weak table alone would keep the state
-  -- (and the tape behind it) one collection longer
-  function mf._ag_release(t) AG[t] = nil end
+  -- A tensor the tape keeps state for gets a finalizer of its own (ffi.gc), which drops that state at
+  -- once: a key being finalized counts as alive for that collection, so the weak table alone would
+  -- keep the state (and the tape behind it) one collection longer. Every other tensor's finalizer is
+  -- the C routine of tensor.lua's metatype, without a Lua call.
+  local function ag_finalize(t)
+    AG[t] = nil
+    if t._owns ~= 0 then C.mf_tensor_release(t) end
+  end
+  local function flag_ag(t)
+    t._autograd = 1
+    ffi.gc(t, ag_finalize)
+  end
 
   function mf.is_grad_enabled() return enabled end
   function mf.set_grad_enabled(flag)
@@ -110,7 +118,7 @@ return function(mf)
     -- the state table is kept (nodes recorded from t refer to it), only its flag changes
     if flag then
       if s then s.leaf = true else AG[t] = {leaf = true} end
-      t._autograd = 1
+      flag_ag(t)
     else
       if s then s.leaf = false end  -- keeps .grad; no longer a leaf that requires grad
       t._autograd = 0
@@ -123,7 +131,7 @@ return function(mf)
   function mf._input_leaf(x)
     local c = data_of(x)
     AG[c] = {leaf = true, input = true}
-    c._autograd = 1
+    flag_ag(c)
     return c
   end
   function methods.is_leaf(t)
@@ -207,7 +215,7 @@ return function(mf)
 
   local function attach(y, node, k)
     AG[y] = {node = node, index = k}
-    y._autograd = 1
+    flag_ag(y)
   end
 
   -- the result of a call whose inputs have autograd set: outputs get a clean flag (a view's header may
@@ -578,7 +586,7 @@ return function(mf)
             local y = y0
             if create and IS_FLOAT[y._dtype_id] then  -- a fresh header with this node as history
               y = data_of(y)
-              y._autograd = 1
+              flag_ag(y)
               AG[y] = {node = n, index = k}
             end
             ys[k] = y
@@ -605,7 +613,7 @@ return function(mf)
             if create then  -- inputs with their history, so the rule's ops are recorded
               if sx and sx.node then  -- a leaf is kept as itself (new_node)
                 x = data_of(x)
-                x._autograd = 1
+                flag_ag(x)
                 AG[x] = sx
               end
             end
