@@ -723,6 +723,14 @@ return function(mf)
     end
     return dst
   end
+  -- out= given alone in a trailing table ({out = t}, nothing else, no metatable): t, else nil. Every
+  -- fast path asks this before taking out= (a table with more in it goes to the general path)
+  local function out_alone(v)
+    if type(v) == 'table' and v.out ~= nil and getmetatable(v) == nil and next(v) == 'out'
+        and next(v, 'out') == nil then
+      return v.out
+    end
+  end
   local dst1 = {}  -- call_out's one-output list (set just before each use)
   local call_out_rec
   local function call_out(op, ins, nin, ptable, exact, dst)
@@ -1058,10 +1066,10 @@ return function(mf)
       -- binary ops called without params: no varargs, no tables on the common path
       f = function(a, b, extra)
         if extra ~= nil then
-          if type(extra) == 'table' and extra.out ~= nil and is_tensor(a) and is_tensor(b) and next(extra) == 'out'
-              and next(extra, 'out') == nil then  -- mf.add(a, b, {out = c}): nothing else in the table
+          local dst = is_tensor(a) and is_tensor(b) and out_alone(extra)
+          if dst then  -- mf.add(a, b, {out = c}): nothing else in the table
             pair[1], pair[2] = a, b
-            return clear2(call_out(op, pair, 2, nil, nil, extra.out))  -- every output (several: a list given)
+            return clear2(call_out(op, pair, 2, nil, nil, dst))  -- every output (several: a list given)
           end
           if #op.param_list == 0 and not (type(extra) == 'table' and extra.out ~= nil) then
             raise(op.name .. ': takes 2 inputs and no params (a table may give out = t)')
@@ -1095,9 +1103,10 @@ return function(mf)
       f = function(a, extra)
         if extra ~= nil then
           if type(extra) == 'table' and extra.out ~= nil then  -- x:abs({out = y}): nothing else in the table
-            if is_tensor(a) and next(extra) == 'out' and next(extra, 'out') == nil then
+            local dst = is_tensor(a) and out_alone(extra)
+            if dst then
               one[1] = a
-              return clear1(call_out(op, one, 1, nil, nil, extra.out))  -- every output (several: a list given)
+              return clear1(call_out(op, one, 1, nil, nil, dst))  -- every output (several: a list given)
             end
             return op.general(a, extra)
           end
@@ -1229,10 +1238,9 @@ return function(mf)
         -- alone is set aside and the params before it found as without it (A keeps it for slow)
         local dst
         if not list_args and last > nin_fixed and not op.param_kind.out then
-          local v = A[last]
-          if type(v) == 'table' and v.out ~= nil and getmetatable(v) == nil and next(v) == 'out'
-              and next(v, 'out') == nil then
-            dst, last = v.out, last - 1
+          dst = out_alone(A[last])
+          if dst ~= nil then
+            last = last - 1
             local w = A[last]  -- a table of named params before it: the general path says what it makes of that
             if last > nin_fixed and type(w) == 'table' and type(next(w)) == 'string' then
               return slow(a1, a2, a3, a4, a5, a6, a7, a8)
@@ -1342,11 +1350,8 @@ return function(mf)
         -- out= last (mf.concat({a, b}, 2, {out = o})): set aside, the params before it found as without it
         local dst
         if last >= 2 and not op.param_kind.out then
-          local v = last == 5 and a5 or last == 4 and a4 or last == 3 and a3 or a2
-          if type(v) == 'table' and v.out ~= nil and getmetatable(v) == nil and next(v) == 'out'
-              and next(v, 'out') == nil then
-            dst, last = v.out, last - 1
-          end
+          dst = out_alone(last == 5 and a5 or last == 4 and a4 or last == 3 and a3 or a2)
+          if dst ~= nil then last = last - 1 end
         end
         local rec
         if last == 1 then

@@ -133,6 +133,7 @@ void mf_tensor_release(mf_tensor* t) {
 }
 int64_t mf_tensor_nbytes(const mf_tensor* t) { return t ? tensor_nbytes(*t) : 0; }
 int mf_tensor_same_layout(const mf_tensor* a, const mf_tensor* b) {
+  if (!a || !b) return 0;
   if (a->ndim != b->ndim || a->dtype_id != b->dtype_id || a->device_id != b->device_id) return 0;
   for (int32_t d = 0; d < a->ndim; ++d)
     if (a->shape[d] != b->shape[d] || a->strides[d] != b->strides[d]) return 0;
