@@ -424,11 +424,19 @@ return function(mf)
   local function same_layout(e, ins, nin)
     if e.nin ~= nin then return false end
     local slots = e.ins
-    if nin >= 1 then
-      if not same_slot(slots[1], ins[1]) then return false end
-      if nin >= 2 then
-        if not same_slot(slots[2], ins[2]) then return false end
-        for i = 3, nin do
+    -- straight-line to eight inputs (run_entry says why: momentum_update's four and adam_update's six
+    -- made the loop past two abort root traces)
+    if nin >= 1 and not same_slot(slots[1], ins[1]) then return false end
+    if nin >= 2 and not same_slot(slots[2], ins[2]) then return false end
+    if nin >= 3 then
+      if not same_slot(slots[3], ins[3]) then return false end
+      if nin >= 4 and not same_slot(slots[4], ins[4]) then return false end
+      if nin >= 5 and not same_slot(slots[5], ins[5]) then return false end
+      if nin >= 6 and not same_slot(slots[6], ins[6]) then return false end
+      if nin >= 7 and not same_slot(slots[7], ins[7]) then return false end
+      if nin >= 8 and not same_slot(slots[8], ins[8]) then return false end
+      if nin >= 9 then
+        for i = 9, nin do
           if not same_slot(slots[i], ins[i]) then return false end
         end
       end
@@ -542,28 +550,31 @@ return function(mf)
     return results
   end
 
+  -- run_entry's rebinding of slot i to input i
+  local function bind_slot(slots, ins, i)
+    local s, t = slots[i], ins[i]
+    s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
+  end
   local function run_entry(op, rec, e, ins, nin, dst)
     local slots, outs = e.ins, e.outs
     -- an entry serves one layout (same_layout, signature: dtype, device, shape, strides), so of a slot's
     -- header only where the data lies changes from call to call: three stores, not a 184-byte copy.
-    -- Straight-line code for the first three inputs, a loop only past them: a loop of one or two turns
+    -- Straight-line code for the first eight inputs, a loop only past them: a loop of one or two turns
     -- run by the interpreter becomes hot, its root traces leave it at once and abort, and LuaJIT then
     -- blacklists it, which aborts every trace that reaches it (each op call of a user's loop then runs
-    -- interpreted: 64 KB fill 0.36 -> 1.0 us, copy 0.57 -> 1.8 us after a dozen other ops had run)
+    -- interpreted: 64 KB fill 0.36 -> 1.0 us, copy 0.57 -> 1.8 us after a dozen other ops had run;
+    -- the loop past three inputs did it for momentum_update's four and adam_update's six)
     if nin >= 1 then
-      local s, t = slots[1], ins[1]
-      s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
-      if nin >= 2 then
-        s, t = slots[2], ins[2]
-        s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
-        if nin >= 3 then
-          s, t = slots[3], ins[3]
-          s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
-          for i = 4, nin do
-            s, t = slots[i], ins[i]
-            s._ptr, s._offset, s._store = t._ptr, t._offset, t._store
-          end
-        end
+      bind_slot(slots, ins, 1)
+      if nin >= 2 then bind_slot(slots, ins, 2) end
+      if nin >= 3 then bind_slot(slots, ins, 3) end
+      if nin >= 4 then
+        bind_slot(slots, ins, 4)
+        if nin >= 5 then bind_slot(slots, ins, 5) end
+        if nin >= 6 then bind_slot(slots, ins, 6) end
+        if nin >= 7 then bind_slot(slots, ins, 7) end
+        if nin >= 8 then bind_slot(slots, ins, 8) end
+        for i = 9, nin do bind_slot(slots, ins, i) end
       end
     end
     local copy_in = e.copy_in
@@ -591,7 +602,13 @@ return function(mf)
         results = fresh_out(e, op, dst, outs, 1, results)
         results = fresh_out(e, op, dst, outs, 2, results)
       end
-      for i = 3, nout do results = fresh_out(e, op, dst, outs, i, results) end
+      if nout >= 3 then  -- straight-line to four as well (split and chunk in three or four)
+        results = fresh_out(e, op, dst, outs, 3, results)
+        if nout >= 4 then results = fresh_out(e, op, dst, outs, 4, results) end
+        if nout >= 5 then
+          for i = 5, nout do results = fresh_out(e, op, dst, outs, i, results) end
+        end
+      end
     end
     local run = e.run
     if not run then  -- first use: the factory sees real shapes and storage
@@ -616,7 +633,13 @@ return function(mf)
     elseif nout >= 2 then
       results = view_out(e, ins, outs, 1, results)
       results = view_out(e, ins, outs, 2, results)
-      for i = 3, nout do results = view_out(e, ins, outs, i, results) end
+      if nout >= 3 then  -- straight-line to four (split or chunk in three or four: see all_tensors)
+        results = view_out(e, ins, outs, 3, results)
+        if nout >= 4 then results = view_out(e, ins, outs, 4, results) end
+        if nout >= 5 then
+          for i = 5, nout do results = view_out(e, ins, outs, i, results) end
+        end
+      end
     end
     if op.multi then
       if nout == 1 then return {r1} end
@@ -905,8 +928,14 @@ return function(mf)
     if nin >= 2 and not is_tensor(ins[2]) then return false end
     if nin >= 3 and not is_tensor(ins[3]) then return false end
     if nin >= 4 and not is_tensor(ins[4]) then return false end
-    for i = 5, nin do
-      if not is_tensor(ins[i]) then return false end
+    if nin >= 5 then  -- adam_update's six: a loop of two turns per call aborted as above
+      if not is_tensor(ins[5]) then return false end
+      if nin >= 6 and not is_tensor(ins[6]) then return false end
+      if nin >= 7 and not is_tensor(ins[7]) then return false end
+      if nin >= 8 and not is_tensor(ins[8]) then return false end
+      for i = 9, nin do
+        if not is_tensor(ins[i]) then return false end
+      end
     end
     return true
   end
@@ -954,7 +983,13 @@ return function(mf)
       if nin >= 2 then ins[2] = args[2] end
       if nin >= 3 then ins[3] = args[3] end
       if nin >= 4 then ins[4] = args[4] end
-      for i = 5, nin do ins[i] = args[i] end
+      if nin >= 5 then  -- and on to eight (adam_update takes six: see all_tensors)
+        ins[5] = args[5]
+        if nin >= 6 then ins[6] = args[6] end
+        if nin >= 7 then ins[7] = args[7] end
+        if nin >= 8 then ins[8] = args[8] end
+        for i = 9, nin do ins[i] = args[i] end
+      end
     end
     local ptable, named
     if n > nin then ptable, named = default_arg(op, args, nin + 1, n, nin, nil, false) end

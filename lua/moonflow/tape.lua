@@ -260,10 +260,40 @@ return function(mf)
     return ...
   end
 
-  -- counts the writes after the op has run (a failed op wrote nothing): inputs 1..nw of op
-  local function bumped(ins, nw, op, ...)
-    for i = 1, nw do C.mf_storage_bump(ins[i], op.index) end
-    return ...
+  -- counts the writes after the op has run (a failed op wrote nothing): inputs 1..nw of op.
+  -- Straight-line for the usual one to three (a write op, the optimizer updates' state buffers): a
+  -- loop of one turn per call became hot, its root trace left the loop at once ('leaving loop in
+  -- root trace'), and after a few such aborts LuaJIT blacklisted the loop; every trace that then
+  -- reached it aborted ('blacklisted at tape.lua'), which blacklisted the dispatcher's shared entries
+  -- too (ops.lua's call, call_rec): from a few hundred calls of fill or zero_ on, every eager op ran
+  -- interpreted (ops.lua's bench: zero_ 64 KB 0.40 us in its first round, 0.72 in the next ones).
+  -- Not a vararg function passing the results through either: _tape_call's tail call into one
+  -- aborted every root trace started at _tape_call (the same 'leaving loop' abort, on the return
+  -- through the vararg frame). tests/lua/test_jit_paths.lua holds both.
+  local function bump_writes(ins, nw, op)
+    local id = op.index
+    if nw >= 1 then C.mf_storage_bump(ins[1], id) end
+    if nw >= 2 then C.mf_storage_bump(ins[2], id) end
+    if nw >= 3 then C.mf_storage_bump(ins[3], id) end
+    if nw >= 4 then
+      for i = 4, nw do C.mf_storage_bump(ins[i], id) end
+    end
+  end
+  -- whether any of ins[1..nin] has autograd state (the same straight-line form, for the same reason)
+  -- (up to eight: the optimizer updates take four to six inputs)
+  local function any_flagged(ins, nin)
+    if nin >= 1 and ins[1]._autograd ~= 0 then return true end
+    if nin >= 2 and ins[2]._autograd ~= 0 then return true end
+    if nin >= 3 and ins[3]._autograd ~= 0 then return true end
+    if nin >= 4 then
+      if ins[4]._autograd ~= 0 then return true end
+      if nin >= 5 and ins[5]._autograd ~= 0 then return true end
+      if nin >= 6 and ins[6]._autograd ~= 0 then return true end
+      if nin >= 7 and ins[7]._autograd ~= 0 then return true end
+      if nin >= 8 and ins[8]._autograd ~= 0 then return true end
+      for i = 9, nin do if ins[i]._autograd ~= 0 then return true end end
+    end
+    return false
   end
 
   -- The tape does not record in-place ops. In grad mode a write may neither overwrite a tensor computed
@@ -334,12 +364,17 @@ return function(mf)
       -- the optimizer updates write their state buffers too)
       local nw = op.num_written  -- read from the registry once, at load (ops.lua)
       if nw > nin then nw = nin end
-      local flagged = false
-      for i = 1, nin do if ins[i]._autograd ~= 0 then flagged = true break end end
-      if not flagged then return bumped(ins, nw, op, run(op, rec, e, ins, nin)) end
+      -- a write op has one result, the tensor it wrote (its first input)
+      if not any_flagged(ins, nin) then
+        local r = run(op, rec, e, ins, nin)
+        bump_writes(ins, nw, op)
+        return r
+      end
       if enabled then check_write(op, ins, nin, nw) end
       -- an output's header may have copied a flagged input's: cleaned in finish
-      return bumped(ins, nw, op, finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin)))
+      local r = finish(op, rec, ins, nin, false, run(op, rec, e, ins, nin))
+      bump_writes(ins, nw, op)
+      return r
     end
     local record = false
     -- every input lends only its shape (zeros_like, rand_like: the registry's lends_shape): the outputs
