@@ -20,7 +20,7 @@ return function(mf)
     clone = 'mf.clone(t) or t:clone(): a contiguous copy of t with its dtype.',
     apply = 't:apply(fn): calls fn(v) on every element (row-major) in place; a number returned replaces it, nil keeps it; returns t. Host memory, any dtype and view but an expanded one; not an op (no graph, no gradient).',
     map = 't:map(other, fn): calls fn(v, w) on every element v of t and the matching w of other (broadcast to t) in place, as apply; returns t.',
-    memory_stats = 'mf.memory_stats([device]): {in_use, peak, cached, allocations, system_allocations, live_blocks} of the allocator of device (a name; default the CPU), in bytes.',
+    memory_stats = 'mf.memory_stats([device]): {in_use, peak, cached, allocations, system_allocations, live_blocks} of the allocator of device (a name; default the CPU), in bytes, and gc_allowance: the bytes of new tensors after which the next garbage-collector cycle runs (README "Memory").',
     empty_cache = 'mf.empty_cache([device]): collects garbage and returns wholly free cached regions to the system.',
     devices = "mf.devices(): the names of the registered devices, the CPU ('cpu') first; t:to(name) moves a tensor to one.",
     set_num_threads = 'mf.set_num_threads(n): threads for OpenMP kernels and OpenBLAS (also MF_NUM_THREADS).',

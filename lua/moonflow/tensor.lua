@@ -115,10 +115,39 @@ return function(mf)
   -- (alloc_retry below), so garbage never costs a program its device memory.
   local DEVICE_GARBAGE = 512 * 2 ^ 20
   local dev_pending, dev_threshold = 0, DEVICE_GARBAGE
+  -- Warm allowance: the rule above stands for cycles that cost much; where they are cheap the
+  -- allowance is WARM instead, so that the blocks a cycle frees are reused while still in the
+  -- 32 MB L3, not after 64 MB more of allocations have pushed them out to DRAM. Writing 64 KB costs
+  -- 0.66 us into the L2, 1.1 us into the L3, 2.2 us into DRAM (AVX-512 stores, 1 thread, EPYC with
+  -- a 32 MB L3, blocks in turn through a pool of 1 MB / 16 MB / 64 MB, 2026-11-28), so each MB of
+  -- results written into the L3 rather than DRAM saves ~17 us, against the collector's time, paid
+  -- 4x as often as at 64 MiB. A cycle costs a part that grows with the Lua heap left after it (the
+  -- mark and sweep, about 30 us with the library's 0.5 MB) and a part per dead tensor (its
+  -- finalizer and free, 0.25-0.45 us), paid at either allowance; so cheap is a heap of at most
+  -- WARM_HEAP_KB (~120 us: 7.5 us per MB at 16 MiB, 2 at 64) and, as a guard against a heap
+  -- gone cold or a loaded machine, a last cycle of at most WARM_US_PER_MB per MB allocated since
+  -- the one before (80-170 us per 16 MiB of 64 KB results here, 5-11 us per MB). Fresh eager
+  -- results against out= (scripts/bench/fresh_results.lua, 2 threads, idle, the builds before and
+  -- after interleaved twice, 2026-11-28), neg: 64 KB 2.4-2.8 -> 1.6-1.7 us (out= 0.74), 1 MB 27-28
+  -- -> 13 (7.5-8.9), 4 MB 118-119 -> 59 (41), 8 MB 199-208 -> 141-153 (85-87); 16 MB unchanged.
+  -- Results of STREAM_BYTES and more are written by streaming stores (src/kernels/cpu/copy.h's
+  -- kStreamBytes), which go to DRAM whatever the reuse: they count at WARM / GARBAGE of their bytes,
+  -- so a loop of them still runs a cycle per 64 MiB, not one per result.
+  local WARM, WARM_HEAP_KB, WARM_US_PER_MB, STREAM_BYTES = 16 * 2 ^ 20, 2048, 16, 16 * 2 ^ 20
+  -- The allowance after a cycle that took us_per_mb (wall us per MB allocated since the one before;
+  -- 0 when the collector is stopped) and left heap_kb of Lua heap, with live_bytes of tensors in use.
+  function mf._gc_allowance(us_per_mb, heap_kb, live_bytes)
+    if us_per_mb > 0 and us_per_mb <= WARM_US_PER_MB and heap_kb <= WARM_HEAP_KB then return WARM end
+    return math.max(GARBAGE, math.min(HEAP_FACTOR * 1024 * heap_kb, GARBAGE_CAP), LIVE_SHARE * live_bytes)
+  end
+  -- a cycle to its end; returns its wall time in seconds (0 for a stopped collector)
   local function cycle()
     -- a stopped collector stays stopped (the program's collectgarbage('stop'), or Session.run's
     -- pause while it binds): in LuaJIT a 'step' restarts it
-    if gc('isrunning') then repeat until gc('step', 0) end
+    if not gc('isrunning') then return 0 end
+    local t0 = C.mf_clock()
+    repeat until gc('step', 0)
+    return C.mf_clock() - t0
   end
   local function nudge(count, dtype, device)
     local bytes = count * C.mf_dtype_size(dtype)
@@ -132,13 +161,13 @@ return function(mf)
         return
       end
     end
+    if bytes >= STREAM_BYTES and threshold < GARBAGE then bytes = bytes * threshold / GARBAGE end
     pending = pending + math.max(bytes, 256) + 64
     if pending > threshold then
+      local us_per_mb = cycle() * 1e6 / (pending / 2 ^ 20)
       pending = 0
-      cycle()
       C.mf_memory_stats_get(HOST, stats_buf)
-      threshold = math.max(GARBAGE, math.min(HEAP_FACTOR * 1024 * gc('count'), GARBAGE_CAP),
-                           LIVE_SHARE * tonumber(stats_buf.in_use))
+      threshold = mf._gc_allowance(us_per_mb, gc('count'), tonumber(stats_buf.in_use))
     end
   end
   -- mf_tensor_init failed on a device: a full cycle (twice: the tape's state of a tensor the first
@@ -840,11 +869,11 @@ return function(mf)
   mf._device_id = K.find_device
 
   function mf.memory_stats(device)
-    local s = ffi.new('mf_memory_stats')
-    K.check(C.mf_memory_stats_get(device == nil and HOST or K.find_device(device, 'memory_stats'), s))
+    local s, id = ffi.new('mf_memory_stats'), device == nil and HOST or K.find_device(device, 'memory_stats')
+    K.check(C.mf_memory_stats_get(id, s))
     return {in_use = tonumber(s.in_use), peak = tonumber(s.peak), cached = tonumber(s.cached),
             allocations = tonumber(s.allocations), system_allocations = tonumber(s.system_allocations),
-            live_blocks = tonumber(s.live_blocks)}
+            live_blocks = tonumber(s.live_blocks), gc_allowance = id == HOST and threshold or dev_threshold}
   end
   function mf.empty_cache(device)
     collectgarbage('collect')

@@ -76,6 +76,42 @@ T.test('the nudge collects before it allocates: 16 MiB results peak at 64 MiB of
   T.eq(mf.memory_stats().in_use, live, 'bytes in use after the loop')
 end)
 
+-- The warm allowance (tensor.lua): where a cycle is cheap (at most 16 us per MB allocated since the
+-- last, a Lua heap of at most 2 MiB) the garbage allowed is 16 MiB, so that the blocks a cycle frees
+-- are reused while still in the L3; otherwise the rule of 64 MiB, 16x the heap (to 1 GiB), a quarter
+-- of the bytes live. Hand-computed values of the rule:
+T.test('the allowance rule: 16 MiB after a cheap cycle, else the largest of 64 MiB, 16x the heap, live / 4', function()
+  local MiB = 2 ^ 20
+  T.eq(mf._gc_allowance(5, 600, 0), 16 * MiB, 'cheap cycle, library-sized heap')
+  T.eq(mf._gc_allowance(16, 2048, 2 ^ 30), 16 * MiB, 'at both bounds, 1 GiB live')
+  T.eq(mf._gc_allowance(17, 600, 0), 64 * MiB, 'a cycle of 17 us per MB')
+  T.eq(mf._gc_allowance(5, 2049, 0), 64 * MiB, 'a heap just over 2 MiB: 16x it is 32 MiB, under the floor')
+  T.eq(mf._gc_allowance(0, 600, 0), 64 * MiB, 'a stopped collector (no cycle ran)')
+  T.eq(mf._gc_allowance(40, 8192, 0), 128 * MiB, '16x an 8 MiB heap')
+  T.eq(mf._gc_allowance(40, 600, 2 ^ 30), 256 * MiB, 'a quarter of 1 GiB live')
+  T.eq(mf._gc_allowance(40, 2 ^ 21, 0), 2 ^ 30, '16x a 2 GiB heap capped at 1 GiB')
+end)
+
+-- 64 KB results, dropped at once: the garbage never passes the largest allowance reported during the
+-- loop (memory_stats().gc_allowance: 16 MiB when the cycles were cheap, 64 MiB otherwise, as under
+-- the sanitizers or on a loaded machine) by more than a result or two and 1 MiB.
+T.test('64 KB results stay within the allowance memory_stats reports', function()
+  local a = mf.randn(16384)
+  collectgarbage(); collectgarbage()
+  local live = mf.memory_stats().in_use
+  local peak, allowed, warm = 0, 0, 0
+  for _ = 1, 3000 do  -- 188 MiB of results: several cycles at either allowance
+    a:neg()
+    local st = mf.memory_stats()
+    peak, allowed = math.max(peak, st.in_use - live), math.max(allowed, st.gc_allowance)
+    if st.gc_allowance == 16 * 2 ^ 20 then warm = warm + 1 end
+  end
+  print(('garbage peaked at %.1f MiB; allowance at most %.0f MiB, 16 MiB on %d of 3000 calls'):format(
+    peak / 2 ^ 20, allowed / 2 ^ 20, warm))
+  assert(peak <= allowed + 2 * 65536 + 2 ^ 20, ('garbage peaked at %.1f MiB, allowed %.1f MiB'):format(
+    peak / 2 ^ 20, allowed / 2 ^ 20))
+end)
+
 -- The allowance of garbage between cycles grows with a quarter of the bytes live, not with all of
 -- them (it was max(64 MiB, in use): with 256 MiB of tensors live, 16 MiB results piled up to 256 MiB
 -- of garbage, doubling the peak). With 272 MiB live: a quarter, 68 MiB, and one 16 MiB result more,
