@@ -26,6 +26,7 @@ local x, v = mf.rand(4, 6), mf.rand(6)
 -- optimizer state (the updates write two and three tensors)
 local w, acc, m, s = mf.rand(4, 6), mf.zeros(4, 6), mf.zeros(4, 6), mf.zeros(4, 6)
 local g, lr, step = mf.rand(4, 6), mf.tensor({1e-3}), mf.tensor({1})
+local mask, sq = mf.gt(x, 0.5), mf.rand(6, 6)
 local CASES = {
   {'zeros(n)', function() return mf.zeros(16) end},
   {'zeros(m, n)', function() return mf.zeros(2, 3) end},
@@ -51,6 +52,8 @@ local CASES = {
   {'sgd_update', function() return mf.sgd_update(w, g, lr) end},
   {'momentum_update', function() return mf.momentum_update(w, acc, g, lr) end},
   {'adam_update', function() return mf.adam_update(w, m, s, g, step, lr) end},
+  {'where (3 inputs)', function() return mf.where(mask, x, w) end},
+  {'addmm (3 inputs)', function() return mf.addmm(x, x, sq) end},
   {'unbind (4 views)', function() return mf.unbind(x, 1) end},
   {'split (3 views)', function() return mf.split(x, 2, 2) end},
 }
