@@ -145,30 +145,36 @@ function(ins, outs, p, K)
   return function() K.reduce(code, y, x, mask) end
 end)lua";
   // the default call syntax (x, dim, keepdim, {named params}), and a clear word for max(a, b), which
-  // in PyTorch is the elementwise maximum
+  // in PyTorch is the elementwise maximum. Straight-line, no loop over the arguments, and the params
+  // table it makes from positional values is exact (holds declared names only: ops.lua's fast_walk
+  // then skips its count of the keys): a loop of one turn per x:max(2) and that count, run from a
+  // caller LuaJIT was not compiling, aborted root traces on the way to a blacklist (test_jit_paths).
   static const char* kExtremeAdapter = R"lua(
 function(op, x, ...)
-  local n, args = select('#', ...), {...}
-  local a = args[1]
+  local n = select('#', ...)
+  local a, b = ...
   if mf.is_tensor(a) or mf.is_symbol(a) or (type(a) == 'table' and a._data ~= nil) then
     mf._raise(op.name .. ': the second argument is a tensor; the elementwise %s of two tensors is '
       .. 'mf.%s(a, b) (cmax or cmin in Torch7)')
   end
-  local names, p = {'dim', 'keepdim'}, nil
-  for k = 1, n do
-    local v = args[k]
-    if k == n and type(v) == 'table' and type(next(v)) == 'string' then  -- trailing {name = value} params
-      p = p or {}
-      for name, val in pairs(v) do p[name] = val end
-    elseif v ~= nil then
-      if not names[k] then
-        mf._raise(op.name .. ': too many arguments (' .. (n + 1) .. '); it takes 1 input and params dim, keepdim')
-      end
-      p = p or {}
-      p[names[k]] = v
-    end
+  local named
+  if n >= 1 then  -- a trailing {name = value} table of params
+    local last = select(n, ...)
+    if type(last) == 'table' and type(next(last)) == 'string' then named, n = last, n - 1 end
   end
-  return {x}, p
+  if n > 2 then
+    mf._raise(op.name .. ': too many arguments (' .. (n + 1 + (named and 1 or 0)) .. '); it takes 1 input and params dim, keepdim')
+  end
+  local p
+  if n >= 1 and a ~= nil then p = {dim = a} end
+  if n >= 2 and b ~= nil then
+    p = p or {}
+    p.keepdim = b
+  end
+  if not named then return {x}, p, true end
+  p = p or {}
+  for name, val in pairs(named) do p[name] = val end
+  return {x}, p, false
 end)lua";
   struct Extreme {
     const char *name, *code, *doc, *alias;
@@ -189,7 +195,7 @@ end)lua";
        "reduce_min", 1},
   };
   for (const Extreme& e : extremes) {
-    char grad[1200], kernel[600], adapter[1400];
+    char grad[1200], kernel[600], adapter[2048];
     const char* full = e.is_min ? "minimum" : "maximum";
     std::snprintf(adapter, sizeof adapter, kExtremeAdapter, full, full);
     std::snprintf(grad, sizeof grad, kExtremeGrad, e.name);  // the rule's body, after pick
