@@ -131,9 +131,9 @@ return function(mf)
   -- after interleaved twice, 2026-11-28), neg: 64 KB 2.4-2.8 -> 1.6-1.7 us (out= 0.74), 1 MB 27-28
   -- -> 13 (7.5-8.9), 4 MB 118-119 -> 59 (41), 8 MB 199-208 -> 141-153 (85-87); 16 MB unchanged.
   -- Results of STREAM_BYTES and more are written by streaming stores (src/kernels/cpu/copy.h's
-  -- kStreamBytes), which go to DRAM whatever the reuse: they count at WARM / GARBAGE of their bytes,
+  -- stream_into), which go to DRAM whatever the reuse: they count at WARM / GARBAGE of their bytes,
   -- so a loop of them still runs a cycle per 64 MiB, not one per result.
-  local WARM, WARM_HEAP_KB, WARM_US_PER_MB, STREAM_BYTES = 16 * 2 ^ 20, 2048, 16, 16 * 2 ^ 20
+  local WARM, WARM_HEAP_KB, WARM_US_PER_MB, STREAM_BYTES = 16 * 2 ^ 20, 2048, 16, C.MF_STREAM_BYTES
   -- The allowance after a cycle that took us_per_mb (wall us per MB allocated since the one before;
   -- 0 when the collector is stopped) and left heap_kb of Lua heap, with live_bytes of tensors in use.
   function mf._gc_allowance(us_per_mb, heap_kb, live_bytes)

@@ -17,6 +17,9 @@ typedef enum { MF_CPU = 0, MF_CUDA = 1 } mf_device;
 typedef enum { MF_OK = 0, MF_ERR_ARG = 1, MF_ERR_SHAPE = 2, MF_ERR_MEMORY = 3, MF_ERR_INTERNAL = 4 } mf_status;
 /* MF_MAX_DIMS: the most dims a tensor has (the length of mf_tensor's shape and strides). */
 enum { MF_MAX_DIMS = 8 };
+/* MF_STREAM_BYTES: fresh outputs of this many bytes and more are written by streaming stores
+   (src/kernels/cpu/copy.h's stream_into); the collector's nudge counts them apart (lua/moonflow/tensor.lua). */
+enum { MF_STREAM_BYTES = 16 << 20 };
 /* What a reduction kernel computes (mf_k_reduce; VAR, STD and NORM take a number: mf_k_reduce_p). */
 typedef enum {
   MF_R_SUM, MF_R_MEAN, MF_R_MAX, MF_R_MIN, MF_R_PROD, MF_R_ARGMAX, MF_R_ARGMIN, MF_R_ANY, MF_R_ALL, MF_R_LOGSUMEXP,

@@ -117,7 +117,7 @@ inline void copy_run(void* dst, const void* src, size_t n) {
 // won at 2 threads (index_select into out= 239-251 us plain against 404-405 streamed; cast 636-644
 // against 781-786), so only fresh storage streams. An output a pure write fills (outer: nothing
 // read) stays in the L3 and keeps plain stores (streaming lost there: 225 -> 400 us, 1 thread).
-constexpr int64_t kStreamBytes = int64_t(16) << 20;
+constexpr int64_t kStreamBytes = MF_STREAM_BYTES;  // 16 MiB (src/core/types.h, which Lua reads too)
 
 // Whether a copy of `bytes` into t streams: t is that large and its storage fresh, no recorded write
 // since it was made (storage version 0: a new eager result, or a tensor made empty and not yet
