@@ -683,6 +683,25 @@ return function(mf)
     return e
   end
 
+  -- Whether any of ins[1..nin] has autograd state (tape.lua's write path asks too). Straight-line to
+  -- eight (run_entry says why: the loop it was aborted root traces for where's and addmm's three
+  -- inputs, 3 runs of 12 of test_jit_paths on a loaded machine, and tape.lua's for the optimizer updates)
+  local function any_autograd(ins, nin)
+    if nin >= 1 and ins[1]._autograd ~= 0 then return true end
+    if nin >= 2 and ins[2]._autograd ~= 0 then return true end
+    if nin >= 3 and ins[3]._autograd ~= 0 then return true end
+    if nin >= 4 then
+      if ins[4]._autograd ~= 0 then return true end
+      if nin >= 5 and ins[5]._autograd ~= 0 then return true end
+      if nin >= 6 and ins[6]._autograd ~= 0 then return true end
+      if nin >= 7 and ins[7]._autograd ~= 0 then return true end
+      if nin >= 8 and ins[8]._autograd ~= 0 then return true end
+      for i = 9, nin do if ins[i]._autograd ~= 0 then return true end end
+    end
+    return false
+  end
+  mf._any_autograd = any_autograd
+
   -- The eager path of every op: ins is a list of tensors (scalars already converted).
   local interrupt = C.mf_interrupt_flag()
   local function tape_call(...) return mf._tape_call(...) end
@@ -720,22 +739,8 @@ return function(mf)
       if ins[1]._autograd ~= 0 or ins[2]._autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
     elseif nin == 1 then
       if ins[1]._autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
-    elseif nin >= 3 then  -- straight-line to eight (run_entry says why; where and addmm's three inputs
-      -- aborted root traces here under a loaded machine, 3 runs of 12 of test_jit_paths)
-      if ins[1]._autograd ~= 0 or ins[2]._autograd ~= 0 or ins[3]._autograd ~= 0 then
-        return tape_call(op, rec, e, ins, nin, run_entry)
-      end
-      if nin >= 4 then
-        if ins[4]._autograd ~= 0 or (nin >= 5 and ins[5]._autograd ~= 0) or (nin >= 6 and ins[6]._autograd ~= 0)
-          or (nin >= 7 and ins[7]._autograd ~= 0) or (nin >= 8 and ins[8]._autograd ~= 0) then
-          return tape_call(op, rec, e, ins, nin, run_entry)
-        end
-        if nin >= 9 then
-          for i = 9, nin do
-            if ins[i]._autograd ~= 0 then return tape_call(op, rec, e, ins, nin, run_entry) end
-          end
-        end
-      end
+    elseif nin >= 3 and any_autograd(ins, nin) then
+      return tape_call(op, rec, e, ins, nin, run_entry)
     end
     return run_entry(op, rec, e, ins, nin)
   end

@@ -270,6 +270,7 @@ return function(mf)
   -- Not a vararg function passing the results through either: _tape_call's tail call into one
   -- aborted every root trace started at _tape_call (the same 'leaving loop' abort, on the return
   -- through the vararg frame). tests/lua/test_jit_paths.lua holds both.
+  local any_autograd = mf._any_autograd  -- ops.lua (loaded first)
   local function bump_writes(ins, nw, op)
     local id = op.index
     if nw >= 1 then C.mf_storage_bump(ins[1], id) end
@@ -278,22 +279,6 @@ return function(mf)
     if nw >= 4 then
       for i = 4, nw do C.mf_storage_bump(ins[i], id) end
     end
-  end
-  -- whether any of ins[1..nin] has autograd state (the same straight-line form, for the same reason)
-  -- (up to eight: the optimizer updates take four to six inputs)
-  local function any_flagged(ins, nin)
-    if nin >= 1 and ins[1]._autograd ~= 0 then return true end
-    if nin >= 2 and ins[2]._autograd ~= 0 then return true end
-    if nin >= 3 and ins[3]._autograd ~= 0 then return true end
-    if nin >= 4 then
-      if ins[4]._autograd ~= 0 then return true end
-      if nin >= 5 and ins[5]._autograd ~= 0 then return true end
-      if nin >= 6 and ins[6]._autograd ~= 0 then return true end
-      if nin >= 7 and ins[7]._autograd ~= 0 then return true end
-      if nin >= 8 and ins[8]._autograd ~= 0 then return true end
-      for i = 9, nin do if ins[i]._autograd ~= 0 then return true end end
-    end
-    return false
   end
 
   -- The tape does not record in-place ops. In grad mode a write may neither overwrite a tensor computed
@@ -365,7 +350,7 @@ return function(mf)
       local nw = op.num_written  -- read from the registry once, at load (ops.lua)
       if nw > nin then nw = nin end
       -- a write op has one result, the tensor it wrote (its first input)
-      if not any_flagged(ins, nin) then
+      if not any_autograd(ins, nin) then
         local r = run(op, rec, e, ins, nin)
         bump_writes(ins, nw, op)
         return r
