@@ -162,8 +162,10 @@ function(op, x, ...)
     local last = select(n, ...)
     if type(last) == 'table' and type(next(last)) == 'string' then named, n = last, n - 1 end
   end
-  if n > 2 then
-    mf._raise(op.name .. ': too many arguments (' .. (n + 1 + (named and 1 or 0)) .. '); it takes 1 input and params dim, keepdim')
+  for k = 3, n do  -- (entered only past two positional values) trailing nils are left out, as before
+    if select(k, ...) ~= nil then
+      mf._raise(op.name .. ': too many arguments (' .. (select('#', ...) + 1) .. '); it takes 1 input and params dim, keepdim')
+    end
   end
   local p
   if n >= 1 and a ~= nil then p = {dim = a} end

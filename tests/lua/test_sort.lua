@@ -77,6 +77,27 @@ T.test('max / min: how many results each call form returns', function()
   check(v, {5}, nil, {}, 'scalar max'); check(i, {1}, 'int64', {}, 'scalar index')
 end)
 
+-- The call syntax (src/op/sort.cc's adapter): positional dim and keepdim, a trailing table of named
+-- params on its own or after them, trailing nils left out; the errors name the op and the rule.
+T.test('max / min: positional, named and mixed params; bad calls refused', function()
+  local x = mf.tensor(X)  -- row maxima 3, 3, 2 at 1, 2, 1; column minima 1, 1, 0
+  local v, i = x:max(2, {keepdim = true})
+  check(v, {3, 3, 2}, nil, {3, 1}, 'positional dim, named keepdim'); check(i, {1, 2, 1}, 'int64', {3, 1})
+  v = x:min({dim = 1})
+  check(v, {1, 1, 0}, nil, {3}, 'named dim only')
+  v = mf.max(x, nil, true)
+  check(v, {3}, nil, {1, 1}, 'no dim (all), keepdim positional')
+  v, i = x:max(2, false, nil, nil)
+  check(v, {3, 3, 2}, nil, {3}, 'trailing nils'); check(i, {1, 2, 1}, 'int64')
+  v = x:max(1, true, {keepdim = false})
+  check(v, {3, 3, 3}, nil, {3}, 'the named table wins over a positional value')
+  T.errors(function() return x:max(1, true, 5) end, 'max: too many arguments (4)')
+  T.errors(function() return x:max(1, true, 5, {keepdim = true}) end, 'max: too many arguments (5)')
+  T.errors(function() return x:min(x) end, 'min: the second argument is a tensor', 'mf.minimum(a, b)')
+  T.errors(function() return x:max({dimm = 1}) end, "unknown param 'dimm'")
+  T.errors(function() return x:max(3) end, 'max: dim 3 out of range')
+end)
+
 T.test('max / min on integer dtypes and views', function()
   -- PyTorch: int32 [[3, -1, 2], [4, 0, -2]].max(1) -> values [3, 4], indices [0, 0]
   local n = mf.tensor({{3, -1, 2}, {4, 0, -2}}, 'int32')
