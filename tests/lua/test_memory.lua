@@ -46,12 +46,14 @@ end)
 -- a loop of 16 MiB results peaks at its input and 64 MiB of results (counting after allocating,
 -- and collecting with collectgarbage('collect'), it peaked one block higher: 96 MiB in all).
 -- 40 results of a:neg() (16 MiB each, dropped at once): the bytes in use exceed what was live by
--- more than the allowance (plus 1 MiB of slack) after 5 calls at most, and never by more than one
+-- more than the allowance (plus 1 MiB of slack) after 8 calls at most, and never by more than one
 -- result on top. Why not never: a stale stack slot (of the loop, or of a frame the dispatch left) may
 -- still hold the previous result while the next call nudges, and the collector marks every slot below
 -- the stack's top; whether one does depends on LuaJIT's traces (under ASan 2 runs in 24 peaked one
--- result higher, after 2-3 of the 40 calls). Counting after allocating peaks over the allowance
--- every 4th call, 10 of 40.
+-- result higher, after 2-3 of the 40 calls; since the warm allowance, whose choice follows the
+-- cycles' timing, one loaded CTest run in about ten had 7, each one result over). Counting after
+-- allocating peaks over the allowance every 4th call, 10 of 40, and on top of that whatever the
+-- stale slots add.
 local function garbage_peak_within(a, live, allowance)
   local peak, over = 0, 0
   for _ = 1, 40 do
@@ -62,7 +64,7 @@ local function garbage_peak_within(a, live, allowance)
   end
   print(('live %d MiB, peak in use during the loop %.1f MiB, %d calls over the allowance'):format(live / 2 ^ 20,
     peak / 2 ^ 20, over))
-  assert(over <= 5, ('garbage passed the allowance (%.1f MiB) after %d calls of 40'):format(allowance / 2 ^ 20, over))
+  assert(over <= 8, ('garbage passed the allowance (%.1f MiB) after %d calls of 40'):format(allowance / 2 ^ 20, over))
   assert(peak - live <= allowance + a:numel() * 4 + 2 ^ 20, ('garbage peaked at %.1f MiB, allowed %.1f MiB')
     :format((peak - live) / 2 ^ 20, allowance / 2 ^ 20))
 end
