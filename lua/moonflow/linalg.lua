@@ -182,7 +182,8 @@ return function(mf)
   end
 
   function mf.einsum(eq, ...)
-    local ops, nargs, listed = {...}, select('#', ...), false
+    local nargs, listed = select('#', ...), false
+    local ops = mf._pack_args(nargs, ...)
     if type(ops[1]) == 'table' and not mf.is_tensor(ops[1]) and not mf.is_symbol(ops[1]) then
       ops, nargs, listed = ops[1], table.maxn(ops[1]), true
     end

@@ -177,7 +177,12 @@ return function(mf)
   end
 
   local function keep_error(e) return e end
-  local function pack(...) return {n = select('#', ...), ...} end
+  local function pack(...)  -- not {n = ..., ...} (tensor.lua's pack_args says why)
+    local n = select('#', ...)
+    local t = mf._pack_args(n, ...)
+    t.n = n
+    return t
+  end
   -- A module's forward, run with forward_graph set to the graph of its input (nil for a tensor).
   -- Only a change of graph costs an xpcall (which restores the previous graph on an error).
   -- The graph of a forward's first argument: a symbol's, a list's first symbol's; a tensor runs

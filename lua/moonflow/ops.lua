@@ -28,6 +28,7 @@ return function(mf)
   mf._ops, mf._ops_by_index = ops, ops_by_index
   local fn_names = setmetatable({}, {__mode = 'k'})  -- op function -> op name, for help()
   mf._fn_names = fn_names
+  local pack_args = mf._pack_args  -- {...} without its trace exits (tensor.lua)
 
   local function cstr(p) return p ~= nil and ffi.string(p) or nil end
 
@@ -981,7 +982,7 @@ return function(mf)
   -- holds declared param names only (no named table given: fast_walk's exact).
   local function default_adapter(op, ...)
     local n = select('#', ...)
-    local args = {...}
+    local args = pack_args(n, ...)  -- not {...} (tensor.lua's pack_args says why)
     local nin = #op.inputs
     local ins = {}
     if op.variadic then
@@ -1042,8 +1043,8 @@ return function(mf)
   -- MF_OPF_LIST_ARGS: the leading integer-list param may also be given as separate numbers after
   -- the inputs (reshape(x, 2, 3), zeros(2, 3)); other params come in a trailing table
   local function list_adapter(op, ...)
-    local args = {...}
     local n = select('#', ...)
+    local args = pack_args(n, ...)
     local ninputs, field = #op.inputs, op.param_list[1]
     local ins = {}
     for i = 1, ninputs do ins[i] = args[i] end
@@ -1079,7 +1080,8 @@ return function(mf)
   -- order (in the default order argument 2 is an input). make_function's positional path takes the
   -- common calls of both orders without coming here.
   local function dim_first_adapter(op, ...)
-    local n, args, nin, pname = select('#', ...), {...}, #op.inputs, op.param_list[1]
+    local n, nin, pname = select('#', ...), #op.inputs, op.param_list[1]
+    local args = pack_args(n, ...)
     local p = {}
     local last = args[n]
     if n > 0 and is_options(last) and not is_holder(last) then

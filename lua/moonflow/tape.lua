@@ -255,7 +255,7 @@ return function(mf)
       return y  -- not `return ...`: a side trace starting below finish aborted there (NYI: VARG of a
                 -- frame its parent set up), 10 times in 2 s of eager LeNet steps
     elseif n > 0 then
-      finish_list(op, rec, ins, nin, record, {...})
+      finish_list(op, rec, ins, nin, record, mf._pack_args(n, ...))
     end
     return ...
   end
