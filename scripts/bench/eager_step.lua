@@ -3,12 +3,14 @@
 -- interleaved in rounds, the median of the rounds for each and their ratio (issue 11's target: at most
 -- 1.3). With --cpu the clock is os.clock, the process's CPU time: steadier on a busy machine, but only
 -- meaningful at 1 thread (MF_NUM_THREADS=1), where it is the step's time.
--- usage: moonflow scripts/bench/eager_step.lua [--rounds 10] [--steps 40] [--warmup 30] [--cpu]
-local opts = {rounds = 10, steps = 40, warmup = 30, cpu = false}
+-- --optim adam: both steps with Adam (lr 1e-3) instead of SGD with momentum.
+-- usage: moonflow scripts/bench/eager_step.lua [--rounds 10] [--steps 40] [--warmup 30] [--cpu] [--optim sgd|adam]
+local opts = {rounds = 10, steps = 40, warmup = 30, cpu = false, optim = 'sgd'}
 local i = 1
 while arg[i] do
   local k = arg[i]:match('^%-%-(.+)$')
   if k == 'cpu' then opts.cpu = true
+  elseif k == 'optim' and (arg[i + 1] == 'sgd' or arg[i + 1] == 'adam') then opts.optim = arg[i + 1]; i = i + 1
   elseif k and opts[k] ~= nil then opts[k] = tonumber(arg[i + 1]); i = i + 1
   else error('eager_step.lua: unknown argument ' .. arg[i]) end
   i = i + 1
@@ -27,8 +29,12 @@ local function mlp()
 end
 local xv, yv = mf.randn(64, 784), labels(64)
 
+local function optimizer(params)
+  if opts.optim == 'adam' then return mf.optim.Adam(params, {lr = 1e-3}) end
+  return mf.optim.SGD(params, {lr = 0.01, momentum = 0.9})
+end
 local m1, crit = mlp(), mf.nn.CrossEntropyLoss()
-local opt = mf.optim.SGD(m1:parameters(), {lr = 0.01, momentum = 0.9})
+local opt = optimizer(m1:parameters())
 local function eager()
   opt:zero_grad()
   local loss = crit(m1(xv), yv)
@@ -39,7 +45,7 @@ end
 local x, y = mf.placeholder('float32', {64, 784}, 'x'), mf.placeholder('int64', {64}, 'y')
 local m2 = mlp()
 local loss = mf.nn.CrossEntropyLoss()(m2(x), y)
-local train = mf.optim.SGD(m2:parameters(), {lr = 0.01, momentum = 0.9}):minimize(loss)
+local train = optimizer(m2:parameters()):minimize(loss)
 local sess, feed = mf.Session(), {[x] = xv, [y] = yv}
 local function graph() sess:run({train, loss}, feed) end
 
@@ -55,5 +61,5 @@ for r = 1, opts.rounds do
 end
 table.sort(te); table.sort(tg)
 local me, mg = te[math.ceil(opts.rounds / 2)], tg[math.ceil(opts.rounds / 2)]
-print(('{"workload":"e_mlp_eager_vs_graph_b64","threads":%d,"clock":"%s","eager_ms":%.4f,"graph_ms":%.4f,'
-  .. '"eager_over_graph":%.3f}'):format(mf.get_num_threads(), opts.cpu and 'cpu' or 'wall', me, mg, me / mg))
+print(('{"workload":"e_mlp_eager_vs_graph_b64","optim":"%s","threads":%d,"clock":"%s","eager_ms":%.4f,"graph_ms":%.4f,'
+  .. '"eager_over_graph":%.3f}'):format(opts.optim, mf.get_num_threads(), opts.cpu and 'cpu' or 'wall', me, mg, me / mg))
