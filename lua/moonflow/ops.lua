@@ -466,6 +466,9 @@ return function(mf)
     return {calls = stats.calls, binds = stats.binds, factories = stats.factories}
   end
 
+  -- input k's name in messages (a closure made in device_of's loop compiled to UCLO, which LuaJIT's
+  -- traces do not handle: every trace through an op's first bind aborted there)
+  local function input_name(op, k) return op.variadic and ('input %d'):format(k) or op.inputs[k] end
   -- The device an op's inputs live on (the host for an op without inputs); inputs on two devices
   -- are an error naming both.
   local function device_of(op, ins, nin)
@@ -473,11 +476,11 @@ return function(mf)
     for i = 2, nin do
       local d = ins[i]._device_id
       if d ~= dev then
-        local function name(k) return op.variadic and ('input %d'):format(k) or op.inputs[k] end
         local n1, ni = K.device_name(dev), K.device_name(d)
         local cuda_cpu = (n1 == 'cpu' and ni == 'cuda') or (n1 == 'cuda' and ni == 'cpu')
         local how = cuda_cpu and ':cuda() or :cpu()' or ':to(...)'
-        raise(('%s: %s is on %s, %s is on %s; move one with %s'):format(op.name, name(1), n1, name(i), ni, how))
+        raise(('%s: %s is on %s, %s is on %s; move one with %s'):format(op.name, input_name(op, 1), n1, input_name(op, i),
+          ni, how))
       end
     end
     return dev

@@ -124,10 +124,11 @@ T.test('common eager calls stay compiled', function()
 end)
 
 -- A hot call settles: its loop compiles to a few traces, not a chain of them. `{...}` of four or more
--- values (the varargs of adam_update's six inputs, mf.zeros(2, 2, 2, 2), t:get(i, j, k, l), scatter's
--- four arguments, an op's four outputs under autograd) compiled to a trace that exited at every run,
--- and each run of exits made one more side trace of it, 200-odd for adam_update before LuaJIT gave
--- up (tensor.lua's pack_args): 4.6-4.8 us per exit, 14 us per adam_update call.
+-- values (the varargs of adam_update's six inputs, mf.zeros(2, 2, 2, 2), t:get(i, j, k, l),
+-- t:set(i, j, k, l, v)) compiled to a trace that exited at every run, and each run of exits made one
+-- more side trace of it, 106-119 here for each of those four before LuaJIT gave up (tensor.lua's
+-- pack_args): 4.6-4.8 us per exit, 14 us per adam_update call. The other cases take other paths
+-- (the positional fast path, the tape's list of outputs) and stay covered here.
 T.test('hot calls reach a steady state (no chain of traces)', function()
   local y4, idx = mf.rand(2, 2, 2, 2), mf.tensor({{1, 2}, {2, 1}}):long()
   local xs, src = mf.rand(2, 2), mf.rand(2, 2)
