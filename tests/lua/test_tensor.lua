@@ -28,6 +28,33 @@ T.test('element access, 1-based and negative', function()
   T.tensor_eq(a, {{0, 0, 0}, {4, 50, 6}})
 end)
 
+-- four and more indices or sizes go through mf._pack_args (tensor.lua), not {...}: the values
+-- against hand-computed ones, the count with nils and past eight
+T.test('element access and sizes with many arguments', function()
+  local rows = {}
+  for i = 1, 2 do
+    rows[i] = {}
+    for j = 1, 3 do
+      rows[i][j] = {}
+      for k = 1, 2 do rows[i][j][k] = {1000 * i + 100 * j + 10 * k + 1, 1000 * i + 100 * j + 10 * k + 2} end
+    end
+  end
+  local y = mf.tensor(rows)
+  T.eq(y:get(2, 3, 1, 2), 2312); T.eq(y:get(1, 2, 2, 1), 1221); T.eq(y:get(-1, -1, -1, -1), 2322)
+  y:set(1, 3, 2, 1, -5)
+  T.eq(y:get(1, 3, 2, 1), -5); T.eq(y:get(1, 3, 2, 2), 1322)
+  T.errors(function() return y:get(1, nil, 1, 1) end, 'get: index 2 is a nil; expected a number')
+  T.errors(function() return y:set(1, 1, nil, 1, 0) end, 'set: index 3 is a nil; expected a number')
+  T.errors(function() return y:get(1, 1, 1, 1, 1, 1, 1, 1, 1, 1) end, 'get: 10 indices given for a 4-dim tensor')
+  T.errors(function() return y:get(1, 1, 1) end, 'get: 3 indices given for a 4-dim tensor')
+  local z = mf.zeros(2, 1, 3, 1, 2)
+  T.eq(z:dim(), 5); T.eq(z:size(3), 3); T.eq(z:size(5), 2); T.eq(z:sum():item(), 0)
+  local o = mf.ones(1, 1, 1, 1, 1, 1, 1, 2)
+  T.eq(o:dim(), 8); T.eq(o:sum():item(), 2)
+  T.errors(function() return mf.zeros(1, 1, 1, 1, 1, 1, 1, 1, 2) end, 'zeros: 9 dims requested; at most 8 are supported')
+  T.eq(mf.randn(24):reshape(2, 3, 2, 2):size(2), 3)
+end)
+
 T.test('views share storage', function()
   local a = mf.zeros(3, 4)
   local n = a:narrow(1, 2, 2); n:set(1, 1, 7); T.eq(a:get(2, 1), 7)
