@@ -118,7 +118,8 @@ end)lua");
       .lua_adapter(R"lua(
 function(op, a, b, ...)
   if type(a) == 'table' then return {}, a end
-  local rest, n, raise = {...}, select('#', ...), mf.kernels.raise  -- raise blames the caller's line
+  local n, raise = select('#', ...), mf.kernels.raise  -- raise blames the caller's line
+  local rest = mf._pack_args(n, ...)  -- not {...} (tensor.lua's pack_args says why)
   local function is_list(t) return type(t) == 'table' and (t[1] ~= nil or next(t) == nil) end
   local p, i = {}, 1
   if is_list(b) then

@@ -198,7 +198,8 @@ std::string sized_call(const char* body) {
 (function()
   local fill_size = )lua") + body + R"lua(
   return function(op, ...)
-    local nin, n, args, p = #op.inputs, select('#', ...), {...}, {}
+    local nin, n, p = #op.inputs, select('#', ...), {}
+    local args = mf._pack_args(n, ...)  -- not {...} (tensor.lua's pack_args says why)
     local ins, symbolic = {}, false
     for i = 1, nin do
       ins[i] = args[i]
