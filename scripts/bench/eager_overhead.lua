@@ -1,6 +1,8 @@
 -- Eager dispatch overhead and GEMM throughput:
 --   µs per eager `a + b` on 1-element tensors (the whole path: adapter, cache check, output
---   allocation, kernel call), and GFLOP/s of an n x n sgemm through mf.matmul next to the same
+--   allocation, kernel call); µs per call of four or more arguments on 1-element tensors
+--   (adam_update's six inputs, mf.zeros(1, 1, 1, 1), t:get(1, 1, 1, 1): the varargs path that
+--   `{...}` once made 5-14 µs, tensor.lua's pack_args); and GFLOP/s of an n x n sgemm through mf.matmul next to the same
 --   sgemm called straight into OpenBLAS (the machine's limit for this shape).
 -- usage: moonflow scripts/bench/eager_overhead.lua [--n 1024] [--reps 5] [--json]
 local ffi = require 'ffi'
@@ -39,6 +41,28 @@ for r = 1, opts.reps do
   add_us[r] = (clock() - t0) / iters * 1e6
 end
 
+-- 1b. calls of four or more arguments (the general path's varargs), 1-element tensors
+local w, m1, v1, g = mf.ones(1), mf.zeros(1), mf.zeros(1), mf.ones(1)
+local step, lr = mf.tensor({1}), mf.tensor({1e-3})
+local y4 = mf.ones(1, 1, 1, 1)
+local MANY = {
+  {'adam_update_6_inputs', function() return mf.adam_update(w, m1, v1, g, step, lr) end},
+  {'zeros_4_sizes', function() return mf.zeros(1, 1, 1, 1) end},
+  {'get_4_indices', function() return y4:get(1, 1, 1, 1) end},
+}
+local many_us = {}
+for _, c in ipairs(MANY) do
+  local f, runs = c[2], {}
+  for _ = 1, 3e4 do f() end  -- warm, past the JIT's first traces
+  for r = 1, opts.reps do
+    collectgarbage()
+    local t0 = clock()
+    for _ = 1, 1e5 do f() end
+    runs[r] = (clock() - t0) / 1e5 * 1e6
+  end
+  many_us[#many_us + 1] = {c[1], median(runs), spread(runs)}
+end
+
 -- 2. sgemm n x n through mf.matmul, and the same call into OpenBLAS directly
 local n = opts.n
 mf.manual_seed(1)
@@ -65,11 +89,17 @@ local mf_med, mf_sp = median(mf_gf), spread(mf_gf)
 local raw_med, raw_sp = median(raw_gf), spread(raw_gf)
 if opts.json then
   print(('{"bench":"eager_add_1elem","us_per_op":%.4f,"spread":%.4f,"reps":%d}'):format(add_med, add_sp, opts.reps))
+  for _, c in ipairs(many_us) do
+    print(('{"bench":"eager_%s","us_per_op":%.4f,"spread":%.4f,"reps":%d}'):format(c[1], c[2], c[3], opts.reps))
+  end
   print(('{"bench":"sgemm","n":%d,"moonflow_gflops":%.2f,"openblas_gflops":%.2f,"ratio":%.4f,"threads":%d}')
     :format(n, mf_med, raw_med, mf_med / raw_med, mf.get_num_threads()))
 else
   print(('threads: %d (MF_NUM_THREADS / mf.set_num_threads)'):format(mf.get_num_threads()))
   print(('eager a + b, 1 element:   %.3f us/op   (median of %d runs of %d, spread %.3f)'):format(add_med, opts.reps, iters, add_sp))
+  for _, c in ipairs(many_us) do
+    print(('eager %-22s %.3f us/op   (spread %.3f)'):format(c[1] .. ':', c[2], c[3]))
+  end
   print(('sgemm %dx%d mf.matmul:  %.1f GFLOP/s (spread %.1f)'):format(n, n, mf_med, mf_sp))
   print(('sgemm %dx%d OpenBLAS:   %.1f GFLOP/s (spread %.1f)'):format(n, n, raw_med, raw_sp))
   print(('mf.matmul / OpenBLAS:      %.3f'):format(mf_med / raw_med))
