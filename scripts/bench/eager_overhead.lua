@@ -1,7 +1,7 @@
 -- Eager dispatch overhead and GEMM throughput:
 --   µs per eager `a + b` on 1-element tensors (the whole path: adapter, cache check, output
 --   allocation, kernel call); µs per call of four or more arguments on 1-element tensors
---   (adam_update's six inputs, mf.zeros(1, 1, 1, 1), t:get(1, 1, 1, 1): the varargs path that
+--   (adam_update's six inputs, mf.zeros(1, 1, 1, 1), t:get(1, 1, 1, i): the varargs path that
 --   `{...}` once made 5-14 µs, tensor.lua's pack_args); and GFLOP/s of an n x n sgemm through mf.matmul next to the same
 --   sgemm called straight into OpenBLAS (the machine's limit for this shape).
 -- usage: moonflow scripts/bench/eager_overhead.lua [--n 1024] [--reps 5] [--json]
@@ -44,11 +44,12 @@ end
 -- 1b. calls of four or more arguments (the general path's varargs), 1-element tensors
 local w, m1, v1, g = mf.ones(1), mf.zeros(1), mf.zeros(1), mf.ones(1)
 local step, lr = mf.tensor({1}), mf.tensor({1e-3})
-local y4 = mf.ones(1, 1, 1, 1)
+local y4 = mf.tensor({{{{1, 2}}}})  -- 1 x 1 x 1 x 2
+local c, sink = 1, 0  -- an index that changes and a kept result: nothing for the JIT to hoist
 local MANY = {
   {'adam_update_6_inputs', function() return mf.adam_update(w, m1, v1, g, step, lr) end},
   {'zeros_4_sizes', function() return mf.zeros(1, 1, 1, 1) end},
-  {'get_4_indices', function() return y4:get(1, 1, 1, 1) end},
+  {'get_4_indices', function() c = 3 - c; sink = sink + y4:get(1, 1, 1, c) end},
 }
 local many_us = {}
 for _, c in ipairs(MANY) do
